@@ -1,0 +1,3 @@
+"""libreyolo: the `libreyolo profile` command group. Imports no torch, numpy or hydra."""
+
+__version__ = "2.0.0.dev0"

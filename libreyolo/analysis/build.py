@@ -1,0 +1,59 @@
+"""Assemble complete Profile documents: derive the metric map and verdict from measurements.
+
+Pure: the caller passes the clock reading and version; nothing here reads files or the clock.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from libreyolo.analysis.metrics import compute_metrics
+from libreyolo.analysis.verdict import decide
+from libreyolo.document.model import Artifacts, Profile, RunInfo, Tool, TraceAnalysis
+
+TRAINING_PHASES = frozenset({"backward", "optimizer", "dataload", "to_device"})
+
+
+def finalize(profile: Profile) -> Profile:
+    """`profile` with its metric map and verdict derived from its samples and trace."""
+    provisional = compute_metrics(profile, bound="")
+    verdict = decide(profile, provisional)
+    metrics = provisional | {"bound": verdict.bound}
+    return msgspec.structs.replace(profile, metrics=metrics, verdict=verdict)
+
+
+def refresh_legacy_verdict(profile: Profile) -> Profile:
+    """Re-decide the verdict of a migrated v1 CPU profile, which 1.6.0 mislabelled.
+
+    libreyolo 1.6.0 called every CPU training run `host / launch` (no kernels means 0 % GPU
+    busy). Its metric values stay; only the conclusion is redrawn, and v1's label stays in
+    `legacy_v1.bound`.
+    """
+    has_gpu = profile.trace is not None and profile.trace.has_gpu
+    if profile.legacy_v1 is None or has_gpu or profile.metrics.get("bound") != "host / launch":
+        return profile
+    verdict = decide(profile, dict(profile.metrics))
+    metrics = dict(profile.metrics) | {"bound": verdict.bound}
+    return msgspec.structs.replace(profile, metrics=metrics, verdict=verdict)
+
+
+def infer_mode(trace: TraceAnalysis) -> str:
+    """A trace with training phases (backward, optimizer, ...) is training; else inference."""
+    names = {phase.name for phase in trace.phases}
+    return "training" if names & TRAINING_PHASES else "inference"
+
+
+def profile_from_trace(
+    trace: TraceAnalysis, *, trace_path: str | None, created: str | None, version: str
+) -> Profile:
+    """A profile for a bare Chrome trace: no collector samples, so timing comes from the trace."""
+    mode = infer_mode(trace)
+    profile = Profile(
+        kind="train" if mode == "training" else "infer",
+        created=created,
+        tool=Tool(version=version),
+        run=RunInfo(mode=mode),  # type: ignore[arg-type]
+        trace=trace,
+        artifacts=Artifacts(trace=trace_path),
+    )
+    return finalize(profile)

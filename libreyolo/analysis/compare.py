@@ -1,0 +1,119 @@
+"""Compare two profiles: deltas of the headline numbers and, with trials, a significance call.
+
+The significance rule is the specified one: both sides need ≥ 2 trials (`--repeat`), and a
+difference counts when |mean_b − mean_a| > 2 × sqrt(s_a²/n_a + s_b²/n_b) with sample SDs.
+Per-step samples of one run are not independent trials and never stand in for them. Pure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from libreyolo.analysis import stats
+from libreyolo.document.model import Profile, Scalar
+
+SE_MULTIPLE = 2.0  # "exceeds twice the combined standard error"
+SINGLE_RUN = "single run, use 'run --repeat N' for a significance call"  # libreyolo 1.6.0 wording
+MATCHED_SETTINGS = ("mode", "batch", "imgsz", "device", "amp")
+
+
+@dataclass(frozen=True, slots=True)
+class Delta:
+    before: Scalar
+    after: Scalar
+
+    @property
+    def change(self) -> float | None:
+        """Relative change (after − before) / before, or None when not computable."""
+        a, b = self.before, self.after
+        if isinstance(a, bool) or isinstance(b, bool):
+            return None
+        if isinstance(a, int | float) and isinstance(b, int | float) and a:
+            return (b - a) / a
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Significance:
+    significant: bool | None
+    text: str
+    mean_before: float | None = None
+    mean_after: float | None = None
+    std: tuple[float | None, float | None] = (None, None)
+    n: tuple[int, int] = (1, 1)
+    standard_error: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    kind: ClassVar[str] = "compare"
+    img_per_s: Delta
+    significance: Significance
+    ms_per_image: Delta
+    gpu_util: Delta
+    host_overhead_ms: Delta
+    launches_per_step: Delta
+    bound: Delta
+    latency_p50_ms: Delta | None
+    latency_p99_ms: Delta | None
+    warnings: tuple[str, ...]
+
+
+def _trial_values(profile: Profile) -> list[float]:
+    values = [t.metrics.get("img_per_s") for t in profile.trials]
+    return [float(v) for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+
+
+def significance(before: Profile, after: Profile) -> Significance:
+    """The specified significance rule over the two profiles' trials."""
+    a, b = _trial_values(before), _trial_values(after)
+    if before.metrics.get("img_per_s") is None or after.metrics.get("img_per_s") is None:
+        return Significance(None, "img/s unavailable")
+    se = stats.combined_standard_error(a, b)
+    if se is None:
+        return Significance(None, SINGLE_RUN, n=(max(len(a), 1), max(len(b), 1)))
+    mean_a, mean_b = stats.mean(a) or 0.0, stats.mean(b) or 0.0
+    diff = abs(mean_b - mean_a)
+    text = f"|d|={diff:.1f} vs 2*SE={SE_MULTIPLE * se:.1f}"
+    return Significance(diff > SE_MULTIPLE * se, text, mean_a, mean_b,
+                        (stats.sample_sd(a), stats.sample_sd(b)), (len(a), len(b)), se)
+
+
+def _setting(profile: Profile, name: str) -> object:
+    value = getattr(profile.run, name)
+    return value if value is not None else profile.run.config.get(name)
+
+
+def _ms_per_image(profile: Profile) -> float | None:
+    step, batch = profile.metrics.get("step_ms"), _setting(profile, "batch")
+    if isinstance(step, int | float) and isinstance(batch, int) and batch > 0:
+        return round(float(step) / batch, 3)
+    return None
+
+
+def compare(before: Profile, after: Profile) -> Comparison:
+    """Deltas from `before` to `after`, a significance call and warnings on mismatched runs."""
+    a, b = before.metrics, after.metrics
+
+    def delta(key: str) -> Delta:
+        return Delta(a.get(key), b.get(key))
+
+    inference = before.run.mode == after.run.mode == "inference"
+    warnings = tuple(
+        f"the profiles differ in {name}: {_setting(before, name)} vs {_setting(after, name)}"
+        for name in MATCHED_SETTINGS
+        if _setting(before, name) != _setting(after, name)
+    )
+    return Comparison(
+        img_per_s=delta("img_per_s"),
+        significance=significance(before, after),
+        ms_per_image=Delta(_ms_per_image(before), _ms_per_image(after)),
+        gpu_util=delta("gpu_util"),
+        host_overhead_ms=delta("host_overhead_ms"),
+        launches_per_step=delta("launches_per_step"),
+        bound=delta("bound"),
+        latency_p50_ms=delta("latency_p50_ms") if inference else None,
+        latency_p99_ms=delta("latency_p99_ms") if inference else None,
+        warnings=warnings,
+    )

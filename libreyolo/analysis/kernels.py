@@ -1,0 +1,105 @@
+"""The kernel table: filter, sort and cut the per-kernel rows of a profile. Pure."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+from libreyolo.analysis.metrics import per_step_divisor
+from libreyolo.analysis.phases import require_phase
+from libreyolo.document.model import KERNEL_CATEGORIES, Profile
+from libreyolo.errors import UnknownNameError
+
+SortKey = Literal["time", "count", "name"]
+RAW_NAME_CHARS = 90  # libreyolo 1.6.0's `raw_name` width
+# libreyolo 1.6.0's friendly labels: first substring hit on the lower-cased name wins.
+_LABELS = (
+    ("bn_bw", "cudnn batchnorm (bwd)"), ("bn_fw", "cudnn batchnorm (fwd)"),
+    ("nchwtonhwc", "layout nchw->nhwc"), ("nhwctonchw", "layout nhwc->nchw"),
+    ("implicitgemm", "cutlass conv (implicit gemm)"), ("implicit_convolve", "implicit conv"),
+    ("wgrad", "conv wgrad"), ("dgrad", "conv dgrad"), ("cgemm", "gemm"), ("sgemm", "gemm"),
+    ("gemm", "gemm"), ("vectorized_elementwise", "elementwise"), ("elementwise", "elementwise"),
+    ("softmax", "softmax"), ("reduce", "reduction"), ("catarray", "concat"),
+)
+
+
+def friendly_label(name: str) -> str:
+    """A short human label for a kernel name (the full name stays in `name`)."""
+    lowered = name.lower()
+    return next((label for key, label in _LABELS if key in lowered), name[:40])
+
+
+@dataclass(frozen=True, slots=True)
+class KernelRow:
+    name: str
+    label: str
+    category: str
+    tensor_core: bool
+    ms_per_step: float
+    share: float  # of the kernel time of the table's scope (all kernels, or the phase)
+    num_per_step: float
+
+
+@dataclass(frozen=True, slots=True)
+class KernelTable:
+    kind: ClassVar[str] = "kernels"
+    phase: str | None
+    num_matched: int  # rows that passed the filters, before --top
+    rows: tuple[KernelRow, ...]
+
+
+def _check_category(category: str) -> None:
+    if not any(category.lower() in known for known in KERNEL_CATEGORIES):
+        raise UnknownNameError(
+            f"unknown category '{category}'. known: {', '.join(KERNEL_CATEGORIES)}"
+        )
+
+
+def top_kernels(
+    profile: Profile,
+    *,
+    top: int = 20,
+    category: str | None = None,
+    pattern: re.Pattern[str] | None = None,
+    tensor_core_only: bool = False,
+    sort: SortKey = "time",
+    phase: str | None = None,
+) -> KernelTable:
+    """Kernel rows of the whole window or one phase, filtered, sorted and cut to `top`."""
+    trace = profile.trace
+    if phase is not None:
+        require_phase(profile, phase)
+    if category:
+        _check_category(category)
+    n = per_step_divisor(trace)
+    scoped = []
+    for kernel in trace.kernels if trace else []:
+        stat = kernel.phases.get(phase) if phase is not None else kernel
+        if stat is not None:
+            scoped.append((kernel, stat.total_ms, stat.num_calls))
+    total_ms = sum(ms for _, ms, _ in scoped) or 1.0
+    rows = [
+        KernelRow(kernel.name, friendly_label(kernel.name), kernel.category, kernel.tensor_core,
+                  ms / n, ms / total_ms, calls / n)
+        for kernel, ms, calls in scoped
+    ]
+    rows = [row for row in rows if _keep(row, category, pattern, tensor_core_only)]
+    rows.sort(key=_SORTS[sort])
+    return KernelTable(phase=phase, num_matched=len(rows), rows=tuple(rows[: max(top, 0)]))
+
+
+def _keep(row: KernelRow, category: str | None, pattern: re.Pattern[str] | None,
+          tensor_core_only: bool) -> bool:
+    if category and category.lower() not in row.category.lower():
+        return False
+    if pattern is not None and not (pattern.search(row.name) or pattern.search(row.label)):
+        return False
+    return row.tensor_core or not tensor_core_only
+
+
+_SORTS = {
+    "time": lambda row: (-row.ms_per_step, row.name),
+    "count": lambda row: (-row.num_per_step, -row.ms_per_step, row.name),
+    "name": lambda row: (row.label, row.name),
+}

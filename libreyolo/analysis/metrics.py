@@ -1,0 +1,161 @@
+"""The flat metric catalogue that `get` reads, with libreyolo 1.6.0's names, meanings and units.
+
+Computed once when a profile is built (and stored in the document); migrated v1 files keep the
+values v1 stored. Pure: no I/O, imports no torch or numpy.
+
+Step time comes from the collector's unsynced samples when the profile has them (honest overlap);
+otherwise from the trace's device-side step spans (the CPU may run ahead of the GPU).
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from libreyolo.analysis import stats
+from libreyolo.document.model import Profile, Scalar, TraceAnalysis
+
+MALLOCS_PER_STEP_THRASH = 5  # libreyolo 1.6.0's rule: ≥ 5 cudaMalloc/cudaFree per step is thrash
+STAGES = ("preprocess", "forward", "postprocess")
+# Present in every profile (null when not measured), as in libreyolo 1.6.0's `get` listing.
+ALWAYS = (
+    "img_per_s",
+    "step_ms",
+    "dataload_ms",
+    "dataload_frac",
+    "gpu_util",
+    "gpu_busy_ms",
+    "mean_kernel_us",
+    "kernels_per_step",
+    "unique_kernels",
+    "ops_per_step",
+    "memcpy_ms",
+    "tensorcore_pct",
+    "peak_vram_mb",
+    "host_overhead_ms",
+    "launches_per_step",
+    "cuda_mallocs_per_step",
+    "memory_pressure",
+    "bound",
+)
+
+
+def per_step_divisor(trace: TraceAnalysis | None) -> int:
+    """Steps the trace totals are divided by: the analysed ProfilerSteps, 1 for a whole window."""
+    return max(trace.num_steps, 1) if trace is not None else 1
+
+
+def count(value: float) -> float | int:
+    """A per-step count: an int when whole, else one decimal (totals need not divide evenly)."""
+    rounded = round(value, 1)
+    return int(rounded) if rounded == int(rounded) else rounded
+
+
+def _r(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def trace_step_ms(trace: TraceAnalysis) -> float:
+    """Mean device-side step span (or the whole window when the trace has no steps)."""
+    if trace.num_steps == 0 or not trace.steps:
+        return trace.window_ms
+    return statistics.fmean(max(s.cpu_ms, s.gpu_span_ms or 0.0) for s in trace.steps)
+
+
+def step_timing(profile: Profile) -> tuple[float | None, float | None]:
+    """(step_ms, dataload_ms) from unsynced samples, else from the trace."""
+    if profile.samples.latency_ms:
+        return stats.mean(profile.samples.latency_ms), 0.0
+    unsynced = [s for s in profile.samples.steps if not s.synced]
+    if unsynced:
+        loads = [s.dataload_ms for s in unsynced if s.dataload_ms is not None]
+        return stats.mean([s.wall_ms for s in unsynced]), stats.mean(loads)
+    if profile.trace is None:
+        return None, None
+    n = per_step_divisor(profile.trace)
+    dataload = next((p.cpu_ms for p in profile.trace.phases if p.name == "dataload"), None)
+    return trace_step_ms(profile.trace), None if dataload is None else dataload / n
+
+
+def _gpu_metrics(trace: TraceAnalysis) -> dict[str, Scalar]:
+    n = per_step_divisor(trace)
+    mallocs = trace.memory.num_mallocs / n
+    peak = trace.memory.peak_allocated_bytes
+    return {
+        "gpu_util": round(trace.gpu_busy_ms / trace.window_ms, 3) if trace.window_ms > 0 else 0.0,
+        "gpu_busy_ms": round(trace.gpu_busy_ms / n, 2),
+        "mean_kernel_us": round(trace.kernel_sum_ms * 1000 / trace.num_kernels, 2)
+        if trace.num_kernels
+        else 0.0,
+        "kernels_per_step": count(trace.num_kernels / n),
+        "unique_kernels": len(trace.kernels),
+        "ops_per_step": count(sum(op.num_calls for op in trace.ops) / n),
+        "memcpy_ms": round(trace.memcpy_ms / n, 3),
+        "tensorcore_pct": round(100 * trace.tensor_core_ms / trace.kernel_sum_ms, 1)
+        if trace.kernel_sum_ms > 0
+        else 0.0,
+        "peak_vram_mb": None if peak is None else round(peak / 1e6, 1),
+        "launches_per_step": count(trace.launches.num_launches / n),
+        "cuda_mallocs_per_step": count(mallocs),
+        "memory_pressure": trace.memory.thrash or mallocs >= MALLOCS_PER_STEP_THRASH,
+        "host_us_per_launch": _r(trace.launches.host_us_per_launch, 2),
+        "num_steps": trace.num_steps,
+    }
+
+
+def _phase_metrics(trace: TraceAnalysis) -> dict[str, Scalar]:
+    n = per_step_divisor(trace)
+    out: dict[str, Scalar] = {}
+    for phase in trace.phases:
+        wall = phase.wall_ms_per_step
+        if wall is None and phase.cpu_ms is not None:
+            wall = phase.cpu_ms / n
+        out[f"{phase.name}_gpu_ms"] = round(phase.gpu_ms / n, 3)
+        out[f"{phase.name}_wall_ms"] = _r(wall, 2)
+        out[f"{phase.name}_kernels"] = count(phase.num_kernels / n)
+        out[f"{phase.name}_ops"] = count(phase.num_ops / n)
+    return out
+
+
+def _inference_metrics(profile: Profile, img_per_s: float | None) -> dict[str, Scalar]:
+    latency = profile.samples.latency_ms
+    stage = {name: stats.median(profile.samples.stage_ms.get(name, [])) for name in STAGES}
+    return {
+        "latency_p50_ms": _r(stats.percentile(latency, 50), 3),
+        "latency_p90_ms": _r(stats.percentile(latency, 90), 3),
+        "latency_p99_ms": _r(stats.percentile(latency, 99), 3),
+        "latency_mean_ms": _r(stats.mean(latency), 3),
+        "latency_n": len(latency),
+        "throughput_img_s": img_per_s,
+        "preprocess_ms": _r(stage["preprocess"], 3),
+        "forward_ms": _r(stage["forward"], 3),
+        "nms_ms": _r(stage["postprocess"], 3),
+    }
+
+
+def compute_metrics(profile: Profile, *, bound: str) -> dict[str, Scalar]:
+    """The full metric map of a v2 profile whose verdict label is `bound`."""
+    step_ms, dataload_ms = step_timing(profile)
+    batch = profile.run.batch
+    img_per_s = round(batch * 1000 / step_ms, 2) if batch and step_ms else None
+    metrics: dict[str, Scalar] = dict.fromkeys(ALWAYS)
+    metrics |= {
+        "img_per_s": img_per_s,
+        "step_ms": _r(step_ms, 2),
+        "dataload_ms": _r(dataload_ms, 2),
+        "dataload_frac": round(dataload_ms / step_ms, 3)
+        if dataload_ms is not None and step_ms
+        else None,
+        "bound": bound,
+    }
+    trace = profile.trace
+    if trace is not None:
+        metrics |= _gpu_metrics(trace)
+        busy = float(metrics["gpu_busy_ms"] or 0.0)
+        host = step_ms - busy - (dataload_ms or 0.0) if step_ms is not None else None
+        metrics["host_overhead_ms"] = (
+            _r(max(host, 0.0), 2) if trace.has_gpu and host is not None else None
+        )
+        metrics |= _phase_metrics(trace)
+    if profile.run.mode == "inference":
+        metrics |= _inference_metrics(profile, img_per_s)
+    return metrics

@@ -1,0 +1,126 @@
+"""The high-level diagnosis `summary` prints. Pure.
+
+Headline numbers come from the stored metric map (unsynced samples: the honest step time,
+throughput and utilisation); the inference stage split comes from the synced samples and is
+composition only. The noise note reads the raw unsynced samples.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from libreyolo.analysis import stats
+from libreyolo.analysis.kernels import KernelRow, top_kernels
+from libreyolo.analysis.metrics import per_step_divisor
+from libreyolo.document.model import Profile, Scalar, Verdict
+
+TOP_KERNELS = 8
+NOISY_IQR_SHARE = 0.10  # IQR/median above this: the run was noisy (torch.utils.benchmark's 10 %)
+VERY_NOISY_IQR_SHARE = 0.25  # above this: single-run numbers are too noisy to read much into
+P90_MIN_SAMPLES = 64  # fewer samples make p90 weak (MLPerf early-stopping floors)
+P99_MIN_SAMPLES = 100  # the issue's floor for a trustworthy p99
+
+
+@dataclass(frozen=True, slots=True)
+class CategoryShare:
+    name: str
+    share: float  # of all categorised GPU time (kernels + memcpy)
+    ms_per_step: float
+
+
+@dataclass(frozen=True, slots=True)
+class Latency:
+    p50_ms: float | None
+    p90_ms: float | None
+    p99_ms: float | None
+    mean_ms: float | None
+    num_samples: int
+    weak: tuple[str, ...]  # percentiles with too few samples to trust
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    kind: ClassVar[str] = "summary"
+    mode: str
+    model: str | None
+    config: dict[str, object]
+    metrics: dict[str, Scalar]
+    verdict: Verdict
+    has_gpu: bool
+    latency: Latency | None
+    stages_ms: dict[str, float | None] | None
+    categories: tuple[CategoryShare, ...]
+    top_kernels: tuple[KernelRow, ...]
+    num_trials: int
+    notes: tuple[str, ...]
+
+
+def _latency(profile: Profile) -> Latency | None:
+    if profile.run.mode != "inference":
+        return None
+    samples = profile.samples.latency_ms
+    m = profile.metrics
+    legacy = (profile.legacy_v1 or {}).get("latency") or {}
+    n = len(samples) if samples else int(legacy.get("n") or 0)
+    weak = tuple(
+        name for name, floor in (("p90", P90_MIN_SAMPLES), ("p99", P99_MIN_SAMPLES)) if n < floor
+    )
+    mean = m.get("latency_mean_ms", legacy.get("mean_ms"))
+    return Latency(_f(m.get("latency_p50_ms")), _f(m.get("latency_p90_ms")),
+                   _f(m.get("latency_p99_ms")), _f(mean), n, weak)
+
+
+def _f(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _stages(profile: Profile) -> dict[str, float | None] | None:
+    if profile.run.mode != "inference":
+        return None
+    m = profile.metrics
+    return {"preprocess": _f(m.get("preprocess_ms")), "forward": _f(m.get("forward_ms")),
+            "postprocess": _f(m.get("nms_ms"))}
+
+
+def _categories(profile: Profile) -> tuple[CategoryShare, ...]:
+    trace = profile.trace
+    if trace is None:
+        return ()
+    n = per_step_divisor(trace)
+    total = sum(c.total_ms for c in trace.categories) or 1.0
+    ordered = sorted(trace.categories, key=lambda c: (-c.total_ms, c.name))
+    return tuple(CategoryShare(c.name, c.total_ms / total, c.total_ms / n) for c in ordered
+                 if c.total_ms > 0)
+
+
+def _noise_notes(profile: Profile) -> tuple[str, ...]:
+    unsynced = profile.samples.latency_ms or [
+        s.wall_ms for s in profile.samples.steps if not s.synced
+    ]
+    share = stats.iqr_share(unsynced)
+    if share is None or share <= NOISY_IQR_SHARE:
+        return ()
+    if share > VERY_NOISY_IQR_SHARE:
+        return (f"very noisy run: IQR is {share:.0%} of the median; single-run numbers say little",)
+    return (f"noisy run: IQR is {share:.0%} of the median step",)
+
+
+def summarize(profile: Profile) -> Summary:
+    """Everything `summary` shows, derived from one profile."""
+    verdict = profile.verdict or Verdict(bound=str(profile.metrics.get("bound")), why="")
+    notes = _noise_notes(profile) + tuple(profile.trace.notes if profile.trace else ())
+    return Summary(
+        mode=profile.run.mode,
+        model=profile.run.model or profile.run.weights,
+        config=dict(profile.run.config),
+        metrics=dict(profile.metrics),
+        verdict=verdict,
+        has_gpu=profile.trace is not None and profile.trace.has_gpu,
+        latency=_latency(profile),
+        stages_ms=_stages(profile),
+        categories=_categories(profile),
+        top_kernels=top_kernels(profile, top=TOP_KERNELS).rows,
+        num_trials=len(profile.trials),
+        notes=notes,
+    )

@@ -1,0 +1,102 @@
+"""The bottleneck verdict: a label, why (in numbers), the evidence behind it, and levers.
+
+Pure. The verdict comes from unsynced numbers (step time, dataload stall, GPU utilisation);
+synced samples feed only the composition (the inference stage split). On a CPU-only profile the
+verdict speaks of the CPU and its op mix, never of "host / launch".
+"""
+
+from __future__ import annotations
+
+from libreyolo.analysis.opclass import op_category_ms
+from libreyolo.document.model import Profile, Scalar, Verdict
+
+DATALOAD_SHARE_BOUND = 0.2  # the step waits on input for ≥ 20 %: the loader is the bottleneck
+UTIL_COMPUTE = 0.8  # the GPU is busy ≥ 80 % of the window: adding work would not hide anything
+STAGE_SHARE_BOUND = 0.35  # an inference stage this large beside forward dominates the latency
+
+LEVERS = {
+    "memory-pressure": ["lower --batch", "reduce activation memory", "avoid the OOM edge"],
+    "dataloader": ["more --workers", "cache images in RAM", "lighter augmentation", "larger batch"],
+    "host / launch": [
+        "larger --batch (amortise launches)",
+        "fewer per-step .item()/syncs",
+        "CUDA graphs",
+        "op fusion (torch.compile)",
+    ],
+    "compute": ["AMP / bf16", "smaller --imgsz", "a smaller model"],
+    "nms / postprocess": ["lower --max-det", "higher --conf", "fewer classes"],
+    "preprocess": ["larger --batch", "faster decode", "GPU preprocessing"],
+}
+
+
+CPU_LEVERS = ["more CPU threads", "smaller --imgsz", "a smaller model", "a CUDA device"]
+
+
+def _pct(share: float) -> str:
+    return f"{share * 100:.0f}%"
+
+
+def _verdict(bound: str, why: str, evidence: dict[str, Scalar]) -> Verdict:
+    return Verdict(bound=bound, why=why, evidence=evidence, levers=LEVERS.get(bound, []))
+
+
+def _cpu_verdict(profile: Profile, evidence: dict[str, Scalar]) -> Verdict:
+    ops = profile.trace.ops if profile.trace else []
+    categories = op_category_ms(ops)
+    total = sum(categories.values())
+    why = "the step runs on the CPU"
+    if total > 0:
+        top, top_ms = max(categories.items(), key=lambda item: item[1])
+        kind = "inclusive op time" if any(op.self_ms is None for op in ops) else "op self time"
+        evidence |= {"top_op_category": top, "top_op_category_share": round(top_ms / total, 3)}
+        why += f"; {top} ops take {_pct(top_ms / total)} of {kind}"
+    return Verdict(bound="compute", why=why + " — CPU-bound", evidence=evidence, levers=CPU_LEVERS)
+
+
+def _inference_stage_verdict(metrics: dict[str, Scalar]) -> Verdict | None:
+    pre, fwd, post = (metrics.get(k) for k in ("preprocess_ms", "forward_ms", "nms_ms"))
+    if not all(isinstance(v, int | float) for v in (pre, fwd, post)):
+        return None
+    pre, fwd, post = float(pre), float(fwd), float(post)  # type: ignore[arg-type]
+    step = pre + fwd + post
+    evidence: dict[str, Scalar] = {"preprocess_ms": pre, "forward_ms": fwd, "postprocess_ms": post}
+    if step <= 0:
+        return None
+    if post >= fwd and post / step >= STAGE_SHARE_BOUND:
+        why = f"postprocess (NMS) is ~{_pct(post / step)} of the step ({post:.2f} ms)"
+        return _verdict("nms / postprocess", why, evidence)
+    if pre >= fwd and pre / step >= STAGE_SHARE_BOUND:
+        why = f"preprocess is ~{_pct(pre / step)} of the step ({pre:.2f} ms)"
+        return _verdict("preprocess", why, evidence)
+    return None
+
+
+def decide(profile: Profile, metrics: dict[str, Scalar]) -> Verdict:
+    """The verdict for a profile whose metrics (apart from `bound`) are computed."""
+    has_gpu = profile.trace is not None and profile.trace.has_gpu
+    util = float(metrics.get("gpu_util") or 0.0)
+    dataload = metrics.get("dataload_frac")
+    evidence: dict[str, Scalar] = {"gpu_util": util if has_gpu else None}
+    if metrics.get("memory_pressure"):
+        mallocs = metrics.get("cuda_mallocs_per_step")
+        evidence["cuda_mallocs_per_step"] = mallocs
+        why = f"allocator thrash (~{mallocs} cudaMalloc/free per step) — VRAM pressure"
+        return _verdict("memory-pressure", why + "; throughput and utilisation are unreliable", evidence)
+    if isinstance(dataload, float) and dataload >= DATALOAD_SHARE_BOUND:
+        evidence["dataload_frac"] = dataload
+        return _verdict("dataloader", f"the step waits on input data (~{_pct(dataload)} of the step)", evidence)
+    if profile.run.mode == "inference":
+        staged = _inference_stage_verdict(metrics)
+        if staged is not None:
+            return staged
+    if not has_gpu:
+        return _cpu_verdict(profile, evidence)
+    if util >= UTIL_COMPUTE:
+        return _verdict("compute", f"the GPU is saturated (~{_pct(util)} busy)", evidence)
+    kernels, mean_us = metrics.get("kernels_per_step"), metrics.get("mean_kernel_us") or 0.0
+    evidence |= {"kernels_per_step": kernels, "mean_kernel_us": mean_us}
+    why = (
+        f"GPU only ~{_pct(util)} busy — fed too slowly: {kernels} kernels/step "
+        f"at ~{float(mean_us):.0f}us each plus host overhead"
+    )
+    return _verdict("host / launch", why, evidence)

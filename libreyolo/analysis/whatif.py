@@ -1,0 +1,114 @@
+"""What-if: project the step time after removing a kernel category or N launches per step.
+
+The model follows the profile's own regime. Below 80 % GPU utilisation the GPU waits on the host,
+so the saving is the removed launches × the measured host cost per launch (a removed category
+also removes its kernels' launches: its real kernel count). At or above 80 % the GPU is the
+bottleneck, so the saving is the GPU time removed; fewer launches alone save nothing there.
+On CPU profiles a category is an op category and its self time is removed. Every projection
+lists its assumptions. Pure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from libreyolo.analysis.metrics import per_step_divisor
+from libreyolo.analysis.opclass import op_category_ms
+from libreyolo.analysis.verdict import UTIL_COMPUTE
+from libreyolo.document.model import Profile
+from libreyolo.errors import AnalysisError, UnknownNameError, UsageError
+
+CAVEAT = "rough estimate (per-launch host cost is approximate); verify by profiling."
+
+
+@dataclass(frozen=True, slots=True)
+class Projection:
+    kind: ClassVar[str] = "what-if"
+    bound: str | None
+    regime: str  # "host / launch", "compute" or "cpu"
+    mechanism: str
+    removed_gpu_ms: float
+    removed_launches: int
+    step_ms: float
+    projected_step_ms: float
+    img_per_s: float | None
+    projected_img_per_s: float | None
+    assumptions: tuple[str, ...]
+    caveat: str = CAVEAT
+
+
+def _match(names: list[str], wanted: str) -> str:
+    hit = next((n for n in names if wanted.lower() in n.lower()), None)
+    if hit is None:
+        raise UnknownNameError(f"no category matching '{wanted}'. have: {', '.join(names)}")
+    return hit
+
+
+def _finish(profile: Profile, regime: str, mechanism: str, removed_gpu_ms: float,
+            removed_launches: int, projected: float, assumptions: tuple[str, ...]) -> Projection:
+    step = float(profile.metrics.get("step_ms") or 0.0)
+    batch = profile.run.batch or profile.run.config.get("batch")
+    now = profile.metrics.get("img_per_s")
+    projected_ips = round(batch * 1000 / projected, 1) if isinstance(batch, int) and projected > 0 else None
+    return Projection(profile.metrics.get("bound"), regime, mechanism, round(removed_gpu_ms, 2),  # type: ignore[arg-type]
+                      removed_launches, step, round(projected, 1),
+                      float(now) if isinstance(now, int | float) else None, projected_ips, assumptions)
+
+
+def _cpu_projection(profile: Profile, category: str | None, launches: int | None) -> Projection:
+    if launches is not None:
+        raise UsageError(
+            "--remove-launches does not apply to a CPU profile: the CPU runs ops, it launches "
+            "no kernels",
+            hint="use --remove-category with an op category (gemm / conv, norm, layout, ...)",
+        )
+    ops = profile.trace.ops if profile.trace else []
+    if any(op.self_ms is None for op in ops):
+        raise AnalysisError(
+            "what-if needs self op times; this libreyolo 1.6.0 profile stores inclusive times "
+            "only (nested ops count several times)",
+            hint="re-measure with this version of libreyolo",
+        )
+    totals = op_category_ms(ops)
+    name = _match(sorted(totals, key=lambda k: -totals[k]), category or "")
+    removed = totals[name] / per_step_divisor(profile.trace)
+    step = float(profile.metrics.get("step_ms") or 0.0)
+    mechanism = f"cpu-bound: ~{removed:.1f} ms less {name} op time per step"
+    assumptions = ("ops run one after another on the CPU, so their self time adds up",)
+    return _finish(profile, "cpu", mechanism, 0.0, 0, max(step - removed, 0.0), assumptions)
+
+
+def project(profile: Profile, *, category: str | None = None,
+            launches: int | None = None) -> Projection:
+    """The projected step after removing a category and/or `launches` launches per step."""
+    if not category and launches is None:
+        raise UsageError("specify --remove-category or --remove-launches")
+    trace = profile.trace
+    if trace is None or not trace.has_gpu:
+        return _cpu_projection(profile, category, launches)
+    n = per_step_divisor(trace)
+    removed_gpu, removed_launches = 0.0, launches or 0
+    if category:
+        name = _match([c.name for c in trace.categories], category)
+        removed_gpu = sum(c.total_ms for c in trace.categories if c.name == name) / n
+        removed_launches += round(sum(k.num_calls for k in trace.kernels if k.category == name) / n)
+    m = profile.metrics
+    step, util = float(m.get("step_ms") or 0.0), float(m.get("gpu_util") or 0.0)
+    busy = float(m.get("gpu_busy_ms") or 0.0)
+    if util < UTIL_COMPUTE:
+        cost_us = trace.launches.host_us_per_launch or 0.0
+        floor = max(busy - removed_gpu, 0.0) + float(m.get("dataload_ms") or 0.0)
+        projected = max(step - removed_launches * cost_us / 1000, floor)
+        mechanism = (f"host/launch-bound: ~{removed_launches} fewer launches x "
+                     f"~{cost_us:.0f}us host cost")
+        assumptions = ("each removed launch saves the measured median host cost of one launch",
+                       "the GPU work that remains still has to run (floor: remaining busy time)")
+        return _finish(profile, "host / launch", mechanism, removed_gpu, removed_launches,
+                       projected, assumptions)
+    mechanism = f"compute-bound: ~{removed_gpu:.1f} ms less GPU work"
+    assumptions = ("the GPU is saturated: removed GPU time comes off the step one for one",
+                   "fewer launches alone save nothing while the GPU is the bottleneck")
+    projected = max(step - removed_gpu, step - busy)
+    return _finish(profile, "compute", mechanism, removed_gpu, removed_launches, projected,
+                   assumptions)

@@ -1,0 +1,1 @@
+"""The POSIX front door: argparse, dispatch, exit statuses."""

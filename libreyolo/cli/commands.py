@@ -1,0 +1,79 @@
+"""One short function per subcommand: arguments in, (result, source) out. No formatting.
+
+`run` and `infer` import the measurement stack lazily (torch); readers never do.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from libreyolo.analysis.compare import compare as compare_profiles
+from libreyolo.analysis.kernels import top_kernels
+from libreyolo.analysis.lookup import get_metric, metric_names
+from libreyolo.analysis.ops import top_ops
+from libreyolo.analysis.phases import phase_breakdown
+from libreyolo.analysis.summary import summarize
+from libreyolo.analysis.whatif import project
+from libreyolo.cli.sources import open_profile
+from libreyolo.errors import NoProfileError
+from libreyolo.render.listing import SubcommandList
+
+Outcome = tuple[object, str | tuple[str, str] | None]
+
+
+def list_subcommands(args: argparse.Namespace) -> Outcome:
+    from libreyolo.cli.parser import SUBCOMMANDS
+
+    return SubcommandList(SUBCOMMANDS), None
+
+
+def summary(args: argparse.Namespace) -> Outcome:
+    return summarize(open_profile(args.trace)), args.trace
+
+
+def get(args: argparse.Namespace) -> Outcome:
+    profile = open_profile(args.trace)
+    if args.field is None:
+        return metric_names(profile), args.trace
+    return get_metric(profile, args.field, source=args.trace), args.trace
+
+
+def phases(args: argparse.Namespace) -> Outcome:
+    return phase_breakdown(open_profile(args.trace)), args.trace
+
+
+def kernels(args: argparse.Namespace) -> Outcome:
+    table = top_kernels(open_profile(args.trace), top=args.top, category=args.category,
+                        pattern=args.grep, tensor_core_only=args.tensorcore, sort=args.sort,
+                        phase=args.phase)
+    return table, args.trace
+
+
+def ops(args: argparse.Namespace) -> Outcome:
+    return top_ops(open_profile(args.trace), top=args.top, phase=args.phase), args.trace
+
+
+def compare(args: argparse.Namespace) -> Outcome:
+    result = compare_profiles(open_profile(args.before), open_profile(args.after))
+    return result, (args.before, args.after)
+
+
+def what_if(args: argparse.Namespace) -> Outcome:
+    category = args.remove_category or None
+    result = project(open_profile(args.trace), category=category, launches=args.remove_launches)
+    return result, args.trace
+
+
+def _measurement_unavailable(name: str) -> NoProfileError:
+    return NoProfileError(
+        f"profile {name}: measurement is not part of this build yet; no profile was written",
+        hint="readers work on existing profile.json and profile_trace.json files",
+    )
+
+
+def run(args: argparse.Namespace) -> Outcome:
+    raise _measurement_unavailable("run")
+
+
+def infer(args: argparse.Namespace) -> Outcome:
+    raise _measurement_unavailable("infer")

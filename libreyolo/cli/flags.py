@@ -1,0 +1,56 @@
+"""argparse `type=` validators: bad values fail at parse time with one line and exit 2."""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+
+def positive_int(text: str) -> int:
+    """An integer ≥ 1."""
+    value = _int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """An integer ≥ 0."""
+    value = _int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
+    return value
+
+
+def positive_or_auto(text: str) -> int:
+    """A batch size ≥ 1, or -1 for auto-fit."""
+    value = _int(text)
+    if value < 1 and value != -1:
+        raise argparse.ArgumentTypeError(f"must be a positive batch size or -1 (auto), got {text}")
+    return value
+
+
+def probability(text: str) -> float:
+    """A float in [0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number in [0, 1], got {text}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be a number in [0, 1], got {text}")
+    return value
+
+
+def regex(text: str) -> re.Pattern[str]:
+    """A case-insensitive regular expression."""
+    try:
+        return re.compile(text, re.IGNORECASE)
+    except re.error as err:
+        raise argparse.ArgumentTypeError(f"invalid regex {text!r}: {err}") from None
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got {text}") from None

@@ -1,0 +1,54 @@
+"""`main(argv) -> int`: parse, dispatch, emit, and the only place exit statuses are decided."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from libreyolo.cli.output import Output
+from libreyolo.cli.parser import build_parser, reject_key_value
+from libreyolo.errors import ExitStatus, ProfileError
+
+
+def _drop_task_word(argv: list[str]) -> list[str]:
+    # libreyolo 1.6.0 accepted a leading task word: `libreyolo detect profile ...`.
+    return argv[1:] if argv[:1] == ["detect"] else argv
+
+
+def main(argv: Sequence[str] | None = None, *, output: Output | None = None) -> int:
+    """Run one `libreyolo` command line and return its exit status."""
+    words = _drop_task_word(list(sys.argv[1:] if argv is None else argv))
+    debug = "--debug" in words
+    out = output or Output.for_terminal(json_mode="--json" in words,
+                                        no_color="--no-color" in words)
+    try:
+        parser = build_parser()
+        reject_key_value(words, parser)
+        args = parser.parse_args(words)
+        if not hasattr(args, "handler"):
+            parser.print_help(out.stdout)
+            return ExitStatus.OK
+        result, source = args.handler(args)
+    except SystemExit as stop:  # --help printed its text
+        return int(stop.code or 0)
+    except ProfileError as err:
+        if debug:
+            raise
+        out.error(err)
+        return err.status
+    except KeyboardInterrupt:
+        out.error_line("interrupted", "interrupted")
+        return ExitStatus.INTERRUPTED
+    except Exception as err:
+        if debug:
+            raise
+        out.error_line("internal_error", f"internal error: {type(err).__name__}: {err} "
+                                         "(run again with --debug for the traceback)")
+        return ExitStatus.FAILED
+    out.emit(result, source)
+    return ExitStatus.OK
+
+
+def run() -> None:
+    """Console-script entry point."""
+    raise SystemExit(main())

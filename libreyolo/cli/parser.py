@@ -1,0 +1,196 @@
+"""The argparse tree: `libreyolo profile {run,infer,summary,get,phases,kernels,ops,compare,what-if}`.
+
+Flags, defaults and help follow the interface specification (libreyolo 1.6.0's names). Parse
+errors raise UsageError instead of exiting, so `main` decides the status and the stderr format.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Callable
+from typing import NoReturn
+
+from libreyolo.cli import commands
+from libreyolo.cli.flags import (
+    non_negative_int,
+    positive_int,
+    positive_or_auto,
+    probability,
+    regex,
+)
+from libreyolo.errors import UsageError
+
+SUBCOMMANDS: tuple[tuple[str, str], ...] = (
+    ("run", "Launch a short profiled training and emit a self-contained profile.json."),
+    ("infer", "Profile the inference path: latency p50/p90/p99, stage split "
+              "(preprocess/forward/NMS), GPU truth."),
+    ("summary", "High-level diagnosis: utilisation, verdict, kernel mix, top kernels."),
+    ("get", "Print ONE metric, minimal output for tight loops (img_per_s, forward_ms, "
+            "gpu_util...)."),
+    ("phases", "Per-phase breakdown: GPU ms, wall ms, kernel & op counts "
+               "(forward/backward/dataload/...)."),
+    ("kernels", "Drill to individual GPU kernels, the bottom of the analysis."),
+    ("ops", "Framework view: aten/autograd ops by CPU time (host-launch culprits)."),
+    ("compare", "Diff two profiles: did the change help? (the optimise-loop closer)."),
+    ("what-if", "Estimate a change's payoff BEFORE editing code (rough projection)."),
+)
+TRACE_HELP = "Path to profile.json or profile_trace.json (.gz accepted)"
+
+
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors become UsageError (one line, exit 2) instead of exiting."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message}", hint=f"see '{self.prog} --help'")
+
+
+def _common() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", help="Print one JSON document to stdout")
+    common.add_argument("--debug", action="store_true", help="Show a traceback on errors")
+    common.add_argument("--no-color", action="store_true", help="Plain text without colour")
+    return common
+
+
+def _add(sub: argparse._SubParsersAction[Parser], name: str, handler: Callable[..., object],
+         common: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    help_text = dict(SUBCOMMANDS)[name]
+    parser = sub.add_parser(name, help=help_text, description=help_text, parents=[common])
+    parser.set_defaults(handler=handler)
+    return parser
+
+
+def _add_run(sub: argparse._SubParsersAction[Parser], common: argparse.ArgumentParser) -> None:
+    p = _add(sub, "run", commands.run, common)
+    p.add_argument("data", help="Dataset yaml/name (e.g. coco128)")
+    p.add_argument("--weights", default="LibreYOLO9t.pt", help="Model weights file / name")
+    p.add_argument("--size", default="t", help="Model size variant (t, s, m, c)")
+    p.add_argument("--batch", type=positive_or_auto, default=16,
+                   help="Micro-batch; -1 auto-fits ~70%% of device memory (CUDA only)")
+    p.add_argument("--imgsz", type=positive_int, default=640, help="Training image size")
+    p.add_argument("--workers", type=non_negative_int, default=8, help="DataLoader workers")
+    p.add_argument("--amp", action=argparse.BooleanOptionalAction, default=True,
+                   help="Use the family's AMP path (CUDA; no effect on CPU)")
+    p.add_argument("--steps", type=positive_int, default=20, help="Profiled (measured) steps")
+    p.add_argument("--warmup", type=non_negative_int, default=5,
+                   help="Warmup steps before measuring")
+    p.add_argument("--repeat", type=positive_int, default=1,
+                   help="Repeat N times for mean +/- stdev (a single run lies when launch-bound)")
+    p.add_argument("--device", default="0", help="CUDA device index, or cpu")
+    p.add_argument("--project", default="runs/profile", help="Output root directory")
+
+
+def _add_infer(sub: argparse._SubParsersAction[Parser], common: argparse.ArgumentParser) -> None:
+    p = _add(sub, "infer", commands.infer, common)
+    p.add_argument("source", nargs="?", default=None,
+                   help="Image or directory (default: bundled sample image)")
+    p.add_argument("--weights", default="LibreYOLO9t.pt", help="Model weights file / name")
+    p.add_argument("--size", default="t", help="Model size variant (t, s, m, c)")
+    p.add_argument("--batch", type=positive_int, default=1, help="Images per forward pass")
+    p.add_argument("--imgsz", type=positive_int, default=640, help="Input image size")
+    p.add_argument("--half", action=argparse.BooleanOptionalAction, default=False,
+                   help="Autocast forward (CUDA only)")
+    p.add_argument("--amp-dtype", choices=("float16", "bfloat16"), default="float16",
+                   type=lambda v: {"fp16": "float16", "bf16": "bfloat16"}.get(v.strip().lower(),
+                                                                              v.strip().lower()),
+                   help="CUDA autocast dtype: float16 or bfloat16")
+    p.add_argument("--warmup", type=non_negative_int, default=20,
+                   help="Warmup iterations before measuring")
+    p.add_argument("--runs", type=positive_int, default=100, help="Measured iterations")
+    p.add_argument("--repeat", type=positive_int, default=1,
+                   help="Repeat N times for mean +/- stdev throughput (needed for a "
+                        "significant compare)")
+    p.add_argument("--conf", type=probability, default=0.25,
+                   help="Confidence threshold (affects NMS work)")
+    p.add_argument("--iou", type=probability, default=0.45, help="NMS IoU threshold")
+    p.add_argument("--max-det", type=positive_int, default=300,
+                   help="Max detections/image (affects NMS work)")
+    p.add_argument("--device", default="0", help="CUDA device index, or cpu")
+    p.add_argument("--trace", action=argparse.BooleanOptionalAction, default=True,
+                   help="Emit a Chrome trace for kernel/op drill-down")
+    p.add_argument("--project", default="runs/profile", help="Output root directory")
+
+
+def _add_readers(sub: argparse._SubParsersAction[Parser], common: argparse.ArgumentParser) -> None:
+    _add(sub, "summary", commands.summary, common).add_argument("trace", help=TRACE_HELP)
+    p = _add(sub, "get", commands.get, common)
+    p.add_argument("trace", help=TRACE_HELP)
+    p.add_argument("field", nargs="?", help="Metric name (omit to list metrics)")
+    _add(sub, "phases", commands.phases, common).add_argument("trace", help=TRACE_HELP)
+    p = _add(sub, "kernels", commands.kernels, common)
+    p.add_argument("trace", help=TRACE_HELP)
+    p.add_argument("--top", type=non_negative_int, default=20, help="Show top N by GPU time")
+    p.add_argument("--category",
+                   help="Filter by category substring (gemm, layout, norm, elementwise, ...)")
+    p.add_argument("--grep", type=regex, help="Filter by kernel-name regex (case-insensitive)")
+    p.add_argument("--tensorcore", action="store_true", help="Only Tensor-Core kernels")
+    p.add_argument("--sort", choices=("time", "count", "name"), default="time",
+                   help="Order: time, count or name")
+    p.add_argument("--phase", help="Restrict to a phase (forward/backward/dataload/to_device/"
+                                   "optimizer)")
+    p = _add(sub, "ops", commands.ops, common)
+    p.add_argument("trace", help=TRACE_HELP)
+    p.add_argument("--top", type=non_negative_int, default=20, help="Show top N by CPU time")
+    p.add_argument("--phase", help="Restrict to a phase (forward/backward/...)")
+    p = _add(sub, "compare", commands.compare, common)
+    p.add_argument("before", help="Baseline profile.json / profile_trace.json")
+    p.add_argument("after", help="New profile.json / profile_trace.json")
+    p = _add(sub, "what-if", commands.what_if, common)
+    p.add_argument("trace", help=TRACE_HELP)
+    p.add_argument("--remove-category",
+                   help="Project removing a kernel category (gemm, layout, norm, elementwise)")
+    p.add_argument("--remove-launches", type=non_negative_int,
+                   help="Project removing N kernel launches/step (e.g. an op-fusion win)")
+
+
+def build_parser() -> Parser:
+    """The full `libreyolo` parser."""
+    root = Parser(prog="libreyolo", description="LibreYOLO command line.")
+    top = root.add_subparsers(dest="group", parser_class=Parser)
+    group = top.add_parser("profile", help="Profile training steps and inference calls.",
+                           description="Measure where the time of a training step or an "
+                                       "inference call goes, and read the profile back.")
+    group.set_defaults(handler=commands.list_subcommands)
+    sub = group.add_subparsers(dest="subcommand", parser_class=Parser, metavar="<subcommand>")
+    common = _common()
+    _add_run(sub, common)
+    _add_infer(sub, common)
+    _add_readers(sub, common)
+    return root
+
+
+_KEY_VALUE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*=")
+
+
+def _value_options(parser: argparse.ArgumentParser) -> set[str]:
+    """Every option string, in the whole tree, that consumes the following token."""
+    found: set[str] = set()
+    for action in parser._actions:
+        if action.option_strings and action.nargs != 0:
+            found.update(action.option_strings)
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                found |= _value_options(child)
+    return found
+
+
+def reject_key_value(argv: list[str], parser: argparse.ArgumentParser) -> None:
+    """UsageError for Hydra-style `key=value` words: this command group takes POSIX flags."""
+    takes_value = _value_options(parser)
+    skip = False
+    for token in argv:
+        if skip:
+            skip = False
+            continue
+        if token.startswith("-"):
+            skip = token in takes_value
+            continue
+        match = _KEY_VALUE.match(token)
+        if match:
+            key, value = token.split("=", 1)
+            flag = "--" + key.replace("_", "-")
+            raise UsageError(
+                f"'{token}': key=value arguments are not accepted; use {flag} {value}",
+                hint="libreyolo profile takes POSIX flags; Hydra overrides go to libreyolo-sweep",
+            )

@@ -1,0 +1,36 @@
+"""Profile <-> JSON text. Canonical output (sorted keys, 2-space indent, trailing newline).
+
+No file I/O here (see `files.py`); no rounding either: values are rounded once where measured.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from libreyolo.document.model import Profile
+from libreyolo.errors import AnalysisError
+
+
+def to_json_bytes(obj: Any) -> bytes:
+    """Canonical JSON: keys sorted, indent 2, UTF-8, one trailing newline. Same input, same bytes."""
+    return msgspec.json.format(msgspec.json.encode(obj, order="sorted"), indent=2) + b"\n"
+
+
+def to_builtins(profile: Profile) -> dict[str, Any]:
+    """The document as plain dicts and lists (for JSON output of whole profiles)."""
+    raw = msgspec.to_builtins(profile, order="sorted")
+    assert isinstance(raw, dict)
+    return raw
+
+
+def from_builtins(raw: dict[str, Any], *, origin: str) -> Profile:
+    """Validate a current-schema dict into a Profile; a bad key or type is one AnalysisError line."""
+    try:
+        return msgspec.convert(raw, Profile)
+    except msgspec.ValidationError as err:
+        raise AnalysisError(
+            f"failed to analyse {origin}: invalid profile: {err}",
+            hint="the file is not a valid libreyolo.profile/v2 document",
+        ) from err

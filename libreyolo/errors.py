@@ -1,0 +1,69 @@
+"""Exit statuses and the error hierarchy. Each error class owns its status and code.
+
+Only `libreyolo.cli.main` turns these into a process status; nothing else exits.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import ClassVar
+
+
+class ExitStatus(IntEnum):
+    """The command group's exit statuses (see docs/README's error table)."""
+
+    OK = 0
+    FAILED = 1  # a trace or profile cannot be analysed
+    USAGE = 2  # missing file, invalid arguments, unknown field/phase/category
+    NO_PROFILE = 3  # run/infer ended without writing a profile
+    INTERRUPTED = 130  # 128 + SIGINT
+
+
+class ProfileError(Exception):
+    """Base of every error raised on purpose; subclasses fix the exit status and the code."""
+
+    status: ClassVar[ExitStatus] = ExitStatus.FAILED
+    code: ClassVar[str] = "failed"
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+
+class AnalysisError(ProfileError):
+    """A file exists but cannot be analysed (not JSON, truncated, no events, wrong shape)."""
+
+    code = "cannot_analyse"
+
+
+class SchemaTooNewError(AnalysisError):
+    """A profile written by a newer libreyolo than this one."""
+
+    code = "schema_too_new"
+
+
+class UsageError(ProfileError):
+    """Arguments that cannot be used."""
+
+    status = ExitStatus.USAGE
+    code = "usage"
+
+
+class MissingFileError(UsageError):
+    """A path that does not exist or is not a regular file."""
+
+    code = "not_found"
+
+
+class UnknownNameError(UsageError):
+    """An unknown metric, phase, category or sort key."""
+
+    code = "unknown_name"
+
+
+class NoProfileError(ProfileError):
+    """A measuring command ended without a profile."""
+
+    status = ExitStatus.NO_PROFILE
+    code = "no_profile"

@@ -1,0 +1,1 @@
+"""Chrome trace reduction: the only package that knows Kineto event names. No torch/numpy."""

@@ -1,0 +1,1 @@
+"""Presentation only: result -> rich renderable or JSON text."""

@@ -1,0 +1,167 @@
+"""Results -> JSON-ready dicts with libreyolo 1.6.0's keys (new information under new keys only).
+
+`to_json_text` writes the one document a reader prints under `--json`. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import singledispatch
+from typing import Any
+
+from libreyolo.analysis.compare import Comparison, Delta
+from libreyolo.analysis.kernels import RAW_NAME_CHARS, KernelRow, KernelTable
+from libreyolo.analysis.ops import OpTable
+from libreyolo.analysis.phases import PhaseBreakdown
+from libreyolo.analysis.summary import Summary
+from libreyolo.analysis.whatif import Projection
+from libreyolo.analysis.lookup import MetricList, MetricValue
+from libreyolo.render.listing import SubcommandList
+
+
+Source = str | tuple[str, str] | None  # the path(s) the result was read from
+
+
+def to_json_text(result: object, *, source: Source = None) -> str:
+    """The `--json` document for one result, indented like libreyolo 1.6.0."""
+    return json.dumps(to_jsonable(result, source), indent=2, allow_nan=False) + "\n"
+
+
+@singledispatch
+def to_jsonable(result: object, source: Source) -> Any:
+    raise TypeError(f"no JSON view for {type(result).__name__}")
+
+
+def _r(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def kernel_row(row: KernelRow) -> dict[str, Any]:
+    """A 1.6.0 kernel row plus the full `name`."""
+    return {
+        "kernel": row.label,
+        "raw_name": row.name[:RAW_NAME_CHARS],
+        "category": row.category,
+        "tensorcore": row.tensor_core,
+        "ms_per_step": round(row.ms_per_step, 4),
+        "pct_of_gpu": round(row.share * 100, 2),
+        "count_per_step": _r(row.num_per_step, 1),
+        "name": row.name,
+    }
+
+
+@to_jsonable.register
+def _(result: KernelTable, source: Source) -> Any:
+    return {"trace": source, "phase": result.phase, "matched": result.num_matched,
+            "kernels": [kernel_row(row) for row in result.rows]}
+
+
+@to_jsonable.register
+def _(result: OpTable, source: Source) -> Any:
+    rows = [
+        {"op": row.name, "ms_per_step": round(row.total_ms_per_step if row.self_ms_per_step is None
+                                              else row.self_ms_per_step, 4),
+         "pct_of_cpu_ops": round(row.share * 100, 2), "count_per_step": _r(row.num_per_step, 1),
+         "self_ms_per_step": _r(row.self_ms_per_step, 4),
+         "total_ms_per_step": round(row.total_ms_per_step, 4)}
+        for row in result.rows
+    ]
+    return {"trace": source, "phase": result.phase, "inclusive_only": result.inclusive_only,
+            "ops": rows}
+
+
+@to_jsonable.register
+def _(result: PhaseBreakdown, source: Source) -> Any:
+    rows = [
+        {"phase": row.phase, "gpu_ms_per_step": round(row.gpu_ms_per_step, 3),
+         "wall_ms_per_step": _r(row.wall_ms_per_step, 2),
+         "kernels_per_step": _r(row.kernels_per_step, 1), "ops_per_step": _r(row.ops_per_step, 1),
+         "unique_kernels": row.unique_kernels}
+        for row in result.rows
+    ]
+    return {"trace": source, "phases": rows}
+
+
+def _delta(delta: Delta | None) -> dict[str, Any] | None:
+    if delta is None:
+        return None
+    change = delta.change
+    return {"before": delta.before, "after": delta.after,
+            "change": None if change is None else round(change, 4)}
+
+
+@to_jsonable.register
+def _(result: Comparison, source: Source) -> Any:
+    sig = result.significance
+    img = _delta(result.img_per_s) or {}
+    img |= {"std": [_r(s, 3) for s in sig.std], "n": list(sig.n), "significant": sig.significant,
+            "significance": sig.text, "mean": [_r(sig.mean_before, 3), _r(sig.mean_after, 3)],
+            "standard_error": _r(sig.standard_error, 4)}
+    before, after = source if isinstance(source, tuple) else (None, None)
+    return {
+        "before": before, "after": after, "img_per_s": img,
+        "ms_per_image": _delta(result.ms_per_image), "gpu_util": _delta(result.gpu_util),
+        "host_overhead_ms_per_step": _delta(result.host_overhead_ms),
+        "launches_per_step": _delta(result.launches_per_step), "bound": _delta(result.bound),
+        "latency_p50_ms": _delta(result.latency_p50_ms),
+        "latency_p99_ms": _delta(result.latency_p99_ms), "warnings": list(result.warnings),
+    }
+
+
+@to_jsonable.register
+def _(result: Projection, source: Source) -> Any:
+    return {
+        "trace": source, "bound": result.bound, "regime": result.regime,
+        "mechanism": result.mechanism,
+        "removed": {"gpu_ms": result.removed_gpu_ms, "launches": result.removed_launches},
+        "step_ms": {"now": result.step_ms, "projected": result.projected_step_ms},
+        "img_per_s": {"now": result.img_per_s, "projected": result.projected_img_per_s},
+        "assumptions": list(result.assumptions), "caveat": result.caveat,
+    }
+
+
+@to_jsonable.register
+def _(result: Summary, source: Source) -> Any:
+    m = result.metrics
+    out: dict[str, Any] = {"trace": source, "mode": result.mode, "model": result.model,
+                           "config": result.config, "bound": result.verdict.bound,
+                           "bound_why": result.verdict.why, "step_ms": m.get("step_ms"),
+                           "img_per_s": m.get("img_per_s")}
+    if result.latency is not None:
+        lat = result.latency
+        out["latency"] = {"p50_ms": lat.p50_ms, "p90_ms": lat.p90_ms, "p99_ms": lat.p99_ms,
+                          "mean_ms": lat.mean_ms, "n": lat.num_samples, "weak": list(lat.weak)}
+        out["stages_ms"] = result.stages_ms
+    out |= {
+        "gpu_util": m.get("gpu_util"), "gpu_busy_ms_per_step": m.get("gpu_busy_ms"),
+        "mean_kernel_us": m.get("mean_kernel_us"), "kernels_per_step": m.get("kernels_per_step"),
+        "unique_kernels": m.get("unique_kernels"), "memcpy_ms_per_step": m.get("memcpy_ms"),
+        "tensorcore_pct": m.get("tensorcore_pct"), "peak_vram_mb": m.get("peak_vram_mb"),
+        "dataload_ms": m.get("dataload_ms"), "dataload_frac": m.get("dataload_frac"),
+        "host_overhead_ms_per_step": m.get("host_overhead_ms"),
+        "launches_per_step": m.get("launches_per_step"),
+        "memory_pressure": m.get("memory_pressure"),
+        "cuda_mallocs_per_step": m.get("cuda_mallocs_per_step"),
+        "categories": [{"name": c.name, "pct": round(c.share * 100, 1),
+                        "ms_per_step": round(c.ms_per_step, 3)} for c in result.categories],
+        "top_kernels": [kernel_row(row) for row in result.top_kernels],
+        "verdict": {"bound": result.verdict.bound, "why": result.verdict.why,
+                    "evidence": result.verdict.evidence, "levers": result.verdict.levers},
+        "has_gpu": result.has_gpu, "num_trials": result.num_trials, "notes": list(result.notes),
+    }
+    return out
+
+
+@to_jsonable.register
+def _(result: MetricValue, source: Source) -> Any:
+    return {result.name: result.value}
+
+
+@to_jsonable.register
+def _(result: MetricList, source: Source) -> Any:
+    return list(result.names)
+
+
+@to_jsonable.register
+def _(result: SubcommandList, source: Source) -> Any:
+    return {"subcommands": [{"name": n, "help": h} for n, h in result.entries]}

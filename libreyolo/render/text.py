@@ -1,0 +1,150 @@
+"""Results -> rich renderables for people. Lines libreyolo 1.6.0 printed keep its wording and
+number formats (scripts grep them); new information goes on new lines.
+
+Data enters as `Text` pieces, never interpolated into markup: kernel names contain `[` and `]`.
+Pure: no clock, environment or filesystem.
+"""
+
+from __future__ import annotations
+
+from functools import singledispatch
+
+from rich.console import Group, RenderableType
+from rich.text import Text
+
+from libreyolo.analysis.compare import Comparison, Delta
+from libreyolo.analysis.kernels import KernelTable
+from libreyolo.analysis.lookup import MetricList, MetricValue
+from libreyolo.analysis.ops import OpTable
+from libreyolo.analysis.phases import PhaseBreakdown
+from libreyolo.analysis.summary import Summary
+from libreyolo.analysis.whatif import Projection
+from libreyolo.render.listing import SubcommandList
+from libreyolo.render.summary_text import summary_lines
+from libreyolo.render.units import fmt_count, fmt_pct_change, fmt_value
+
+KERNELS_HEADER = "  %GPU   ms/step  x/step TC  kernel  [category]"
+OPS_HEADER = "  %cpu   ms/step  x/step  op"
+PHASES_HEADER = "phase         gpu_ms  wall_ms  kernels     ops"
+
+
+@singledispatch
+def to_renderable(result: object) -> RenderableType:
+    raise TypeError(f"no text view for {type(result).__name__}")
+
+
+def _lines(lines: list[Text | str]) -> Text:
+    return Text("\n").join(line if isinstance(line, Text) else Text(line) for line in lines)
+
+
+@to_renderable.register
+def _(result: Summary) -> RenderableType:
+    return _lines(summary_lines(result))
+
+
+@to_renderable.register
+def _(result: MetricValue) -> RenderableType:
+    return Text(fmt_value(result.value))
+
+
+@to_renderable.register
+def _(result: MetricList) -> RenderableType:
+    return _lines(["available metrics:", *(f"  {name}" for name in result.names)])
+
+
+@to_renderable.register
+def _(result: KernelTable) -> RenderableType:
+    lines: list[Text | str] = [KERNELS_HEADER]
+    for row in result.rows:
+        line = Text(f"{row.share * 100:6.2f} {row.ms_per_step:9.3f} "
+                    f"{fmt_count(row.num_per_step):>7}  {'Y' if row.tensor_core else ' '}  ")
+        line.append(row.label)
+        line.append(f"  [{row.category}]")
+        lines.append(line)
+    return _lines(lines)
+
+
+@to_renderable.register
+def _(result: OpTable) -> RenderableType:
+    lines: list[Text | str] = [OPS_HEADER]
+    for row in result.rows:
+        ms = row.total_ms_per_step if row.self_ms_per_step is None else row.self_ms_per_step
+        line = Text(f"{row.share * 100:6.2f} {ms:9.3f} {fmt_count(row.num_per_step):>7}  ")
+        line.append(row.name)
+        if row.self_ms_per_step is not None:
+            line.append(f"  [total {row.total_ms_per_step:.3f} ms]")
+        lines.append(line)
+    if result.inclusive_only:
+        lines.append("note: this profile stores inclusive op time only (libreyolo 1.6.0 file)")
+    return _lines(lines)
+
+
+@to_renderable.register
+def _(result: PhaseBreakdown) -> RenderableType:
+    lines: list[Text | str] = [PHASES_HEADER]
+    for row in result.rows:
+        wall = "-" if row.wall_ms_per_step is None else f"{row.wall_ms_per_step:.1f}"
+        line = Text()
+        line.append(f"{row.phase:<11}")
+        line.append(f" {row.gpu_ms_per_step:8.1f} {wall:>8} {fmt_count(row.kernels_per_step):>8} "
+                    f"{fmt_count(row.ops_per_step):>7}")
+        lines.append(line)
+    return _lines(lines)
+
+
+def _arrow(delta: Delta, suffix: str = "") -> str:
+    return f"{fmt_value(delta.before)} -> {fmt_value(delta.after)}{suffix}"
+
+
+def _util(value: object) -> str:
+    return f"{float(value) * 100:.0f}%" if isinstance(value, int | float) else "?"
+
+
+@to_renderable.register
+def _(result: Comparison) -> RenderableType:
+    sig = result.significance
+    tag = {True: "  [significant]", False: "  [NOT significant]"}.get(sig.significant,  # type: ignore[arg-type]
+                                                                       f"  [{sig.text}]")
+    lines: list[Text | str] = [f"img/s          {_arrow(result.img_per_s)}"
+                               f"{fmt_pct_change(result.img_per_s.change)}{tag}"]
+    if sig.significant is not None:
+        lines.append(f"               trials: mean {sig.mean_before:.2f} (n={sig.n[0]}) -> "
+                     f"{sig.mean_after:.2f} (n={sig.n[1]}); {sig.text}")
+    if result.ms_per_image.before and result.ms_per_image.after:
+        lines.append(f"ms/image       {_arrow(result.ms_per_image)}"
+                     f"{fmt_pct_change(result.ms_per_image.change)}   (batch-independent speed)")
+    lines += [
+        f"GPU util       {_util(result.gpu_util.before)} -> {_util(result.gpu_util.after)}",
+        f"host overhead  {_arrow(result.host_overhead_ms, ' ms/step')}",
+        f"launches/step  {_arrow(result.launches_per_step)}",
+        f"verdict        {_arrow(result.bound)}",
+    ]
+    for label, delta in (("latency p50", result.latency_p50_ms), ("latency p99", result.latency_p99_ms)):
+        if delta is not None:
+            lines.append(f"{label:<15}{_arrow(delta, ' ms')}{fmt_pct_change(delta.change)}")
+    lines += [f"warning: {w}" for w in result.warnings]
+    return _lines(lines)
+
+
+@to_renderable.register
+def _(result: Projection) -> RenderableType:
+    lines: list[Text | str] = [
+        f"what-if [{result.bound}]: {result.mechanism}",
+        f"  step   {result.step_ms} -> ~{result.projected_step_ms:.0f} ms",
+    ]
+    if result.img_per_s and result.projected_img_per_s:
+        change = (result.projected_img_per_s - result.img_per_s) / result.img_per_s
+        lines.append(f"  img/s  {result.img_per_s} -> ~{result.projected_img_per_s:.0f}"
+                     f"{fmt_pct_change(change)}")
+    lines += [f"  assumes: {a}" for a in result.assumptions]
+    lines.append("  (rough, verify by actually profiling the change)")
+    return _lines(lines)
+
+
+@to_renderable.register
+def _(result: SubcommandList) -> RenderableType:
+    width = max(len(name) for name, _ in result.entries)
+    rows = [f"  {name:<{width}}  {help_text}" for name, help_text in result.entries]
+    return Group(_lines(["usage: libreyolo profile <subcommand> [<positional>] [--flag value ...]",
+                         "", "subcommands:", *rows, "",
+                         "run 'libreyolo profile <subcommand> --help' for its flags."]))

@@ -1,0 +1,37 @@
+"""Number formats shared by the text views (the 1.6.0 formats live here, nowhere else)."""
+
+from __future__ import annotations
+
+import json
+
+BAR_WIDTH = 20  # characters of the category-mix bar at 100 %
+
+
+def fmt_value(value: object) -> str:
+    """A scalar as 1.6.0 printed it, but with JSON literals: `null`, `true`; `?` never hides 0."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, float) and value == int(value) and abs(value) < 1e15:
+        return repr(value)  # keep `0.0` distinct from `0`, as str() did
+    return json.dumps(value)
+
+
+def fmt_or_unknown(value: object) -> str:
+    """Like fmt_value, but `?` for a missing value (1.6.0's marker in the summary headline)."""
+    return "?" if value is None else fmt_value(value)
+
+
+def fmt_count(value: float) -> str:
+    """A per-step count: whole numbers without decimals, fractions with one."""
+    return f"{value:.0f}" if abs(value - round(value)) < 0.05 else f"{value:.1f}"
+
+
+def fmt_pct_change(change: float | None) -> str:
+    """` (+12%)` or empty when there is no base to compare with."""
+    return "" if change is None else f" ({change * 100:+.0f}%)"
+
+
+def bar(share: float) -> str:
+    """A horizontal bar for a share in 0..1."""
+    filled = round(max(0.0, min(share, 1.0)) * BAR_WIDTH)
+    return "█" * filled + "·" * (BAR_WIDTH - filled)
