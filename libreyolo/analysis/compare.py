@@ -7,6 +7,7 @@ Per-step samples of one run are not independent trials and never stand in for th
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -101,7 +102,8 @@ def compare(before: Profile, after: Profile) -> Comparison:
 
     inference = before.run.mode == after.run.mode == "inference"
     warnings = tuple(
-        f"the profiles differ in {name}: {_setting(before, name)} vs {_setting(after, name)}"
+        f"the profiles differ in {name}: {json.dumps(_setting(before, name))} vs "
+        f"{json.dumps(_setting(after, name))}"
         for name in MATCHED_SETTINGS
         if _setting(before, name) != _setting(after, name)
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Sequence
 
@@ -24,7 +25,8 @@ def main(argv: Sequence[str] | None = None, *, output: Output | None = None) -> 
     try:
         parser = build_parser()
         reject_key_value(words, parser)
-        args = parser.parse_args(words)
+        with contextlib.redirect_stdout(out.stdout):  # --help text is a result: stdout
+            args = parser.parse_args(words)
         if not hasattr(args, "handler"):
             parser.print_help(out.stdout)
             return ExitStatus.OK

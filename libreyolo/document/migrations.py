@@ -48,6 +48,10 @@ def upgrade(raw: dict[str, Any], *, origin: str) -> dict[str, Any]:
             f"failed to analyse {origin}: profile schema v{version} is newer than v{CURRENT}",
             hint="upgrade libreyolo to read this file",
         )
+    if version == 1 and not isinstance(raw.get("metrics"), dict):
+        raise AnalysisError(
+            f"failed to analyse {origin}: invalid libreyolo 1.6.0 profile (no 'metrics' map)"
+        )
     for step in range(version, CURRENT):
         raw = _UPGRADES[step](raw)
     return raw

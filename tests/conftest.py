@@ -1,0 +1,77 @@
+"""Shared test fixtures: fixture paths, an in-process CLI runner and golden files."""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from libreyolo.cli.main import main
+from libreyolo.cli.output import Output
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_FIXTURES = ROOT.parent / "shared" / "fixtures"
+GOLDEN = Path(__file__).resolve().parent / "golden"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--update-goldens", action="store_true", help="rewrite tests/golden files")
+
+
+def _shared(name: str) -> Path:
+    path = SHARED_FIXTURES / name
+    if not path.is_dir():
+        pytest.skip(f"shared fixtures not found at {path}")
+    return path
+
+
+@pytest.fixture
+def reference_v1() -> Path:
+    return _shared("reference_v1")
+
+
+@pytest.fixture
+def gpu_traces() -> Path:
+    return _shared("gpu_traces")
+
+
+@dataclass(frozen=True)
+class CliResult:
+    status: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> object:
+        return json.loads(self.stdout)
+
+
+def invoke(argv: list[str]) -> CliResult:
+    """Run `libreyolo <argv>` in-process with captured streams (width 100, no colour)."""
+    out, err = io.StringIO(), io.StringIO()
+    status = main(argv, output=Output(out, err, json_mode="--json" in argv))
+    return CliResult(int(status), out.getvalue(), err.getvalue())
+
+
+@pytest.fixture
+def run_cli():
+    return invoke
+
+
+@pytest.fixture
+def golden(request: pytest.FixtureRequest):
+    update = request.config.getoption("--update-goldens")
+
+    def check(name: str, actual: str) -> None:
+        path = GOLDEN / name
+        if update:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(actual, encoding="utf-8")
+            return
+        if not path.exists():
+            pytest.fail(f"golden {name} missing: run pytest --update-goldens and review the diff")
+        assert actual == path.read_text(encoding="utf-8")
+
+    return check
