@@ -12,7 +12,6 @@ from libreyolo.document.model import KERNEL_CATEGORIES, Profile
 from libreyolo.errors import UnknownNameError
 
 SortKey = Literal["time", "count", "name"]
-RAW_NAME_CHARS = 90  # libreyolo 1.6.0's `raw_name` width
 # libreyolo 1.6.0's friendly labels: first substring hit on the lower-cased name wins.
 _LABELS = (
     ("bn_bw", "cudnn batchnorm (bwd)"), ("bn_fw", "cudnn batchnorm (fwd)"),

@@ -9,8 +9,6 @@ otherwise from the trace's device-side step spans (the CPU may run ahead of the 
 
 from __future__ import annotations
 
-import statistics
-
 from libreyolo.analysis import stats
 from libreyolo.document.model import Profile, Scalar, TraceAnalysis
 
@@ -58,7 +56,7 @@ def trace_step_ms(trace: TraceAnalysis) -> float:
     """Mean device-side step span (or the whole window when the trace has no steps)."""
     if trace.num_steps == 0 or not trace.steps:
         return trace.window_ms
-    return statistics.fmean(max(s.cpu_ms, s.gpu_span_ms or 0.0) for s in trace.steps)
+    return stats.mean([max(s.cpu_ms, s.gpu_span_ms or 0.0) for s in trace.steps]) or 0.0
 
 
 def step_timing(profile: Profile) -> tuple[float | None, float | None]:

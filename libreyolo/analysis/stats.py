@@ -1,24 +1,33 @@
-"""Small statistics over raw samples (stdlib only; never numpy)."""
+"""Small statistics over raw samples (stdlib only; never numpy).
+
+`statistics` is imported inside the functions: it pulls in fractions and decimal, which a
+reader that only prints a stored metric should not pay for at start-up.
+"""
 
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Sequence
 
 
 def mean(values: Sequence[float]) -> float | None:
     """Arithmetic mean, or None for no values."""
+    import statistics
+
     return statistics.fmean(values) if values else None
 
 
 def median(values: Sequence[float]) -> float | None:
     """Median, or None for no values."""
+    import statistics
+
     return statistics.median(values) if values else None
 
 
 def sample_sd(values: Sequence[float]) -> float | None:
     """Sample standard deviation (n - 1), or None below two values."""
+    import statistics
+
     return statistics.stdev(values) if len(values) >= 2 else None
 
 
@@ -42,6 +51,8 @@ def iqr_share(values: Sequence[float]) -> float | None:
     """Interquartile range over the median (a noise measure); None below four values."""
     if len(values) < 4:
         return None
+    import statistics
+
     q1, _, q3 = statistics.quantiles(values, n=4)
     mid = statistics.median(values)
     return (q3 - q1) / mid if mid > 0 else None

@@ -1,37 +1,36 @@
 """One short function per subcommand: arguments in, (result, source) out. No formatting.
 
-`run` and `infer` import the measurement stack lazily (torch); readers never do.
+Each command imports the analysis it needs inside its body, so `get` does not pay for the
+import of `compare` or `what-if`: reader start-up is a product feature (~0.1 s). `run` and
+`infer` import the measurement stack (torch) the same way, and readers never do.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from libreyolo.analysis.compare import compare as compare_profiles
-from libreyolo.analysis.kernels import top_kernels
-from libreyolo.analysis.lookup import get_metric, metric_names
-from libreyolo.analysis.ops import top_ops
-from libreyolo.analysis.phases import phase_breakdown
-from libreyolo.analysis.summary import summarize
-from libreyolo.analysis.whatif import project
 from libreyolo.cli.sources import open_profile
 from libreyolo.errors import NoProfileError
-from libreyolo.render.listing import SubcommandList
 
 Outcome = tuple[object, str | tuple[str, str] | None]
 
 
 def list_subcommands(args: argparse.Namespace) -> Outcome:
     from libreyolo.cli.parser import SUBCOMMANDS
+    from libreyolo.render.listing import SubcommandList
 
     return SubcommandList(SUBCOMMANDS), None
 
 
 def summary(args: argparse.Namespace) -> Outcome:
+    from libreyolo.analysis.summary import summarize
+
     return summarize(open_profile(args.trace)), args.trace
 
 
 def get(args: argparse.Namespace) -> Outcome:
+    from libreyolo.analysis.lookup import get_metric, metric_names
+
     profile = open_profile(args.trace)
     if args.field is None:
         return metric_names(profile), args.trace
@@ -39,10 +38,14 @@ def get(args: argparse.Namespace) -> Outcome:
 
 
 def phases(args: argparse.Namespace) -> Outcome:
+    from libreyolo.analysis.phases import phase_breakdown
+
     return phase_breakdown(open_profile(args.trace)), args.trace
 
 
 def kernels(args: argparse.Namespace) -> Outcome:
+    from libreyolo.analysis.kernels import top_kernels
+
     table = top_kernels(open_profile(args.trace), top=args.top, category=args.category,
                         pattern=args.grep, tensor_core_only=args.tensorcore, sort=args.sort,
                         phase=args.phase)
@@ -50,17 +53,23 @@ def kernels(args: argparse.Namespace) -> Outcome:
 
 
 def ops(args: argparse.Namespace) -> Outcome:
+    from libreyolo.analysis.ops import top_ops
+
     return top_ops(open_profile(args.trace), top=args.top, phase=args.phase), args.trace
 
 
 def compare(args: argparse.Namespace) -> Outcome:
+    from libreyolo.analysis.compare import compare as compare_profiles
+
     result = compare_profiles(open_profile(args.before), open_profile(args.after))
     return result, (args.before, args.after)
 
 
 def what_if(args: argparse.Namespace) -> Outcome:
-    category = args.remove_category or None
-    result = project(open_profile(args.trace), category=category, launches=args.remove_launches)
+    from libreyolo.analysis.whatif import project
+
+    result = project(open_profile(args.trace), category=args.remove_category or None,
+                     launches=args.remove_launches)
     return result, args.trace
 
 

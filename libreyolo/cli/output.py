@@ -7,27 +7,24 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import dataclass
 from typing import TextIO
 
-from rich.console import Console
-
 from libreyolo.errors import ProfileError
-from libreyolo.render.jsondoc import Source, to_json_text
-from libreyolo.render.text import to_renderable
+from libreyolo.render.plain import plain_text
 
 DEFAULT_WIDTH = 100
 
 
-@dataclass
 class Output:
-    """Where results and messages go; tests inject StringIO streams."""
+    """Where results and messages go; tests inject StringIO streams.
 
-    stdout: TextIO
-    stderr: TextIO
-    json_mode: bool = False
-    color: bool = False
-    width: int | None = None
+    A plain class, not a dataclass: importing dataclasses costs `get` start-up time.
+    """
+
+    def __init__(self, stdout: TextIO, stderr: TextIO, *, json_mode: bool = False,
+                 color: bool = False, width: int | None = None) -> None:
+        self.stdout, self.stderr = stdout, stderr
+        self.json_mode, self.color, self.width = json_mode, color, width
 
     @classmethod
     def for_terminal(cls, *, json_mode: bool, no_color: bool) -> Output:
@@ -35,11 +32,21 @@ class Output:
         color = sys.stdout.isatty() and not no_color and "NO_COLOR" not in os.environ
         return cls(sys.stdout, sys.stderr, json_mode=json_mode, color=color)
 
-    def emit(self, result: object, source: Source) -> None:
-        """Write one result to stdout, as JSON or as text."""
+    def emit(self, result: object, source: str | tuple[str, str] | None) -> None:
+        """Write one result to stdout, as JSON or as text (rich only where a view needs it)."""
         if self.json_mode:
+            from libreyolo.render.jsondoc import to_json_text
+
             self.stdout.write(to_json_text(result, source=source))
             return
+        plain = plain_text(result)
+        if plain is not None:
+            self.stdout.write(plain)
+            return
+        from rich.console import Console
+
+        from libreyolo.render.text import to_renderable
+
         console = Console(file=self.stdout, highlight=False, no_color=not self.color,
                           color_system="auto" if self.color else None, soft_wrap=True,
                           width=self.width or (None if self.color else DEFAULT_WIDTH))

@@ -1,9 +1,12 @@
-"""Open what a reader was given: a profile (any schema) or a Chrome trace analysed on the fly."""
+"""Open what a reader was given: a profile (any schema) or a Chrome trace analysed on the fly.
+
+The analyser and the verdict code are imported only when a trace or a v1 file needs them, so
+`get` on a profile.json starts fast.
+"""
 
 from __future__ import annotations
 
 from libreyolo import __version__
-from libreyolo.analysis.build import profile_from_trace, refresh_legacy_verdict
 from libreyolo.document.files import load, sniff
 from libreyolo.document.model import Profile
 
@@ -11,8 +14,14 @@ from libreyolo.document.model import Profile
 def open_profile(path: str) -> Profile:
     """The profile at `path`; a Chrome trace is reduced once and turned into a profile."""
     if sniff(path) == "profile":
-        return refresh_legacy_verdict(load(path))
-    from libreyolo.kineto import analyse_trace  # only traces pay for the analyser's import
+        profile = load(path)
+        if profile.legacy_v1 is None:
+            return profile
+        from libreyolo.analysis.build import refresh_legacy_verdict
+
+        return refresh_legacy_verdict(profile)
+    from libreyolo.analysis.build import profile_from_trace
+    from libreyolo.kineto import analyse_trace
 
     return profile_from_trace(analyse_trace(path), trace_path=path, created=None,
                               version=__version__)

@@ -10,7 +10,6 @@ import gzip
 import os
 import re
 import sys
-import tempfile
 import zlib
 from pathlib import Path
 from typing import Literal
@@ -108,6 +107,8 @@ def save(profile: Profile, path: str | os.PathLike[str], *, overwrite: bool = Fa
 
 def write_atomic(target: Path, payload: bytes) -> None:
     """Replace `target` with `payload` so that readers see the old file or the new, never half."""
+    import tempfile  # only writers need it; readers should not pay its import
+
     target.parent.mkdir(parents=True, exist_ok=True)
     handle, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     try:

@@ -6,8 +6,8 @@
 from __future__ import annotations
 
 import json
-from functools import singledispatch
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from libreyolo.analysis.compare import Comparison, Delta
 from libreyolo.analysis.kernels import RAW_NAME_CHARS, KernelRow, KernelTable
@@ -27,9 +27,23 @@ def to_json_text(result: object, *, source: Source = None) -> str:
     return json.dumps(to_jsonable(result, source), indent=2, allow_nan=False) + "\n"
 
 
-@singledispatch
-def to_jsonable(result: object, source: Source) -> Any:
-    raise TypeError(f"no JSON view for {type(result).__name__}")
+_VIEWS: dict[str, Callable[[Any, Source], Any]] = {}
+
+
+def _view(kind: str) -> Callable[[Callable[[Any, Source], Any]], Callable[[Any, Source], Any]]:
+    def register(func: Callable[[Any, Source], Any]) -> Callable[[Any, Source], Any]:
+        _VIEWS[kind] = func
+        return func
+
+    return register
+
+
+def to_jsonable(result: Any, source: Source) -> Any:
+    """The JSON-ready view of a result, chosen by its `kind`."""
+    view = _VIEWS.get(getattr(result, "kind", ""))
+    if view is None:
+        raise TypeError(f"no JSON view for {type(result).__name__}")
+    return view(result, source)
 
 
 def _r(value: float | None, digits: int) -> float | None:
@@ -50,13 +64,13 @@ def kernel_row(row: KernelRow) -> dict[str, Any]:
     }
 
 
-@to_jsonable.register
+@_view("kernels")
 def _(result: KernelTable, source: Source) -> Any:
     return {"trace": source, "phase": result.phase, "matched": result.num_matched,
             "kernels": [kernel_row(row) for row in result.rows]}
 
 
-@to_jsonable.register
+@_view("ops")
 def _(result: OpTable, source: Source) -> Any:
     rows = [
         {"op": row.name, "ms_per_step": round(row.total_ms_per_step if row.self_ms_per_step is None
@@ -70,7 +84,7 @@ def _(result: OpTable, source: Source) -> Any:
             "ops": rows}
 
 
-@to_jsonable.register
+@_view("phases")
 def _(result: PhaseBreakdown, source: Source) -> Any:
     rows = [
         {"phase": row.phase, "gpu_ms_per_step": round(row.gpu_ms_per_step, 3),
@@ -90,7 +104,7 @@ def _delta(delta: Delta | None) -> dict[str, Any] | None:
             "change": None if change is None else round(change, 4)}
 
 
-@to_jsonable.register
+@_view("compare")
 def _(result: Comparison, source: Source) -> Any:
     sig = result.significance
     img = _delta(result.img_per_s) or {}
@@ -108,7 +122,7 @@ def _(result: Comparison, source: Source) -> Any:
     }
 
 
-@to_jsonable.register
+@_view("what-if")
 def _(result: Projection, source: Source) -> Any:
     return {
         "trace": source, "bound": result.bound, "regime": result.regime,
@@ -120,7 +134,7 @@ def _(result: Projection, source: Source) -> Any:
     }
 
 
-@to_jsonable.register
+@_view("summary")
 def _(result: Summary, source: Source) -> Any:
     m = result.metrics
     out: dict[str, Any] = {"trace": source, "mode": result.mode, "model": result.model,
@@ -152,16 +166,16 @@ def _(result: Summary, source: Source) -> Any:
     return out
 
 
-@to_jsonable.register
+@_view("metric")
 def _(result: MetricValue, source: Source) -> Any:
     return {result.name: result.value}
 
 
-@to_jsonable.register
+@_view("metric-list")
 def _(result: MetricList, source: Source) -> Any:
     return list(result.names)
 
 
-@to_jsonable.register
+@_view("subcommands")
 def _(result: SubcommandList, source: Source) -> Any:
     return {"subcommands": [{"name": n, "help": h} for n, h in result.entries]}

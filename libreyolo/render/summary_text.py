@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 
-from libreyolo.analysis.summary import Summary
 from libreyolo.render.units import bar, fmt_or_unknown, fmt_value
+
+if TYPE_CHECKING:
+    from libreyolo.analysis.summary import Summary
 
 MEMORY_PRESSURE_LINE = "** MEMORY-PRESSURE: VRAM thrash, utilisation/throughput here are unreliable **"
 

@@ -7,52 +7,58 @@ Pure: no clock, environment or filesystem.
 
 from __future__ import annotations
 
-from functools import singledispatch
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from libreyolo.analysis.compare import Comparison, Delta
-from libreyolo.analysis.kernels import KernelTable
-from libreyolo.analysis.lookup import MetricList, MetricValue
-from libreyolo.analysis.ops import OpTable
-from libreyolo.analysis.phases import PhaseBreakdown
-from libreyolo.analysis.summary import Summary
-from libreyolo.analysis.whatif import Projection
-from libreyolo.render.listing import SubcommandList
 from libreyolo.render.summary_text import summary_lines
 from libreyolo.render.units import fmt_count, fmt_pct_change, fmt_value
+
+if TYPE_CHECKING:  # result types only; importing them would cost every reader start-up time
+    from libreyolo.analysis.compare import Comparison, Delta
+    from libreyolo.analysis.kernels import KernelTable
+    from libreyolo.analysis.ops import OpTable
+    from libreyolo.analysis.phases import PhaseBreakdown
+    from libreyolo.analysis.summary import Summary
+    from libreyolo.analysis.whatif import Projection
+    from libreyolo.render.listing import SubcommandList
 
 KERNELS_HEADER = "  %GPU   ms/step  x/step TC  kernel  [category]"
 OPS_HEADER = "  %cpu   ms/step  x/step  op"
 PHASES_HEADER = "phase         gpu_ms  wall_ms  kernels     ops"
 
 
-@singledispatch
-def to_renderable(result: object) -> RenderableType:
-    raise TypeError(f"no text view for {type(result).__name__}")
+_VIEWS: dict[str, Callable[[Any], RenderableType]] = {}
+
+
+def _view(kind: str) -> Callable[[Callable[[Any], RenderableType]], Callable[[Any], RenderableType]]:
+    def register(func: Callable[[Any], RenderableType]) -> Callable[[Any], RenderableType]:
+        _VIEWS[kind] = func
+        return func
+
+    return register
+
+
+def to_renderable(result: Any) -> RenderableType:
+    """The text view of a result, chosen by its `kind`."""
+    view = _VIEWS.get(getattr(result, "kind", ""))
+    if view is None:
+        raise TypeError(f"no text view for {type(result).__name__}")
+    return view(result)
 
 
 def _lines(lines: list[Text | str]) -> Text:
     return Text("\n").join(line if isinstance(line, Text) else Text(line) for line in lines)
 
 
-@to_renderable.register
+@_view("summary")
 def _(result: Summary) -> RenderableType:
     return _lines(summary_lines(result))
 
 
-@to_renderable.register
-def _(result: MetricValue) -> RenderableType:
-    return Text(fmt_value(result.value))
-
-
-@to_renderable.register
-def _(result: MetricList) -> RenderableType:
-    return _lines(["available metrics:", *(f"  {name}" for name in result.names)])
-
-
-@to_renderable.register
+@_view("kernels")
 def _(result: KernelTable) -> RenderableType:
     lines: list[Text | str] = [KERNELS_HEADER]
     for row in result.rows:
@@ -64,7 +70,7 @@ def _(result: KernelTable) -> RenderableType:
     return _lines(lines)
 
 
-@to_renderable.register
+@_view("ops")
 def _(result: OpTable) -> RenderableType:
     lines: list[Text | str] = [OPS_HEADER]
     for row in result.rows:
@@ -79,7 +85,7 @@ def _(result: OpTable) -> RenderableType:
     return _lines(lines)
 
 
-@to_renderable.register
+@_view("phases")
 def _(result: PhaseBreakdown) -> RenderableType:
     lines: list[Text | str] = [PHASES_HEADER]
     for row in result.rows:
@@ -100,7 +106,7 @@ def _util(value: object) -> str:
     return f"{float(value) * 100:.0f}%" if isinstance(value, int | float) else "?"
 
 
-@to_renderable.register
+@_view("compare")
 def _(result: Comparison) -> RenderableType:
     sig = result.significance
     tag = {True: "  [significant]", False: "  [NOT significant]"}.get(sig.significant,  # type: ignore[arg-type]
@@ -126,7 +132,7 @@ def _(result: Comparison) -> RenderableType:
     return _lines(lines)
 
 
-@to_renderable.register
+@_view("what-if")
 def _(result: Projection) -> RenderableType:
     lines: list[Text | str] = [
         f"what-if [{result.bound}]: {result.mechanism}",
@@ -141,7 +147,7 @@ def _(result: Projection) -> RenderableType:
     return _lines(lines)
 
 
-@to_renderable.register
+@_view("subcommands")
 def _(result: SubcommandList) -> RenderableType:
     width = max(len(name) for name, _ in result.entries)
     rows = [f"  {name:<{width}}  {help_text}" for name, help_text in result.entries]

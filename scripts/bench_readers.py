@@ -1,0 +1,80 @@
+"""Cold-start wall time and peak RSS of `libreyolo profile get` and `summary` on a profile.json.
+
+Each command runs in a fresh process, several times, side by side with the bare interpreter
+start-up (`python -c pass`) so the figures can be read against this machine's floor. Targets
+(issue 2): ≤ 0.10 s and ≤ 40 MB for `get` and `summary` on a profile.json.
+
+    python scripts/bench_readers.py [--runs 9] [--profile PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_TRACE = ROOT.parent / "shared" / "fixtures" / "gpu_traces" / "hta_a100_ddp_train_3steps.json.gz"
+TARGET_S, TARGET_MB = 0.10, 40.0
+
+
+def measure(argv: list[str]) -> tuple[float, float]:
+    """(wall seconds, peak RSS MB) of one child process."""
+    start = time.perf_counter()
+    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"failed: {' '.join(argv)}: {child.stderr.read().decode()}")
+    return wall, usage.ru_maxrss / 1024
+
+
+def build_profile(trace: Path, folder: Path) -> Path:
+    """A v2 profile.json made from a real GPU trace (as a collector would save it)."""
+    sys.path.insert(0, str(ROOT))
+    from libreyolo import __version__
+    from libreyolo.analysis.build import profile_from_trace
+    from libreyolo.document.files import save
+    from libreyolo.kineto import analyse_trace
+
+    profile = profile_from_trace(analyse_trace(trace), trace_path="profile_trace.json",
+                                 created=None, version=__version__)
+    return save(profile, folder / "profile.json")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=9)
+    parser.add_argument("--profile", type=Path, help="an existing profile.json to read")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = args.profile or build_profile(DEFAULT_TRACE, Path(tmp))
+        cases = {
+            "python -c pass (floor)": [sys.executable, "-c", "pass"],
+            "get gpu_util": [sys.executable, "-m", "libreyolo", "profile", "get", str(path),
+                             "gpu_util"],
+            "summary": [sys.executable, "-m", "libreyolo", "profile", "summary", str(path)],
+            "summary --json": [sys.executable, "-m", "libreyolo", "profile", "summary",
+                               str(path), "--json"],
+        }
+        print(f"profile: {path} ({path.stat().st_size / 1e3:.0f} kB), {args.runs} runs each")
+        floor = None
+        for label, argv in cases.items():
+            runs = [measure(argv) for _ in range(args.runs)]
+            wall = statistics.median(r[0] for r in runs)
+            rss = max(r[1] for r in runs)
+            floor = floor or wall
+            verdict = "" if label.startswith("python") else (
+                f"  target ≤ {TARGET_S:.2f} s / {TARGET_MB:.0f} MB: "
+                f"{'met' if wall <= TARGET_S and rss <= TARGET_MB else 'MISSED'}")
+            print(f"{label:<24} median {wall * 1000:6.1f} ms ({wall / floor:4.1f}x floor)  "
+                  f"peak RSS {rss:5.1f} MB{verdict}")
+
+
+if __name__ == "__main__":
+    main()
