@@ -9,15 +9,17 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from libreyolo.analysis.compare import Comparison, Delta
-from libreyolo.analysis.kernels import RAW_NAME_CHARS, KernelRow, KernelTable
-from libreyolo.analysis.ops import OpTable
-from libreyolo.analysis.phases import PhaseBreakdown
-from libreyolo.analysis.summary import Summary
-from libreyolo.analysis.whatif import Projection
-from libreyolo.analysis.lookup import MetricList, MetricValue
-from libreyolo.render.listing import SubcommandList
+if TYPE_CHECKING:  # result types only; importing them would cost every reader start-up time
+    from libreyolo.analysis.compare import Comparison, Delta
+    from libreyolo.analysis.kernels import KernelRow, KernelTable
+    from libreyolo.analysis.lookup import MetricList, MetricValue
+    from libreyolo.analysis.ops import OpTable
+    from libreyolo.analysis.phases import PhaseBreakdown
+    from libreyolo.analysis.summary import Summary
+    from libreyolo.analysis.whatif import Projection
+    from libreyolo.render.listing import SubcommandList
 
+RAW_NAME_CHARS = 90  # libreyolo 1.6.0's `raw_name` width
 
 Source = str | tuple[str, str] | None  # the path(s) the result was read from
 
