@@ -5,6 +5,7 @@ No file I/O here (see `files.py`); no rounding either: values are rounded once w
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import msgspec
@@ -13,8 +14,23 @@ from libreyolo.document.model import Profile
 from libreyolo.errors import AnalysisError
 
 
+def _check_finite(value: Any, path: str) -> None:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"cannot write {value!r} at {path}: JSON has no NaN or infinity")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _check_finite(item, f"{path}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _check_finite(item, f"{path}[{index}]")
+
+
 def to_json_bytes(obj: Any) -> bytes:
-    """Canonical JSON: keys sorted, indent 2, UTF-8, one trailing newline. Same input, same bytes."""
+    """Canonical JSON: keys sorted, indent 2, UTF-8, one trailing newline. Same input, same bytes.
+
+    NaN and infinity are refused (msgspec would write them as null, which then fails to load).
+    """
+    _check_finite(msgspec.to_builtins(obj), "$")
     return msgspec.json.format(msgspec.json.encode(obj, order="sorted"), indent=2) + b"\n"
 
 

@@ -101,12 +101,16 @@ def save(profile: Profile, path: str | os.PathLike[str], *, overwrite: bool = Fa
     payload = to_json_bytes(profile)
     if target.suffix == ".gz":
         payload = gzip.compress(payload, mtime=0)
-    write_atomic(target, payload)
+    write_atomic(target, payload, overwrite=overwrite)
     return target
 
 
-def write_atomic(target: Path, payload: bytes) -> None:
-    """Replace `target` with `payload` so that readers see the old file or the new, never half."""
+def write_atomic(target: Path, payload: bytes, *, overwrite: bool = True) -> None:
+    """Put `payload` at `target` so that readers see the old file or the new, never half.
+
+    Without `overwrite`, the file is linked into place, which fails if another writer got there
+    first (no check-then-replace race).
+    """
     import tempfile  # only writers need it; readers should not pay its import
 
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -116,7 +120,12 @@ def write_atomic(target: Path, payload: bytes) -> None:
             out.write(payload)
             out.flush()
             os.fsync(out.fileno())
-        os.replace(temp_name, target)
-    except BaseException:
+        if overwrite:
+            os.replace(temp_name, target)
+        else:
+            try:
+                os.link(temp_name, target)
+            except FileExistsError:
+                raise UsageError(f"refusing to overwrite {target}", hint="choose another path") from None
+    finally:
         Path(temp_name).unlink(missing_ok=True)
-        raise

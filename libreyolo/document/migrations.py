@@ -35,13 +35,14 @@ def schema_version(raw: object, *, origin: str) -> int:
     if tag == _V1_TAG:
         return 1
     number = tag.removeprefix(_V2_PREFIX)
-    if tag.startswith(_V2_PREFIX) and number.isdigit():
+    if tag.startswith(_V2_PREFIX) and number.isascii() and number.isdigit() and int(number) >= 2:
         return int(number)
     raise AnalysisError(f"failed to analyse {origin}: unknown profile schema '{tag}'")
 
 
 def upgrade(raw: dict[str, Any], *, origin: str) -> dict[str, Any]:
-    """Return `raw` in the current schema (a new dict; the input is not modified)."""
+    """Return `raw` in the current schema; the input is never modified (current input is
+    returned as it is)."""
     version = schema_version(raw, origin=origin)
     if version > CURRENT:
         raise SchemaTooNewError(
