@@ -19,7 +19,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_TRACE = ROOT.parent / "shared" / "fixtures" / "gpu_traces" / "hta_a100_ddp_train_3steps.json.gz"
+DEFAULT_TRACE = (
+    ROOT.parent / "shared" / "fixtures" / "gpu_traces" / "hta_a100_ddp_train_3steps.json.gz"
+)
 TARGET_S, TARGET_MB = 0.10, 40.0
 
 
@@ -42,8 +44,9 @@ def build_profile(trace: Path, folder: Path) -> Path:
     from libreyolo.document.files import save
     from libreyolo.kineto import analyse_trace
 
-    profile = profile_from_trace(analyse_trace(trace), trace_path="profile_trace.json",
-                                 created=None, version=__version__)
+    profile = profile_from_trace(
+        analyse_trace(trace), trace_path="profile_trace.json", created=None, version=__version__
+    )
     return save(profile, folder / "profile.json")
 
 
@@ -56,11 +59,25 @@ def main() -> None:
         path = args.profile or build_profile(DEFAULT_TRACE, Path(tmp))
         cases = {
             "python -c pass (floor)": [sys.executable, "-c", "pass"],
-            "get gpu_util": [sys.executable, "-m", "libreyolo", "profile", "get", str(path),
-                             "gpu_util"],
+            "get gpu_util": [
+                sys.executable,
+                "-m",
+                "libreyolo",
+                "profile",
+                "get",
+                str(path),
+                "gpu_util",
+            ],
             "summary": [sys.executable, "-m", "libreyolo", "profile", "summary", str(path)],
-            "summary --json": [sys.executable, "-m", "libreyolo", "profile", "summary",
-                               str(path), "--json"],
+            "summary --json": [
+                sys.executable,
+                "-m",
+                "libreyolo",
+                "profile",
+                "summary",
+                str(path),
+                "--json",
+            ],
         }
         print(f"profile: {path} ({path.stat().st_size / 1e3:.0f} kB), {args.runs} runs each")
         floor = None
@@ -69,11 +86,18 @@ def main() -> None:
             wall = statistics.median(r[0] for r in runs)
             rss = max(r[1] for r in runs)
             floor = floor or wall
-            verdict = "" if label.startswith("python") else (
-                f"  target ≤ {TARGET_S:.2f} s / {TARGET_MB:.0f} MB: "
-                f"{'met' if wall <= TARGET_S and rss <= TARGET_MB else 'MISSED'}")
-            print(f"{label:<24} median {wall * 1000:6.1f} ms ({wall / floor:4.1f}x floor)  "
-                  f"peak RSS {rss:5.1f} MB{verdict}")
+            verdict = (
+                ""
+                if label.startswith("python")
+                else (
+                    f"  target ≤ {TARGET_S:.2f} s / {TARGET_MB:.0f} MB: "
+                    f"{'met' if wall <= TARGET_S and rss <= TARGET_MB else 'MISSED'}"
+                )
+            )
+            print(
+                f"{label:<24} median {wall * 1000:6.1f} ms ({wall / floor:4.1f}x floor)  "
+                f"peak RSS {rss:5.1f} MB{verdict}"
+            )
 
 
 if __name__ == "__main__":

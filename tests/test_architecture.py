@@ -28,15 +28,19 @@ def _run_blocked(argv: list[str]) -> subprocess.CompletedProcess[str]:
         "from libreyolo.cli.main import main\n"
         f"raise SystemExit(main({argv!r}))\n"
     )
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=False, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=ROOT
+    )
 
 
 @pytest.mark.parametrize("reader", ["summary", "get", "phases", "kernels", "ops"])
-def test_readers_run_without_heavy_modules(reader: str, reference_v1: Path,
-                                           gpu_traces: Path) -> None:
-    for target in (reference_v1 / "train_cpu.profile.json",
-                   gpu_traces / "tracelens_h100_vit_infer_1step.json.gz"):
+def test_readers_run_without_heavy_modules(
+    reader: str, reference_v1: Path, gpu_traces: Path
+) -> None:
+    for target in (
+        reference_v1 / "train_cpu.profile.json",
+        gpu_traces / "tracelens_h100_vit_infer_1step.json.gz",
+    ):
         proc = _run_blocked(["profile", reader, str(target)])
         assert proc.returncode == 0, proc.stderr
 
@@ -48,8 +52,11 @@ def test_compare_and_what_if_run_without_heavy_modules(reference_v1: Path) -> No
 
 
 def test_reader_import_pulls_in_no_heavy_module() -> None:
-    code = ("import sys\nimport libreyolo.cli.main\n"
-            f"print(sorted(m for m in {BLOCKED!r} if m in sys.modules))")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True, cwd=ROOT)
+    code = (
+        "import sys\nimport libreyolo.cli.main\n"
+        f"print(sorted(m for m in {BLOCKED!r} if m in sys.modules))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
     assert proc.stdout.strip() == "[]"

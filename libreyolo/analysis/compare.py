@@ -77,8 +77,15 @@ def significance(before: Profile, after: Profile) -> Significance:
     mean_a, mean_b = stats.mean(a) or 0.0, stats.mean(b) or 0.0
     diff = abs(mean_b - mean_a)
     text = f"|d|={diff:.1f} vs 2*SE={SE_MULTIPLE * se:.1f}"
-    return Significance(diff > SE_MULTIPLE * se, text, mean_a, mean_b,
-                        (stats.sample_sd(a), stats.sample_sd(b)), (len(a), len(b)), se)
+    return Significance(
+        diff > SE_MULTIPLE * se,
+        text,
+        mean_a,
+        mean_b,
+        (stats.sample_sd(a), stats.sample_sd(b)),
+        (len(a), len(b)),
+        se,
+    )
 
 
 def _setting(profile: Profile, name: str) -> object:

@@ -14,12 +14,22 @@ from libreyolo.errors import UnknownNameError
 SortKey = Literal["time", "count", "name"]
 # libreyolo 1.6.0's friendly labels: first substring hit on the lower-cased name wins.
 _LABELS = (
-    ("bn_bw", "cudnn batchnorm (bwd)"), ("bn_fw", "cudnn batchnorm (fwd)"),
-    ("nchwtonhwc", "layout nchw->nhwc"), ("nhwctonchw", "layout nhwc->nchw"),
-    ("implicitgemm", "cutlass conv (implicit gemm)"), ("implicit_convolve", "implicit conv"),
-    ("wgrad", "conv wgrad"), ("dgrad", "conv dgrad"), ("cgemm", "gemm"), ("sgemm", "gemm"),
-    ("gemm", "gemm"), ("vectorized_elementwise", "elementwise"), ("elementwise", "elementwise"),
-    ("softmax", "softmax"), ("reduce", "reduction"), ("catarray", "concat"),
+    ("bn_bw", "cudnn batchnorm (bwd)"),
+    ("bn_fw", "cudnn batchnorm (fwd)"),
+    ("nchwtonhwc", "layout nchw->nhwc"),
+    ("nhwctonchw", "layout nhwc->nchw"),
+    ("implicitgemm", "cutlass conv (implicit gemm)"),
+    ("implicit_convolve", "implicit conv"),
+    ("wgrad", "conv wgrad"),
+    ("dgrad", "conv dgrad"),
+    ("cgemm", "gemm"),
+    ("sgemm", "gemm"),
+    ("gemm", "gemm"),
+    ("vectorized_elementwise", "elementwise"),
+    ("elementwise", "elementwise"),
+    ("softmax", "softmax"),
+    ("reduce", "reduction"),
+    ("catarray", "concat"),
 )
 
 
@@ -79,8 +89,15 @@ def top_kernels(
             scoped.append((kernel, stat.total_ms, stat.num_calls))
     total_ms = sum(ms for _, ms, _ in scoped) or 1.0
     rows = [
-        KernelRow(kernel.name, friendly_label(kernel.name), kernel.category, kernel.tensor_core,
-                  ms / n, ms / total_ms, calls / n)
+        KernelRow(
+            kernel.name,
+            friendly_label(kernel.name),
+            kernel.category,
+            kernel.tensor_core,
+            ms / n,
+            ms / total_ms,
+            calls / n,
+        )
         for kernel, ms, calls in scoped
     ]
     rows = [row for row in rows if _keep(row, category, pattern, tensor_core_only)]
@@ -88,8 +105,9 @@ def top_kernels(
     return KernelTable(phase=phase, num_matched=len(rows), rows=tuple(rows[: max(top, 0)]))
 
 
-def _keep(row: KernelRow, category: str | None, pattern: re.Pattern[str] | None,
-          tensor_core_only: bool) -> bool:
+def _keep(
+    row: KernelRow, category: str | None, pattern: re.Pattern[str] | None, tensor_core_only: bool
+) -> bool:
     if category and category.lower() not in row.category.lower():
         return False
     if pattern is not None and not (pattern.search(row.name) or pattern.search(row.label)):

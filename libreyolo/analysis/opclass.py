@@ -14,13 +14,23 @@ from libreyolo.document.model import OpStat
 # (category, pattern on the lower-cased op name); the first match wins.
 OP_CATEGORIES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("norm", re.compile(r"batch_norm|layer_norm|group_norm|instance_norm|rms_norm|native_norm")),
-    ("layout / copy", re.compile(r"\bcat\b|::cat|copy|contiguous|permute|transpose|::to\b|"
-                                 r"_to_copy|clone|stack|index|gather|scatter|pad|view|reshape")),
+    (
+        "layout / copy",
+        re.compile(
+            r"\bcat\b|::cat|copy|contiguous|permute|transpose|::to\b|"
+            r"_to_copy|clone|stack|index|gather|scatter|pad|view|reshape"
+        ),
+    ),
     ("gemm / conv", re.compile(r"conv|mm\b|matmul|linear|addmm|bmm|baddbmm|einsum")),
     ("reduction", re.compile(r"sum|mean|softmax|max|min|topk|sort|norm|var|std|nms")),
     ("optimizer", re.compile(r"_foreach_|optimizer")),
-    ("elementwise", re.compile(r"add|mul|div|sub|silu|sigmoid|relu|gelu|exp|log|sqrt|pow|"
-                               r"clamp|where|fill|zero|neg|abs|tanh|hardswish|threshold")),
+    (
+        "elementwise",
+        re.compile(
+            r"add|mul|div|sub|silu|sigmoid|relu|gelu|exp|log|sqrt|pow|"
+            r"clamp|where|fill|zero|neg|abs|tanh|hardswish|threshold"
+        ),
+    ),
 )
 
 

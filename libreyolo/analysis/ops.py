@@ -39,11 +39,14 @@ def top_ops(profile: Profile, *, top: int = 20, phase: str | None = None) -> OpT
         if stat is not None:
             scoped.append((op.name, stat.self_ms, stat.total_ms, stat.num_calls))
     inclusive_only = any(self_ms is None for _, self_ms, _, _ in scoped)
-    rank = [(total if inclusive_only or self_ms is None else self_ms) for _, self_ms, total, _ in
-            scoped]
+    rank = [
+        (total if inclusive_only or self_ms is None else self_ms) for _, self_ms, total, _ in scoped
+    ]
     denominator = sum(rank) or 1.0
     rows = [
-        OpRow(name, None if self_ms is None else self_ms / n, total / n, ms / denominator, calls / n)
+        OpRow(
+            name, None if self_ms is None else self_ms / n, total / n, ms / denominator, calls / n
+        )
         for (name, self_ms, total, calls), ms in zip(scoped, rank, strict=True)
     ]
     rows.sort(key=lambda row: (-row.share, row.name))

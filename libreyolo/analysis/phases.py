@@ -47,6 +47,14 @@ def phase_breakdown(profile: Profile) -> PhaseBreakdown:
         wall = phase.wall_ms_per_step
         if wall is None and phase.cpu_ms is not None:
             wall = phase.cpu_ms / n
-        rows.append(PhaseRow(phase.name, phase.gpu_ms / n, wall, phase.num_kernels / n,
-                             phase.num_ops / n, phase.num_unique_kernels))
+        rows.append(
+            PhaseRow(
+                phase.name,
+                phase.gpu_ms / n,
+                wall,
+                phase.num_kernels / n,
+                phase.num_ops / n,
+                phase.num_unique_kernels,
+            )
+        )
     return PhaseBreakdown(rows=tuple(rows))

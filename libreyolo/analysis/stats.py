@@ -40,11 +40,11 @@ def combined_standard_error(a: Sequence[float], b: Sequence[float]) -> float | N
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
-    """Nearest rank as libreyolo 1.6.0: index = min(n-1, round(q/100 × (n-1))) of the sorted list."""
+    """Nearest rank as libreyolo 1.6.0: the sorted list at min(n-1, round(q/100 × (n-1)))."""
     if not values:
         return None
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
 def iqr_share(values: Sequence[float]) -> float | None:

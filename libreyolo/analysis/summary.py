@@ -67,8 +67,14 @@ def _latency(profile: Profile) -> Latency | None:
         name for name, floor in (("p90", P90_MIN_SAMPLES), ("p99", P99_MIN_SAMPLES)) if n < floor
     )
     mean = m.get("latency_mean_ms", legacy.get("mean_ms"))
-    return Latency(_f(m.get("latency_p50_ms")), _f(m.get("latency_p90_ms")),
-                   _f(m.get("latency_p99_ms")), _f(mean), n, weak)
+    return Latency(
+        _f(m.get("latency_p50_ms")),
+        _f(m.get("latency_p90_ms")),
+        _f(m.get("latency_p99_ms")),
+        _f(mean),
+        n,
+        weak,
+    )
 
 
 def _f(value: object) -> float | None:
@@ -79,8 +85,11 @@ def _stages(profile: Profile) -> dict[str, float | None] | None:
     if profile.run.mode != "inference":
         return None
     m = profile.metrics
-    return {"preprocess": _f(m.get("preprocess_ms")), "forward": _f(m.get("forward_ms")),
-            "postprocess": _f(m.get("nms_ms"))}
+    return {
+        "preprocess": _f(m.get("preprocess_ms")),
+        "forward": _f(m.get("forward_ms")),
+        "postprocess": _f(m.get("nms_ms")),
+    }
 
 
 def _categories(profile: Profile) -> tuple[CategoryShare, ...]:
@@ -90,8 +99,9 @@ def _categories(profile: Profile) -> tuple[CategoryShare, ...]:
     n = per_step_divisor(trace)
     total = sum(c.total_ms for c in trace.categories) or 1.0
     ordered = sorted(trace.categories, key=lambda c: (-c.total_ms, c.name))
-    return tuple(CategoryShare(c.name, c.total_ms / total, c.total_ms / n) for c in ordered
-                 if c.total_ms > 0)
+    return tuple(
+        CategoryShare(c.name, c.total_ms / total, c.total_ms / n) for c in ordered if c.total_ms > 0
+    )
 
 
 def _noise_notes(profile: Profile) -> tuple[str, ...]:

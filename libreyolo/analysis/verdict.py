@@ -81,10 +81,14 @@ def decide(profile: Profile, metrics: dict[str, Scalar]) -> Verdict:
         mallocs = metrics.get("cuda_mallocs_per_step")
         evidence["cuda_mallocs_per_step"] = mallocs
         why = f"allocator thrash (~{mallocs} cudaMalloc/free per step) — VRAM pressure"
-        return _verdict("memory-pressure", why + "; throughput and utilisation are unreliable", evidence)
+        return _verdict(
+            "memory-pressure", why + "; throughput and utilisation are unreliable", evidence
+        )
     if isinstance(dataload, float) and dataload >= DATALOAD_SHARE_BOUND:
         evidence["dataload_frac"] = dataload
-        return _verdict("dataloader", f"the step waits on input data (~{_pct(dataload)} of the step)", evidence)
+        return _verdict(
+            "dataloader", f"the step waits on input data (~{_pct(dataload)} of the step)", evidence
+        )
     if profile.run.mode == "inference":
         staged = _inference_stage_verdict(metrics)
         if staged is not None:

@@ -45,15 +45,33 @@ def _match(names: list[str], wanted: str) -> str:
     return hit
 
 
-def _finish(profile: Profile, regime: str, mechanism: str, removed_gpu_ms: float,
-            removed_launches: int, projected: float, assumptions: tuple[str, ...]) -> Projection:
+def _finish(
+    profile: Profile,
+    regime: str,
+    mechanism: str,
+    removed_gpu_ms: float,
+    removed_launches: int,
+    projected: float,
+    assumptions: tuple[str, ...],
+) -> Projection:
     step = float(profile.metrics.get("step_ms") or 0.0)
     batch = profile.run.batch or profile.run.config.get("batch")
     now = profile.metrics.get("img_per_s")
-    projected_ips = round(batch * 1000 / projected, 1) if isinstance(batch, int) and projected > 0 else None
-    return Projection(profile.metrics.get("bound"), regime, mechanism, round(removed_gpu_ms, 2),  # type: ignore[arg-type]
-                      removed_launches, step, round(projected, 1),
-                      float(now) if isinstance(now, int | float) else None, projected_ips, assumptions)
+    projected_ips = (
+        round(batch * 1000 / projected, 1) if isinstance(batch, int) and projected > 0 else None
+    )
+    return Projection(
+        profile.metrics.get("bound"),
+        regime,
+        mechanism,
+        round(removed_gpu_ms, 2),  # type: ignore[arg-type]
+        removed_launches,
+        step,
+        round(projected, 1),
+        float(now) if isinstance(now, int | float) else None,
+        projected_ips,
+        assumptions,
+    )
 
 
 def _cpu_projection(profile: Profile, category: str | None, launches: int | None) -> Projection:
@@ -79,8 +97,9 @@ def _cpu_projection(profile: Profile, category: str | None, launches: int | None
     return _finish(profile, "cpu", mechanism, 0.0, 0, max(step - removed, 0.0), assumptions)
 
 
-def project(profile: Profile, *, category: str | None = None,
-            launches: int | None = None) -> Projection:
+def project(
+    profile: Profile, *, category: str | None = None, launches: int | None = None
+) -> Projection:
     """The projected step after removing a category and/or `launches` launches per step."""
     if not category and launches is None:
         raise UsageError("specify --remove-category or --remove-launches")
@@ -100,15 +119,28 @@ def project(profile: Profile, *, category: str | None = None,
         cost_us = trace.launches.host_us_per_launch or 0.0
         floor = max(busy - removed_gpu, 0.0) + float(m.get("dataload_ms") or 0.0)
         projected = max(step - removed_launches * cost_us / 1000, floor)
-        mechanism = (f"host/launch-bound: ~{removed_launches} fewer launches x "
-                     f"~{cost_us:.0f}us host cost")
-        assumptions = ("each removed launch saves the measured median host cost of one launch",
-                       "the GPU work that remains still has to run (floor: remaining busy time)")
-        return _finish(profile, "host / launch", mechanism, removed_gpu, removed_launches,
-                       projected, assumptions)
+        mechanism = (
+            f"host/launch-bound: ~{removed_launches} fewer launches x ~{cost_us:.0f}us host cost"
+        )
+        assumptions = (
+            "each removed launch saves the measured median host cost of one launch",
+            "the GPU work that remains still has to run (floor: remaining busy time)",
+        )
+        return _finish(
+            profile,
+            "host / launch",
+            mechanism,
+            removed_gpu,
+            removed_launches,
+            projected,
+            assumptions,
+        )
     mechanism = f"compute-bound: ~{removed_gpu:.1f} ms less GPU work"
-    assumptions = ("the GPU is saturated: removed GPU time comes off the step one for one",
-                   "fewer launches alone save nothing while the GPU is the bottleneck")
+    assumptions = (
+        "the GPU is saturated: removed GPU time comes off the step one for one",
+        "fewer launches alone save nothing while the GPU is the bottleneck",
+    )
     projected = max(step - removed_gpu, step - busy)
-    return _finish(profile, "compute", mechanism, removed_gpu, removed_launches, projected,
-                   assumptions)
+    return _finish(
+        profile, "compute", mechanism, removed_gpu, removed_launches, projected, assumptions
+    )

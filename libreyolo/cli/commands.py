@@ -46,9 +46,15 @@ def phases(args: argparse.Namespace) -> Outcome:
 def kernels(args: argparse.Namespace) -> Outcome:
     from libreyolo.analysis.kernels import top_kernels
 
-    table = top_kernels(open_profile(args.trace), top=args.top, category=args.category,
-                        pattern=args.grep, tensor_core_only=args.tensorcore, sort=args.sort,
-                        phase=args.phase)
+    table = top_kernels(
+        open_profile(args.trace),
+        top=args.top,
+        category=args.category,
+        pattern=args.grep,
+        tensor_core_only=args.tensorcore,
+        sort=args.sort,
+        phase=args.phase,
+    )
     return table, args.trace
 
 
@@ -68,8 +74,11 @@ def compare(args: argparse.Namespace) -> Outcome:
 def what_if(args: argparse.Namespace) -> Outcome:
     from libreyolo.analysis.whatif import project
 
-    result = project(open_profile(args.trace), category=args.remove_category or None,
-                     launches=args.remove_launches)
+    result = project(
+        open_profile(args.trace),
+        category=args.remove_category or None,
+        launches=args.remove_launches,
+    )
     return result, args.trace
 
 

@@ -20,8 +20,7 @@ def main(argv: Sequence[str] | None = None, *, output: Output | None = None) -> 
     """Run one `libreyolo` command line and return its exit status."""
     words = _drop_task_word(list(sys.argv[1:] if argv is None else argv))
     debug = "--debug" in words
-    out = output or Output.for_terminal(json_mode="--json" in words,
-                                        no_color="--no-color" in words)
+    out = output or Output.for_terminal(json_mode="--json" in words, no_color="--no-color" in words)
     try:
         parser = build_parser()
         reject_key_value(words, parser)
@@ -44,8 +43,11 @@ def main(argv: Sequence[str] | None = None, *, output: Output | None = None) -> 
     except Exception as err:
         if debug:
             raise
-        out.error_line("internal_error", f"internal error: {type(err).__name__}: {err} "
-                                         "(run again with --debug for the traceback)")
+        out.error_line(
+            "internal_error",
+            f"internal error: {type(err).__name__}: {err} "
+            "(run again with --debug for the traceback)",
+        )
         return ExitStatus.FAILED
     out.emit(result, source)
     return ExitStatus.OK

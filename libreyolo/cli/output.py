@@ -21,8 +21,15 @@ class Output:
     A plain class, not a dataclass: importing dataclasses costs `get` start-up time.
     """
 
-    def __init__(self, stdout: TextIO, stderr: TextIO, *, json_mode: bool = False,
-                 color: bool = False, width: int | None = None) -> None:
+    def __init__(
+        self,
+        stdout: TextIO,
+        stderr: TextIO,
+        *,
+        json_mode: bool = False,
+        color: bool = False,
+        width: int | None = None,
+    ) -> None:
         self.stdout, self.stderr = stdout, stderr
         self.json_mode, self.color, self.width = json_mode, color, width
 
@@ -47,9 +54,14 @@ class Output:
 
         from libreyolo.render.text import to_renderable
 
-        console = Console(file=self.stdout, highlight=False, no_color=not self.color,
-                          color_system="auto" if self.color else None, soft_wrap=True,
-                          width=self.width or (None if self.color else DEFAULT_WIDTH))
+        console = Console(
+            file=self.stdout,
+            highlight=False,
+            no_color=not self.color,
+            color_system="auto" if self.color else None,
+            soft_wrap=True,
+            width=self.width or (None if self.color else DEFAULT_WIDTH),
+        )
         console.print(to_renderable(result))
 
     def error(self, err: ProfileError) -> None:
@@ -64,7 +76,8 @@ class Output:
     def error_line(self, code: str, message: str) -> None:
         """A one-line message that has no ProfileError behind it (interrupts, crashes)."""
         if self.json_mode:
-            self.stderr.write(json.dumps({"error": {"code": code, "message": message,
-                                                    "hint": None}}) + "\n")
+            self.stderr.write(
+                json.dumps({"error": {"code": code, "message": message, "hint": None}}) + "\n"
+            )
         else:
             self.stderr.write(message + "\n")

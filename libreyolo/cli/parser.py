@@ -1,4 +1,4 @@
-"""The argparse tree: `libreyolo profile {run,infer,summary,get,phases,kernels,ops,compare,what-if}`.
+"""The argparse tree: `libreyolo profile {run,infer,summary,get,phases,kernels,ops,...}`.
 
 Flags, defaults and help follow the interface specification (libreyolo 1.6.0's names). Parse
 errors raise UsageError instead of exiting, so `main` decides the status and the stderr format.
@@ -23,13 +23,20 @@ from libreyolo.errors import UsageError
 
 SUBCOMMANDS: tuple[tuple[str, str], ...] = (
     ("run", "Launch a short profiled training and emit a self-contained profile.json."),
-    ("infer", "Profile the inference path: latency p50/p90/p99, stage split "
-              "(preprocess/forward/NMS), GPU truth."),
+    (
+        "infer",
+        "Profile the inference path: latency p50/p90/p99, stage split "
+        "(preprocess/forward/NMS), GPU truth.",
+    ),
     ("summary", "High-level diagnosis: utilisation, verdict, kernel mix, top kernels."),
-    ("get", "Print ONE metric, minimal output for tight loops (img_per_s, forward_ms, "
-            "gpu_util...)."),
-    ("phases", "Per-phase breakdown: GPU ms, wall ms, kernel & op counts "
-               "(forward/backward/dataload/...)."),
+    (
+        "get",
+        "Print ONE metric, minimal output for tight loops (img_per_s, forward_ms, gpu_util...).",
+    ),
+    (
+        "phases",
+        "Per-phase breakdown: GPU ms, wall ms, kernel & op counts (forward/backward/dataload/...).",
+    ),
     ("kernels", "Drill to individual GPU kernels, the bottom of the analysis."),
     ("ops", "Framework view: aten/autograd ops by CPU time (host-launch culprits)."),
     ("compare", "Diff two profiles: did the change help? (the optimise-loop closer)."),
@@ -53,8 +60,12 @@ def _common() -> argparse.ArgumentParser:
     return common
 
 
-def _add(sub: argparse._SubParsersAction[Parser], name: str, handler: Callable[..., object],
-         common: argparse.ArgumentParser) -> argparse.ArgumentParser:
+def _add(
+    sub: argparse._SubParsersAction[Parser],
+    name: str,
+    handler: Callable[..., object],
+    common: argparse.ArgumentParser,
+) -> argparse.ArgumentParser:
     help_text = dict(SUBCOMMANDS)[name]
     parser = sub.add_parser(name, help=help_text, description=help_text, parents=[common])
     parser.set_defaults(handler=handler)
@@ -66,49 +77,82 @@ def _add_run(sub: argparse._SubParsersAction[Parser], common: argparse.ArgumentP
     p.add_argument("data", help="Dataset yaml/name (e.g. coco128)")
     p.add_argument("--weights", default="LibreYOLO9t.pt", help="Model weights file / name")
     p.add_argument("--size", default="t", help="Model size variant (t, s, m, c)")
-    p.add_argument("--batch", type=positive_or_auto, default=16,
-                   help="Micro-batch; -1 auto-fits ~70%% of device memory (CUDA only)")
+    p.add_argument(
+        "--batch",
+        type=positive_or_auto,
+        default=16,
+        help="Micro-batch; -1 auto-fits ~70%% of device memory (CUDA only)",
+    )
     p.add_argument("--imgsz", type=positive_int, default=640, help="Training image size")
     p.add_argument("--workers", type=non_negative_int, default=8, help="DataLoader workers")
-    p.add_argument("--amp", action=argparse.BooleanOptionalAction, default=True,
-                   help="Use the family's AMP path (CUDA; no effect on CPU)")
+    p.add_argument(
+        "--amp",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="Use the family's AMP path (CUDA; no effect on CPU)",
+    )
     p.add_argument("--steps", type=positive_int, default=20, help="Profiled (measured) steps")
-    p.add_argument("--warmup", type=non_negative_int, default=5,
-                   help="Warmup steps before measuring")
-    p.add_argument("--repeat", type=positive_int, default=1,
-                   help="Repeat N times for mean +/- stdev (a single run lies when launch-bound)")
+    p.add_argument(
+        "--warmup", type=non_negative_int, default=5, help="Warmup steps before measuring"
+    )
+    p.add_argument(
+        "--repeat",
+        type=positive_int,
+        default=1,
+        help="Repeat N times for mean +/- stdev (a single run lies when launch-bound)",
+    )
     p.add_argument("--device", default="0", help="CUDA device index, or cpu")
     p.add_argument("--project", default="runs/profile", help="Output root directory")
 
 
 def _add_infer(sub: argparse._SubParsersAction[Parser], common: argparse.ArgumentParser) -> None:
     p = _add(sub, "infer", commands.infer, common)
-    p.add_argument("source", nargs="?", default=None,
-                   help="Image or directory (default: bundled sample image)")
+    p.add_argument(
+        "source", nargs="?", default=None, help="Image or directory (default: bundled sample image)"
+    )
     p.add_argument("--weights", default="LibreYOLO9t.pt", help="Model weights file / name")
     p.add_argument("--size", default="t", help="Model size variant (t, s, m, c)")
     p.add_argument("--batch", type=positive_int, default=1, help="Images per forward pass")
     p.add_argument("--imgsz", type=positive_int, default=640, help="Input image size")
-    p.add_argument("--half", action=argparse.BooleanOptionalAction, default=False,
-                   help="Autocast forward (CUDA only)")
-    p.add_argument("--amp-dtype", choices=("float16", "bfloat16"), default="float16",
-                   type=lambda v: {"fp16": "float16", "bf16": "bfloat16"}.get(v.strip().lower(),
-                                                                              v.strip().lower()),
-                   help="CUDA autocast dtype: float16 or bfloat16")
-    p.add_argument("--warmup", type=non_negative_int, default=20,
-                   help="Warmup iterations before measuring")
+    p.add_argument(
+        "--half",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="Autocast forward (CUDA only)",
+    )
+    p.add_argument(
+        "--amp-dtype",
+        choices=("float16", "bfloat16"),
+        default="float16",
+        type=lambda v: {"fp16": "float16", "bf16": "bfloat16"}.get(
+            v.strip().lower(), v.strip().lower()
+        ),
+        help="CUDA autocast dtype: float16 or bfloat16",
+    )
+    p.add_argument(
+        "--warmup", type=non_negative_int, default=20, help="Warmup iterations before measuring"
+    )
     p.add_argument("--runs", type=positive_int, default=100, help="Measured iterations")
-    p.add_argument("--repeat", type=positive_int, default=1,
-                   help="Repeat N times for mean +/- stdev throughput (needed for a "
-                        "significant compare)")
-    p.add_argument("--conf", type=probability, default=0.25,
-                   help="Confidence threshold (affects NMS work)")
+    p.add_argument(
+        "--repeat",
+        type=positive_int,
+        default=1,
+        help="Repeat N times for mean +/- stdev throughput (needed for a significant compare)",
+    )
+    p.add_argument(
+        "--conf", type=probability, default=0.25, help="Confidence threshold (affects NMS work)"
+    )
     p.add_argument("--iou", type=probability, default=0.45, help="NMS IoU threshold")
-    p.add_argument("--max-det", type=positive_int, default=300,
-                   help="Max detections/image (affects NMS work)")
+    p.add_argument(
+        "--max-det", type=positive_int, default=300, help="Max detections/image (affects NMS work)"
+    )
     p.add_argument("--device", default="0", help="CUDA device index, or cpu")
-    p.add_argument("--trace", action=argparse.BooleanOptionalAction, default=True,
-                   help="Emit a Chrome trace for kernel/op drill-down")
+    p.add_argument(
+        "--trace",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="Emit a Chrome trace for kernel/op drill-down",
+    )
     p.add_argument("--project", default="runs/profile", help="Output root directory")
 
 
@@ -121,14 +165,20 @@ def _add_readers(sub: argparse._SubParsersAction[Parser], common: argparse.Argum
     p = _add(sub, "kernels", commands.kernels, common)
     p.add_argument("trace", help=TRACE_HELP)
     p.add_argument("--top", type=non_negative_int, default=20, help="Show top N by GPU time")
-    p.add_argument("--category",
-                   help="Filter by category substring (gemm, layout, norm, elementwise, ...)")
+    p.add_argument(
+        "--category", help="Filter by category substring (gemm, layout, norm, elementwise, ...)"
+    )
     p.add_argument("--grep", type=regex, help="Filter by kernel-name regex (case-insensitive)")
     p.add_argument("--tensorcore", action="store_true", help="Only Tensor-Core kernels")
-    p.add_argument("--sort", choices=("time", "count", "name"), default="time",
-                   help="Order: time, count or name")
-    p.add_argument("--phase", help="Restrict to a phase (forward/backward/dataload/to_device/"
-                                   "optimizer)")
+    p.add_argument(
+        "--sort",
+        choices=("time", "count", "name"),
+        default="time",
+        help="Order: time, count or name",
+    )
+    p.add_argument(
+        "--phase", help="Restrict to a phase (forward/backward/dataload/to_device/optimizer)"
+    )
     p = _add(sub, "ops", commands.ops, common)
     p.add_argument("trace", help=TRACE_HELP)
     p.add_argument("--top", type=non_negative_int, default=20, help="Show top N by CPU time")
@@ -138,19 +188,27 @@ def _add_readers(sub: argparse._SubParsersAction[Parser], common: argparse.Argum
     p.add_argument("after", help="New profile.json / profile_trace.json")
     p = _add(sub, "what-if", commands.what_if, common)
     p.add_argument("trace", help=TRACE_HELP)
-    p.add_argument("--remove-category",
-                   help="Project removing a kernel category (gemm, layout, norm, elementwise)")
-    p.add_argument("--remove-launches", type=non_negative_int,
-                   help="Project removing N kernel launches/step (e.g. an op-fusion win)")
+    p.add_argument(
+        "--remove-category",
+        help="Project removing a kernel category (gemm, layout, norm, elementwise)",
+    )
+    p.add_argument(
+        "--remove-launches",
+        type=non_negative_int,
+        help="Project removing N kernel launches/step (e.g. an op-fusion win)",
+    )
 
 
 def build_parser() -> Parser:
     """The full `libreyolo` parser."""
     root = Parser(prog="libreyolo", description="LibreYOLO command line.")
     top = root.add_subparsers(dest="group", parser_class=Parser)
-    group = top.add_parser("profile", help="Profile training steps and inference calls.",
-                           description="Measure where the time of a training step or an "
-                                       "inference call goes, and read the profile back.")
+    group = top.add_parser(
+        "profile",
+        help="Profile training steps and inference calls.",
+        description="Measure where the time of a training step or an "
+        "inference call goes, and read the profile back.",
+    )
     group.set_defaults(handler=commands.list_subcommands)
     sub = group.add_subparsers(dest="subcommand", parser_class=Parser, metavar="<subcommand>")
     common = _common()

@@ -23,5 +23,6 @@ def open_profile(path: str) -> Profile:
     from libreyolo.analysis.build import profile_from_trace
     from libreyolo.kineto import analyse_trace
 
-    return profile_from_trace(analyse_trace(path), trace_path=path, created=None,
-                              version=__version__)
+    return profile_from_trace(
+        analyse_trace(path), trace_path=path, created=None, version=__version__
+    )

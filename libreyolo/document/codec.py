@@ -42,7 +42,7 @@ def to_builtins(profile: Profile) -> dict[str, Any]:
 
 
 def from_builtins(raw: dict[str, Any], *, origin: str) -> Profile:
-    """Validate a current-schema dict into a Profile; a bad key or type is one AnalysisError line."""
+    """Validate a current-schema dict into a Profile; a bad key or type is one error line."""
     try:
         return msgspec.convert(raw, Profile)
     except msgspec.ValidationError as err:

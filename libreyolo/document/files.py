@@ -126,6 +126,8 @@ def write_atomic(target: Path, payload: bytes, *, overwrite: bool = True) -> Non
             try:
                 os.link(temp_name, target)
             except FileExistsError:
-                raise UsageError(f"refusing to overwrite {target}", hint="choose another path") from None
+                raise UsageError(
+                    f"refusing to overwrite {target}", hint="choose another path"
+                ) from None
     finally:
         Path(temp_name).unlink(missing_ok=True)

@@ -35,7 +35,7 @@ class Tool(_Struct, kw_only=True):
 
 
 class Environment(_Struct, kw_only=True):
-    """Where the measurement ran. Fields are null when unknown (e.g. a profile built from a trace)."""
+    """Where the measurement ran; null when unknown (e.g. a profile built from a trace)."""
 
     python: str | None = None
     platform: str | None = None

@@ -68,31 +68,48 @@ def kernel_row(row: KernelRow) -> dict[str, Any]:
 
 @_view("kernels")
 def _(result: KernelTable, source: Source) -> Any:
-    return {"trace": source, "phase": result.phase, "matched": result.num_matched,
-            "kernels": [kernel_row(row) for row in result.rows]}
+    return {
+        "trace": source,
+        "phase": result.phase,
+        "matched": result.num_matched,
+        "kernels": [kernel_row(row) for row in result.rows],
+    }
 
 
 @_view("ops")
 def _(result: OpTable, source: Source) -> Any:
     rows = [
-        {"op": row.name, "ms_per_step": round(row.total_ms_per_step if row.self_ms_per_step is None
-                                              else row.self_ms_per_step, 4),
-         "pct_of_cpu_ops": round(row.share * 100, 2), "count_per_step": _r(row.num_per_step, 1),
-         "self_ms_per_step": _r(row.self_ms_per_step, 4),
-         "total_ms_per_step": round(row.total_ms_per_step, 4)}
+        {
+            "op": row.name,
+            "ms_per_step": round(
+                row.total_ms_per_step if row.self_ms_per_step is None else row.self_ms_per_step, 4
+            ),
+            "pct_of_cpu_ops": round(row.share * 100, 2),
+            "count_per_step": _r(row.num_per_step, 1),
+            "self_ms_per_step": _r(row.self_ms_per_step, 4),
+            "total_ms_per_step": round(row.total_ms_per_step, 4),
+        }
         for row in result.rows
     ]
-    return {"trace": source, "phase": result.phase, "inclusive_only": result.inclusive_only,
-            "ops": rows}
+    return {
+        "trace": source,
+        "phase": result.phase,
+        "inclusive_only": result.inclusive_only,
+        "ops": rows,
+    }
 
 
 @_view("phases")
 def _(result: PhaseBreakdown, source: Source) -> Any:
     rows = [
-        {"phase": row.phase, "gpu_ms_per_step": round(row.gpu_ms_per_step, 3),
-         "wall_ms_per_step": _r(row.wall_ms_per_step, 2),
-         "kernels_per_step": _r(row.kernels_per_step, 1), "ops_per_step": _r(row.ops_per_step, 1),
-         "unique_kernels": row.unique_kernels}
+        {
+            "phase": row.phase,
+            "gpu_ms_per_step": round(row.gpu_ms_per_step, 3),
+            "wall_ms_per_step": _r(row.wall_ms_per_step, 2),
+            "kernels_per_step": _r(row.kernels_per_step, 1),
+            "ops_per_step": _r(row.ops_per_step, 1),
+            "unique_kernels": row.unique_kernels,
+        }
         for row in result.rows
     ]
     return {"trace": source, "phases": rows}
@@ -102,68 +119,109 @@ def _delta(delta: Delta | None) -> dict[str, Any] | None:
     if delta is None:
         return None
     change = delta.change
-    return {"before": delta.before, "after": delta.after,
-            "change": None if change is None else round(change, 4)}
+    return {
+        "before": delta.before,
+        "after": delta.after,
+        "change": None if change is None else round(change, 4),
+    }
 
 
 @_view("compare")
 def _(result: Comparison, source: Source) -> Any:
     sig = result.significance
     img = _delta(result.img_per_s) or {}
-    img |= {"std": [_r(s, 3) for s in sig.std], "n": list(sig.n), "significant": sig.significant,
-            "significance": sig.text, "mean": [_r(sig.mean_before, 3), _r(sig.mean_after, 3)],
-            "standard_error": _r(sig.standard_error, 4)}
+    img |= {
+        "std": [_r(s, 3) for s in sig.std],
+        "n": list(sig.n),
+        "significant": sig.significant,
+        "significance": sig.text,
+        "mean": [_r(sig.mean_before, 3), _r(sig.mean_after, 3)],
+        "standard_error": _r(sig.standard_error, 4),
+    }
     before, after = source if isinstance(source, tuple) else (None, None)
     return {
-        "before": before, "after": after, "img_per_s": img,
-        "ms_per_image": _delta(result.ms_per_image), "gpu_util": _delta(result.gpu_util),
+        "before": before,
+        "after": after,
+        "img_per_s": img,
+        "ms_per_image": _delta(result.ms_per_image),
+        "gpu_util": _delta(result.gpu_util),
         "host_overhead_ms_per_step": _delta(result.host_overhead_ms),
-        "launches_per_step": _delta(result.launches_per_step), "bound": _delta(result.bound),
+        "launches_per_step": _delta(result.launches_per_step),
+        "bound": _delta(result.bound),
         "latency_p50_ms": _delta(result.latency_p50_ms),
-        "latency_p99_ms": _delta(result.latency_p99_ms), "warnings": list(result.warnings),
+        "latency_p99_ms": _delta(result.latency_p99_ms),
+        "warnings": list(result.warnings),
     }
 
 
 @_view("what-if")
 def _(result: Projection, source: Source) -> Any:
     return {
-        "trace": source, "bound": result.bound, "regime": result.regime,
+        "trace": source,
+        "bound": result.bound,
+        "regime": result.regime,
         "mechanism": result.mechanism,
         "removed": {"gpu_ms": result.removed_gpu_ms, "launches": result.removed_launches},
         "step_ms": {"now": result.step_ms, "projected": result.projected_step_ms},
         "img_per_s": {"now": result.img_per_s, "projected": result.projected_img_per_s},
-        "assumptions": list(result.assumptions), "caveat": result.caveat,
+        "assumptions": list(result.assumptions),
+        "caveat": result.caveat,
     }
 
 
 @_view("summary")
 def _(result: Summary, source: Source) -> Any:
     m = result.metrics
-    out: dict[str, Any] = {"trace": source, "mode": result.mode, "model": result.model,
-                           "config": result.config, "bound": result.verdict.bound,
-                           "bound_why": result.verdict.why, "step_ms": m.get("step_ms"),
-                           "img_per_s": m.get("img_per_s")}
+    out: dict[str, Any] = {
+        "trace": source,
+        "mode": result.mode,
+        "model": result.model,
+        "config": result.config,
+        "bound": result.verdict.bound,
+        "bound_why": result.verdict.why,
+        "step_ms": m.get("step_ms"),
+        "img_per_s": m.get("img_per_s"),
+    }
     if result.latency is not None:
         lat = result.latency
-        out["latency"] = {"p50_ms": lat.p50_ms, "p90_ms": lat.p90_ms, "p99_ms": lat.p99_ms,
-                          "mean_ms": lat.mean_ms, "n": lat.num_samples, "weak": list(lat.weak)}
+        out["latency"] = {
+            "p50_ms": lat.p50_ms,
+            "p90_ms": lat.p90_ms,
+            "p99_ms": lat.p99_ms,
+            "mean_ms": lat.mean_ms,
+            "n": lat.num_samples,
+            "weak": list(lat.weak),
+        }
         out["stages_ms"] = result.stages_ms
     out |= {
-        "gpu_util": m.get("gpu_util"), "gpu_busy_ms_per_step": m.get("gpu_busy_ms"),
-        "mean_kernel_us": m.get("mean_kernel_us"), "kernels_per_step": m.get("kernels_per_step"),
-        "unique_kernels": m.get("unique_kernels"), "memcpy_ms_per_step": m.get("memcpy_ms"),
-        "tensorcore_pct": m.get("tensorcore_pct"), "peak_vram_mb": m.get("peak_vram_mb"),
-        "dataload_ms": m.get("dataload_ms"), "dataload_frac": m.get("dataload_frac"),
+        "gpu_util": m.get("gpu_util"),
+        "gpu_busy_ms_per_step": m.get("gpu_busy_ms"),
+        "mean_kernel_us": m.get("mean_kernel_us"),
+        "kernels_per_step": m.get("kernels_per_step"),
+        "unique_kernels": m.get("unique_kernels"),
+        "memcpy_ms_per_step": m.get("memcpy_ms"),
+        "tensorcore_pct": m.get("tensorcore_pct"),
+        "peak_vram_mb": m.get("peak_vram_mb"),
+        "dataload_ms": m.get("dataload_ms"),
+        "dataload_frac": m.get("dataload_frac"),
         "host_overhead_ms_per_step": m.get("host_overhead_ms"),
         "launches_per_step": m.get("launches_per_step"),
         "memory_pressure": m.get("memory_pressure"),
         "cuda_mallocs_per_step": m.get("cuda_mallocs_per_step"),
-        "categories": [{"name": c.name, "pct": round(c.share * 100, 1),
-                        "ms_per_step": round(c.ms_per_step, 3)} for c in result.categories],
+        "categories": [
+            {"name": c.name, "pct": round(c.share * 100, 1), "ms_per_step": round(c.ms_per_step, 3)}
+            for c in result.categories
+        ],
         "top_kernels": [kernel_row(row) for row in result.top_kernels],
-        "verdict": {"bound": result.verdict.bound, "why": result.verdict.why,
-                    "evidence": result.verdict.evidence, "levers": result.verdict.levers},
-        "has_gpu": result.has_gpu, "num_trials": result.num_trials, "notes": list(result.notes),
+        "verdict": {
+            "bound": result.verdict.bound,
+            "why": result.verdict.why,
+            "evidence": result.verdict.evidence,
+            "levers": result.verdict.levers,
+        },
+        "has_gpu": result.has_gpu,
+        "num_trials": result.num_trials,
+        "notes": list(result.notes),
     }
     return out
 

@@ -11,7 +11,9 @@ from libreyolo.render.units import bar, fmt_or_unknown, fmt_value
 if TYPE_CHECKING:
     from libreyolo.analysis.summary import Summary
 
-MEMORY_PRESSURE_LINE = "** MEMORY-PRESSURE: VRAM thrash, utilisation/throughput here are unreliable **"
+MEMORY_PRESSURE_LINE = (
+    "** MEMORY-PRESSURE: VRAM thrash, utilisation/throughput here are unreliable **"
+)
 
 
 def _num(value: object) -> float:
@@ -20,54 +22,67 @@ def _num(value: object) -> float:
 
 def _headline(s: Summary) -> str:
     m = s.metrics
-    return (f"model {s.model or '?'}  |  {fmt_or_unknown(m.get('img_per_s'))} img/s  |  "
-            f"step {fmt_or_unknown(m.get('step_ms'))} ms  |  "
-            f"{fmt_or_unknown(m.get('kernels_per_step'))} kernels/step @ "
-            f"~{_num(m.get('mean_kernel_us')):.0f}us")
+    return (
+        f"model {s.model or '?'}  |  {fmt_or_unknown(m.get('img_per_s'))} img/s  |  "
+        f"step {fmt_or_unknown(m.get('step_ms'))} ms  |  "
+        f"{fmt_or_unknown(m.get('kernels_per_step'))} kernels/step @ "
+        f"~{_num(m.get('mean_kernel_us')):.0f}us"
+    )
 
 
 def _inference_lines(s: Summary) -> list[str]:
     if s.latency is None or s.stages_ms is None:
         return []
     lat, st = s.latency, s.stages_ms
-    lines = [f"latency  p50 {fmt_or_unknown(lat.p50_ms)} ms | p90 {fmt_or_unknown(lat.p90_ms)} ms"
-             f" | p99 {fmt_or_unknown(lat.p99_ms)} ms  ({lat.num_samples} samples)",
-             f"stages   preprocess {fmt_or_unknown(st['preprocess'])} ms | forward "
-             f"{fmt_or_unknown(st['forward'])} ms | postprocess/NMS "
-             f"{fmt_or_unknown(st['postprocess'])} ms"]
+    lines = [
+        f"latency  p50 {fmt_or_unknown(lat.p50_ms)} ms | p90 {fmt_or_unknown(lat.p90_ms)} ms"
+        f" | p99 {fmt_or_unknown(lat.p99_ms)} ms  ({lat.num_samples} samples)",
+        f"stages   preprocess {fmt_or_unknown(st['preprocess'])} ms | forward "
+        f"{fmt_or_unknown(st['forward'])} ms | postprocess/NMS "
+        f"{fmt_or_unknown(st['postprocess'])} ms",
+    ]
     if lat.weak:
-        lines.append(f"note     {' and '.join(lat.weak)} from {lat.num_samples} samples are weak "
-                     "(p90 needs 64, p99 100; raise --runs)")
+        lines.append(
+            f"note     {' and '.join(lat.weak)} from {lat.num_samples} samples are weak "
+            "(p90 needs 64, p99 100; raise --runs)"
+        )
     return lines
 
 
 def _device_lines(s: Summary) -> list[str]:
     m = s.metrics
     if not s.has_gpu:
-        return ["device   CPU only: no GPU kernels (GPU util, Tensor Cores, VRAM and launches "
-                "do not apply)"]
+        return [
+            "device   CPU only: no GPU kernels (GPU util, Tensor Cores, VRAM and launches "
+            "do not apply)"
+        ]
     lines = [
-        f"GPU util {_num(m.get('gpu_util')) * 100:.0f}%  ({fmt_value(m.get('gpu_busy_ms'))} ms busy)"
+        f"GPU util {_num(m.get('gpu_util')) * 100:.0f}%  "
+        f"({fmt_value(m.get('gpu_busy_ms'))} ms busy)"
         f"  |  Tensor Cores {_num(m.get('tensorcore_pct')):.0f}%  |  peak VRAM "
         f"{fmt_or_unknown(m.get('peak_vram_mb'))} MB  |  memcpy {fmt_value(m.get('memcpy_ms'))} ms",
         f"host overhead {fmt_or_unknown(m.get('host_overhead_ms'))} ms/step  |  "
         f"{fmt_value(m.get('launches_per_step'))} kernel launches/step",
     ]
     if m.get("host_us_per_launch") is not None:
-        lines.append(f"launch   ~{_num(m.get('host_us_per_launch')):.1f}us host time per launch "
-                     "(median of the launch calls)")
+        lines.append(
+            f"launch   ~{_num(m.get('host_us_per_launch')):.1f}us host time per launch "
+            "(median of the launch calls)"
+        )
     return lines
 
 
 def _mix_lines(s: Summary) -> list[Text | str]:
     lines: list[Text | str] = ["kernel mix:"]
     for c in s.categories:
-        lines.append(f"  {c.name:<17} {c.share * 100:5.1f}%   {c.ms_per_step:.1f} ms/step  "
-                     f"{bar(c.share)}")
+        lines.append(
+            f"  {c.name:<17} {c.share * 100:5.1f}%   {c.ms_per_step:.1f} ms/step  {bar(c.share)}"
+        )
     lines.append("top kernels/step:")
     for row in s.top_kernels:
-        line = Text(f"  {row.share * 100:5.1f}%  {row.ms_per_step:6.3f} ms  "
-                    f"x{row.num_per_step:<4.0f} ")
+        line = Text(
+            f"  {row.share * 100:5.1f}%  {row.ms_per_step:6.3f} ms  x{row.num_per_step:<4.0f} "
+        )
         line.append(row.label)
         if row.tensor_core:
             line.append(" [TC]")

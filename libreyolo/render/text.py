@@ -33,7 +33,9 @@ PHASES_HEADER = "phase         gpu_ms  wall_ms  kernels     ops"
 _VIEWS: dict[str, Callable[[Any], RenderableType]] = {}
 
 
-def _view(kind: str) -> Callable[[Callable[[Any], RenderableType]], Callable[[Any], RenderableType]]:
+def _view(
+    kind: str,
+) -> Callable[[Callable[[Any], RenderableType]], Callable[[Any], RenderableType]]:
     def register(func: Callable[[Any], RenderableType]) -> Callable[[Any], RenderableType]:
         _VIEWS[kind] = func
         return func
@@ -62,8 +64,10 @@ def _(result: Summary) -> RenderableType:
 def _(result: KernelTable) -> RenderableType:
     lines: list[Text | str] = [KERNELS_HEADER]
     for row in result.rows:
-        line = Text(f"{row.share * 100:6.2f} {row.ms_per_step:9.3f} "
-                    f"{fmt_count(row.num_per_step):>7}  {'Y' if row.tensor_core else ' '}  ")
+        line = Text(
+            f"{row.share * 100:6.2f} {row.ms_per_step:9.3f} "
+            f"{fmt_count(row.num_per_step):>7}  {'Y' if row.tensor_core else ' '}  "
+        )
         line.append(row.label)
         line.append(f"  [{row.category}]")
         lines.append(line)
@@ -92,8 +96,10 @@ def _(result: PhaseBreakdown) -> RenderableType:
         wall = "-" if row.wall_ms_per_step is None else f"{row.wall_ms_per_step:.1f}"
         line = Text()
         line.append(f"{row.phase:<11}")
-        line.append(f" {row.gpu_ms_per_step:8.1f} {wall:>8} {fmt_count(row.kernels_per_step):>8} "
-                    f"{fmt_count(row.ops_per_step):>7}")
+        line.append(
+            f" {row.gpu_ms_per_step:8.1f} {wall:>8} {fmt_count(row.kernels_per_step):>8} "
+            f"{fmt_count(row.ops_per_step):>7}"
+        )
         lines.append(line)
     return _lines(lines)
 
@@ -109,23 +115,33 @@ def _util(value: object) -> str:
 @_view("compare")
 def _(result: Comparison) -> RenderableType:
     sig = result.significance
-    tag = {True: "  [significant]", False: "  [NOT significant]"}.get(sig.significant,  # type: ignore[arg-type]
-                                                                       f"  [{sig.text}]")
-    lines: list[Text | str] = [f"img/s          {_arrow(result.img_per_s)}"
-                               f"{fmt_pct_change(result.img_per_s.change)}{tag}"]
+    tag = {True: "  [significant]", False: "  [NOT significant]"}.get(
+        sig.significant,  # type: ignore[arg-type]
+        f"  [{sig.text}]",
+    )
+    lines: list[Text | str] = [
+        f"img/s          {_arrow(result.img_per_s)}{fmt_pct_change(result.img_per_s.change)}{tag}"
+    ]
     if sig.significant is not None:
-        lines.append(f"               trials: mean {sig.mean_before:.2f} (n={sig.n[0]}) -> "
-                     f"{sig.mean_after:.2f} (n={sig.n[1]}); {sig.text}")
+        lines.append(
+            f"               trials: mean {sig.mean_before:.2f} (n={sig.n[0]}) -> "
+            f"{sig.mean_after:.2f} (n={sig.n[1]}); {sig.text}"
+        )
     if result.ms_per_image.before and result.ms_per_image.after:
-        lines.append(f"ms/image       {_arrow(result.ms_per_image)}"
-                     f"{fmt_pct_change(result.ms_per_image.change)}   (batch-independent speed)")
+        lines.append(
+            f"ms/image       {_arrow(result.ms_per_image)}"
+            f"{fmt_pct_change(result.ms_per_image.change)}   (batch-independent speed)"
+        )
     lines += [
         f"GPU util       {_util(result.gpu_util.before)} -> {_util(result.gpu_util.after)}",
         f"host overhead  {_arrow(result.host_overhead_ms, ' ms/step')}",
         f"launches/step  {_arrow(result.launches_per_step)}",
         f"verdict        {_arrow(result.bound)}",
     ]
-    for label, delta in (("latency p50", result.latency_p50_ms), ("latency p99", result.latency_p99_ms)):
+    for label, delta in (
+        ("latency p50", result.latency_p50_ms),
+        ("latency p99", result.latency_p99_ms),
+    ):
         if delta is not None:
             lines.append(f"{label:<15}{_arrow(delta, ' ms')}{fmt_pct_change(delta.change)}")
     lines += [f"warning: {w}" for w in result.warnings]
@@ -140,8 +156,10 @@ def _(result: Projection) -> RenderableType:
     ]
     if result.img_per_s and result.projected_img_per_s:
         change = (result.projected_img_per_s - result.img_per_s) / result.img_per_s
-        lines.append(f"  img/s  {result.img_per_s} -> ~{result.projected_img_per_s:.0f}"
-                     f"{fmt_pct_change(change)}")
+        lines.append(
+            f"  img/s  {result.img_per_s} -> ~{result.projected_img_per_s:.0f}"
+            f"{fmt_pct_change(change)}"
+        )
     lines += [f"  assumes: {a}" for a in result.assumptions]
     lines.append("  (rough, verify by actually profiling the change)")
     return _lines(lines)
@@ -151,6 +169,15 @@ def _(result: Projection) -> RenderableType:
 def _(result: SubcommandList) -> RenderableType:
     width = max(len(name) for name, _ in result.entries)
     rows = [f"  {name:<{width}}  {help_text}" for name, help_text in result.entries]
-    return Group(_lines(["usage: libreyolo profile <subcommand> [<positional>] [--flag value ...]",
-                         "", "subcommands:", *rows, "",
-                         "run 'libreyolo profile <subcommand> --help' for its flags."]))
+    return Group(
+        _lines(
+            [
+                "usage: libreyolo profile <subcommand> [<positional>] [--flag value ...]",
+                "",
+                "subcommands:",
+                *rows,
+                "",
+                "run 'libreyolo profile <subcommand> --help' for its flags.",
+            ]
+        )
+    )

@@ -79,8 +79,9 @@ def test_what_if_host_bound_saves_launch_cost(traced) -> None:
     result = project(profile, launches=100)
     cost_ms = profile.trace.launches.host_us_per_launch / 1000
     assert result.regime == "host / launch"
-    assert result.projected_step_ms == pytest.approx(profile.metrics["step_ms"] - 100 * cost_ms,
-                                                     abs=0.06)
+    assert result.projected_step_ms == pytest.approx(
+        profile.metrics["step_ms"] - 100 * cost_ms, abs=0.06
+    )
     assert result.caveat
 
 
@@ -90,7 +91,8 @@ def test_what_if_compute_bound_removes_gpu_time(traced) -> None:
     assert result.regime == "compute"
     assert result.removed_gpu_ms > 0
     assert result.projected_step_ms == pytest.approx(
-        profile.metrics["step_ms"] - result.removed_gpu_ms, abs=0.06)
+        profile.metrics["step_ms"] - result.removed_gpu_ms, abs=0.06
+    )
 
 
 def test_compare_two_traces_without_trials_makes_no_significance_call(traced) -> None:

@@ -23,8 +23,13 @@ SETTINGS = settings(max_examples=60, deadline=None, derandomize=True)
 @given(profiles())
 def test_compare_with_itself_reports_no_change(profile: Profile) -> None:
     result = compare(finalize(profile), finalize(profile))
-    for delta in (result.img_per_s, result.gpu_util, result.host_overhead_ms,
-                  result.launches_per_step, result.ms_per_image):
+    for delta in (
+        result.img_per_s,
+        result.gpu_util,
+        result.host_overhead_ms,
+        result.launches_per_step,
+        result.ms_per_image,
+    ):
         assert delta.change in (None, 0.0)
     assert result.bound.before == result.bound.after
     assert result.significance.significant in (None, False)
@@ -70,13 +75,18 @@ def test_what_if_removing_nothing_keeps_the_step(profile: Profile) -> None:
     assume(profile.trace is not None and profile.trace.has_gpu)
     step = profile.metrics["step_ms"]
     busy = profile.metrics["gpu_busy_ms"] or 0.0
-    assume(isinstance(step, float) and step > 0 and busy + (profile.metrics["dataload_ms"] or 0.0)
-           <= step)
+    assume(
+        isinstance(step, float)
+        and step > 0
+        and busy + (profile.metrics["dataload_ms"] or 0.0) <= step
+    )
     assert project(profile, launches=0).projected_step_ms == round(step, 1)
 
 
-@given(st.lists(st.floats(min_value=0, max_value=1e6), min_size=1, max_size=200),
-       st.floats(min_value=0, max_value=100))
+@given(
+    st.lists(st.floats(min_value=0, max_value=1e6), min_size=1, max_size=200),
+    st.floats(min_value=0, max_value=100),
+)
 def test_percentile_is_one_of_the_samples(values: list[float], q: float) -> None:
     assert percentile(values, q) in values
 
@@ -91,5 +101,5 @@ def test_percentile_matches_v1_nearest_rank() -> None:
 def test_combined_standard_error_uses_sample_sds() -> None:
     se = combined_standard_error([9.05, 6.01], [5.0, 5.5, 6.0])
     assert se is not None
-    assert math.isclose(se, math.sqrt(2.14960461 ** 2 / 2 + 0.5 ** 2 / 3), rel_tol=1e-6)
+    assert math.isclose(se, math.sqrt(2.14960461**2 / 2 + 0.5**2 / 3), rel_tol=1e-6)
     assert combined_standard_error([1.0], [1.0, 2.0]) is None

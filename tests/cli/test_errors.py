@@ -34,17 +34,43 @@ def bad(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reference_v1: Path) -> 
         "schema_only.json": json.dumps({"schema": "libreyolo.profile.analysis/v1"}),
         "future.json": json.dumps({"schema": "libreyolo.profile/v3", "kind": "train"}),
         "unknown_schema.json": json.dumps({"schema": "someone.else/v1"}),
-        "mistyped.json": json.dumps({"schema": "libreyolo.profile/v2", "kind": "train",
-                                     "created": None, "tool": {"version": "2"},
-                                     "run": {"mode": 3}}),
-        "missing_key.json": json.dumps({"schema": "libreyolo.profile/v2", "kind": "train",
-                                        "created": None, "tool": {"version": "2"}}),
+        "mistyped.json": json.dumps(
+            {
+                "schema": "libreyolo.profile/v2",
+                "kind": "train",
+                "created": None,
+                "tool": {"version": "2"},
+                "run": {"mode": 3},
+            }
+        ),
+        "missing_key.json": json.dumps(
+            {
+                "schema": "libreyolo.profile/v2",
+                "kind": "train",
+                "created": None,
+                "tool": {"version": "2"},
+            }
+        ),
         "no_events.json": json.dumps({"traceEvents": []}),
     }
     for name, content in files.items():
         (tmp_path / name).write_text(content)
-    trace = json.dumps({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::add",
-                                         "pid": 1, "tid": 1, "ts": 1.0, "dur": 2.0}] * 50})
+    trace = json.dumps(
+        {
+            "traceEvents": [
+                {
+                    "ph": "X",
+                    "cat": "cpu_op",
+                    "name": "aten::add",
+                    "pid": 1,
+                    "tid": 1,
+                    "ts": 1.0,
+                    "dur": 2.0,
+                }
+            ]
+            * 50
+        }
+    )
     (tmp_path / "truncated_trace.json.gz").write_bytes(gzip.compress(trace.encode())[:200])
     (tmp_path / "folder").mkdir()
     monkeypatch.chdir(tmp_path)
@@ -68,41 +94,75 @@ USAGE_CASES = [
     (["profile", "summary", V1, "--bogus"], "libreyolo: unrecognized arguments: --bogus"),
     (["profile", "bogus"], "libreyolo profile: argument <subcommand>: invalid choice: 'bogus'"),
     (["profile", "get", V1, "steps=10"], "'steps=10': key=value arguments are not accepted"),
-    (["profile", "kernels", V1, "top=5"], "'top=5': key=value arguments are not accepted; use --top 5"),
-    (["profile", "get", V1, "no_such_metric"],
-     f"unknown metric 'no_such_metric'. run 'profile get {V1}' to list metrics."),
-    (["profile", "kernels", V1, "--phase", "backward"],
-     "unknown phase 'backward'. available: preprocess, forward, postprocess"),
-    (["profile", "ops", TRAIN_V1, "--phase", "bogus"],
-     "unknown phase 'bogus'. available: dataload, to_device, forward, backward, optimizer"),
+    (
+        ["profile", "kernels", V1, "top=5"],
+        "'top=5': key=value arguments are not accepted; use --top 5",
+    ),
+    (
+        ["profile", "get", V1, "no_such_metric"],
+        f"unknown metric 'no_such_metric'. run 'profile get {V1}' to list metrics.",
+    ),
+    (
+        ["profile", "kernels", V1, "--phase", "backward"],
+        "unknown phase 'backward'. available: preprocess, forward, postprocess",
+    ),
+    (
+        ["profile", "ops", TRAIN_V1, "--phase", "bogus"],
+        "unknown phase 'bogus'. available: dataload, to_device, forward, backward, optimizer",
+    ),
     (["profile", "kernels", V1, "--category", "bogus"], "unknown category 'bogus'. known:"),
-    (["profile", "kernels", V1, "--sort", "size"],
-     "libreyolo profile kernels: argument --sort: invalid choice: 'size'"),
-    (["profile", "kernels", V1, "--grep", "("],
-     "libreyolo profile kernels: argument --grep: invalid regex '('"),
-    (["profile", "kernels", V1, "--top", "-1"],
-     "libreyolo profile kernels: argument --top: must be 0 or more, got -1"),
-    (["profile", "ops", V1, "--top", "abc"],
-     "libreyolo profile ops: argument --top: must be an integer, got abc"),
+    (
+        ["profile", "kernels", V1, "--sort", "size"],
+        "libreyolo profile kernels: argument --sort: invalid choice: 'size'",
+    ),
+    (
+        ["profile", "kernels", V1, "--grep", "("],
+        "libreyolo profile kernels: argument --grep: invalid regex '('",
+    ),
+    (
+        ["profile", "kernels", V1, "--top", "-1"],
+        "libreyolo profile kernels: argument --top: must be 0 or more, got -1",
+    ),
+    (
+        ["profile", "ops", V1, "--top", "abc"],
+        "libreyolo profile ops: argument --top: must be an integer, got abc",
+    ),
     (["profile", "what-if", V1], "specify --remove-category or --remove-launches"),
-    (["profile", "what-if", V1, "--remove-launches", "-5"],
-     "libreyolo profile what-if: argument --remove-launches: must be 0 or more, got -5"),
-    (["profile", "what-if", V1, "--remove-launches", "10"],
-     "--remove-launches does not apply to a CPU profile"),
-    (["profile", "run", "data.yaml", "--steps", "0"],
-     "libreyolo profile run: argument --steps: must be a positive integer, got 0"),
-    (["profile", "run", "data.yaml", "--batch", "0"],
-     "libreyolo profile run: argument --batch: must be a positive batch size or -1 (auto), got 0"),
-    (["profile", "infer", "--amp-dtype", "int8"],
-     "libreyolo profile infer: argument --amp-dtype: invalid choice: 'int8'"),
-    (["profile", "infer", "--conf", "2"],
-     "libreyolo profile infer: argument --conf: must be a number in [0, 1], got 2"),
-    (["profile", "infer", "--runs", "0"],
-     "libreyolo profile infer: argument --runs: must be a positive integer, got 0"),
+    (
+        ["profile", "what-if", V1, "--remove-launches", "-5"],
+        "libreyolo profile what-if: argument --remove-launches: must be 0 or more, got -5",
+    ),
+    (
+        ["profile", "what-if", V1, "--remove-launches", "10"],
+        "--remove-launches does not apply to a CPU profile",
+    ),
+    (
+        ["profile", "run", "data.yaml", "--steps", "0"],
+        "libreyolo profile run: argument --steps: must be a positive integer, got 0",
+    ),
+    (
+        ["profile", "run", "data.yaml", "--batch", "0"],
+        "libreyolo profile run: argument --batch: must be a positive batch size or -1 (auto), "
+        "got 0",
+    ),
+    (
+        ["profile", "infer", "--amp-dtype", "int8"],
+        "libreyolo profile infer: argument --amp-dtype: invalid choice: 'int8'",
+    ),
+    (
+        ["profile", "infer", "--conf", "2"],
+        "libreyolo profile infer: argument --conf: must be a number in [0, 1], got 2",
+    ),
+    (
+        ["profile", "infer", "--runs", "0"],
+        "libreyolo profile infer: argument --runs: must be a positive integer, got 0",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("argv", "message"), USAGE_CASES, ids=[" ".join(c[0]) for c in USAGE_CASES])
+@pytest.mark.parametrize(
+    ("argv", "message"), USAGE_CASES, ids=[" ".join(c[0]) for c in USAGE_CASES]
+)
 def test_cli_usage_error_exits_2_with_one_line(argv: list[str], message: str, v1_dir: Path) -> None:
     assert_error(argv, 2, message)
 
@@ -119,11 +179,15 @@ ANALYSIS_CASES = [
     ("emptyobj.json", "failed to analyse emptyobj.json: not a libreyolo profile (no schema tag)"),
     ("emptylist.json", "failed to analyse emptylist.json:"),
     ("config.json", "failed to analyse config.json: not a libreyolo profile (no schema tag)"),
-    ("schema_only.json",
-     "failed to analyse schema_only.json: invalid libreyolo 1.6.0 profile (no 'metrics' map)"),
+    (
+        "schema_only.json",
+        "failed to analyse schema_only.json: invalid libreyolo 1.6.0 profile (no 'metrics' map)",
+    ),
     ("future.json", "failed to analyse future.json: profile schema v3 is newer than v2"),
-    ("unknown_schema.json",
-     "failed to analyse unknown_schema.json: unknown profile schema 'someone.else/v1'"),
+    (
+        "unknown_schema.json",
+        "failed to analyse unknown_schema.json: unknown profile schema 'someone.else/v1'",
+    ),
     ("mistyped.json", "failed to analyse mistyped.json: invalid profile: Expected `str`"),
     ("missing_key.json", "failed to analyse missing_key.json: invalid profile: Object missing"),
     ("no_events.json", "failed to analyse no_events.json:"),
@@ -137,8 +201,11 @@ def test_cli_unanalysable_file_exits_1(name: str, message: str, reader: str, bad
 
 
 def test_cli_compare_with_a_bad_side_exits_1(bad: Path, reference_v1: Path) -> None:
-    assert_error(["profile", "compare", str(reference_v1 / V1), "garbage.json"], 1,
-                 "failed to analyse garbage.json: not valid JSON")
+    assert_error(
+        ["profile", "compare", str(reference_v1 / V1), "garbage.json"],
+        1,
+        "failed to analyse garbage.json: not valid JSON",
+    )
 
 
 def test_cli_json_mode_error_is_one_json_object(v1_dir: Path) -> None:
@@ -146,18 +213,23 @@ def test_cli_json_mode_error_is_one_json_object(v1_dir: Path) -> None:
     assert result.status == 2 and result.stdout == ""
     error = json.loads(result.stderr)["error"]
     assert error["code"] == "unknown_name"
-    assert error["message"] == f"unknown metric 'no_such_metric'. run 'profile get {V1}' to list metrics."
+    assert (
+        error["message"]
+        == f"unknown metric 'no_such_metric'. run 'profile get {V1}' to list metrics."
+    )
 
 
 def test_cli_json_mode_missing_file_is_one_json_object(v1_dir: Path) -> None:
     result = invoke(["profile", "summary", "nope.json", "--json"])
     assert result.status == 2 and result.stdout == ""
     assert json.loads(result.stderr) == {
-        "error": {"code": "not_found", "message": "not found: nope.json", "hint": None}}
+        "error": {"code": "not_found", "message": "not found: nope.json", "hint": None}
+    }
 
 
-def test_cli_measurement_commands_exit_3_without_a_profile(tmp_path: Path,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_measurement_commands_exit_3_without_a_profile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     assert_error(["profile", "infer", "--device", "cpu"], 3, "profile infer: measurement is not")
     assert not list(tmp_path.iterdir())

@@ -10,10 +10,18 @@ import pytest
 
 from tests.conftest import invoke
 
-V1_FILES = ["infer_b1.profile.json", "infer_b4.profile.json", "infer_repeat.json",
-            "train_cpu.profile.json"]
-GPU_FILES = ["hta_a100_ddp_train_3steps.json.gz", "hta_v100_ddp_train_5steps_ns.json.gz",
-             "tracelens_h100_vit_infer_1step.json.gz", "tracelens_b200_vllm_eager_nosteps.json.gz"]
+V1_FILES = [
+    "infer_b1.profile.json",
+    "infer_b4.profile.json",
+    "infer_repeat.json",
+    "train_cpu.profile.json",
+]
+GPU_FILES = [
+    "hta_a100_ddp_train_3steps.json.gz",
+    "hta_v100_ddp_train_5steps_ns.json.gz",
+    "tracelens_h100_vit_infer_1step.json.gz",
+    "tracelens_b200_vllm_eager_nosteps.json.gz",
+]
 READERS = [["summary"], ["get"], ["phases"], ["kernels"], ["ops"]]
 
 
@@ -90,20 +98,62 @@ def test_profile_without_subcommand_lists_subcommands() -> None:
     result = invoke(["profile"])
     assert result.status == 0 and result.stderr == ""
     names = [line.split()[0] for line in result.stdout.splitlines() if line.startswith("  ")]
-    assert names == ["run", "infer", "summary", "get", "phases", "kernels", "ops", "compare",
-                     "what-if"]
+    assert names == [
+        "run",
+        "infer",
+        "summary",
+        "get",
+        "phases",
+        "kernels",
+        "ops",
+        "compare",
+        "what-if",
+    ]
 
 
 SUB_FLAGS = {
-    "run": ["--weights", "--size", "--batch", "--imgsz", "--workers", "--amp", "--no-amp",
-            "--steps", "--warmup", "--repeat", "--device", "--project", "--json"],
-    "infer": ["--weights", "--size", "--batch", "--imgsz", "--half", "--no-half", "--amp-dtype",
-              "--warmup", "--runs", "--repeat", "--conf", "--iou", "--max-det", "--device",
-              "--trace", "--no-trace", "--project", "--json"],
+    "run": [
+        "--weights",
+        "--size",
+        "--batch",
+        "--imgsz",
+        "--workers",
+        "--amp",
+        "--no-amp",
+        "--steps",
+        "--warmup",
+        "--repeat",
+        "--device",
+        "--project",
+        "--json",
+    ],
+    "infer": [
+        "--weights",
+        "--size",
+        "--batch",
+        "--imgsz",
+        "--half",
+        "--no-half",
+        "--amp-dtype",
+        "--warmup",
+        "--runs",
+        "--repeat",
+        "--conf",
+        "--iou",
+        "--max-det",
+        "--device",
+        "--trace",
+        "--no-trace",
+        "--project",
+        "--json",
+    ],
     "kernels": ["--top", "--category", "--grep", "--tensorcore", "--sort", "--phase", "--json"],
     "ops": ["--top", "--phase", "--json"],
     "what-if": ["--remove-category", "--remove-launches", "--json"],
-    "summary": ["--json"], "get": ["--json"], "phases": ["--json"], "compare": ["--json"],
+    "summary": ["--json"],
+    "get": ["--json"],
+    "phases": ["--json"],
+    "compare": ["--json"],
 }
 
 
@@ -116,8 +166,12 @@ def test_subcommand_help_documents_every_flag(sub: str) -> None:
 
 
 def test_python_m_libreyolo_profile_help_runs() -> None:
-    proc = subprocess.run([sys.executable, "-m", "libreyolo", "profile", "--help"],
-                          capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "libreyolo", "profile", "--help"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "profile" in proc.stdout
 
@@ -126,7 +180,9 @@ def test_get_prints_one_value_and_nothing_else(reference_v1: Path, monkeypatch) 
     monkeypatch.chdir(reference_v1)
     assert invoke(["profile", "get", "infer_b1.profile.json", "forward_ms"]).stdout == "250.833\n"
     assert invoke(["profile", "get", "infer_b1.profile.json", "peak_vram_mb"]).stdout == "null\n"
-    assert invoke(["profile", "get", "infer_b1.profile.json", "memory_pressure"]).stdout == "false\n"
+    assert (
+        invoke(["profile", "get", "infer_b1.profile.json", "memory_pressure"]).stdout == "false\n"
+    )
     result = invoke(["profile", "get", "infer_b1.profile.json", "forward_ms", "--json"])
     assert result.json() == {"forward_ms": 250.833}
 
@@ -139,13 +195,44 @@ def test_get_reports_the_trial_mean_on_repeat_files(reference_v1: Path, monkeypa
 def test_get_lists_every_v1_metric_name(reference_v1: Path, monkeypatch) -> None:
     monkeypatch.chdir(reference_v1)
     names = invoke(["profile", "get", "train_cpu.profile.json", "--json"]).json()
-    v1_train = ["backward_gpu_ms", "backward_kernels", "backward_ops", "backward_wall_ms", "bound",
-                "cuda_mallocs_per_step", "dataload_frac", "dataload_gpu_ms", "dataload_kernels",
-                "dataload_ms", "dataload_ops", "dataload_wall_ms", "forward_gpu_ms",
-                "forward_kernels", "forward_ops", "forward_wall_ms", "gpu_busy_ms", "gpu_util",
-                "host_overhead_ms", "img_per_s", "kernels_per_step", "launches_per_step",
-                "mean_kernel_us", "memcpy_ms", "memory_pressure", "ops_per_step",
-                "optimizer_gpu_ms", "optimizer_kernels", "optimizer_ops", "optimizer_wall_ms",
-                "peak_vram_mb", "step_ms", "tensorcore_pct", "to_device_gpu_ms",
-                "to_device_kernels", "to_device_ops", "to_device_wall_ms", "unique_kernels"]
+    v1_train = [
+        "backward_gpu_ms",
+        "backward_kernels",
+        "backward_ops",
+        "backward_wall_ms",
+        "bound",
+        "cuda_mallocs_per_step",
+        "dataload_frac",
+        "dataload_gpu_ms",
+        "dataload_kernels",
+        "dataload_ms",
+        "dataload_ops",
+        "dataload_wall_ms",
+        "forward_gpu_ms",
+        "forward_kernels",
+        "forward_ops",
+        "forward_wall_ms",
+        "gpu_busy_ms",
+        "gpu_util",
+        "host_overhead_ms",
+        "img_per_s",
+        "kernels_per_step",
+        "launches_per_step",
+        "mean_kernel_us",
+        "memcpy_ms",
+        "memory_pressure",
+        "ops_per_step",
+        "optimizer_gpu_ms",
+        "optimizer_kernels",
+        "optimizer_ops",
+        "optimizer_wall_ms",
+        "peak_vram_mb",
+        "step_ms",
+        "tensorcore_pct",
+        "to_device_gpu_ms",
+        "to_device_kernels",
+        "to_device_ops",
+        "to_device_wall_ms",
+        "unique_kernels",
+    ]
     assert set(v1_train) <= set(names)
