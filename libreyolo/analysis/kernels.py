@@ -14,6 +14,11 @@ from libreyolo.errors import UnknownNameError
 SortKey = Literal["time", "count", "name"]
 # libreyolo 1.6.0's friendly labels: first substring hit on the lower-cased name wins.
 _LABELS = (
+    ("ncclkernel_allreduce", "nccl all-reduce"),
+    ("ncclkernel_broadcast", "nccl broadcast"),
+    ("ncclkernel_allgather", "nccl all-gather"),
+    ("ncclkernel_reducescatter", "nccl reduce-scatter"),
+    ("all_reduce", "all-reduce"),
     ("bn_bw", "cudnn batchnorm (bwd)"),
     ("bn_fw", "cudnn batchnorm (fwd)"),
     ("nchwtonhwc", "layout nchw->nhwc"),
@@ -33,10 +38,31 @@ _LABELS = (
 )
 
 
+_TEMPLATE_ARGS = re.compile(r"<[^<>]*>")
+_CALL_ARGS = re.compile(r"\([^()]*\)")
+_GENERIC = frozenset({"kernel", "Kernel", "device_kernel", "kernel_entry"})
+LABEL_CHARS = 60
+
+
+def _function_name(name: str) -> str:
+    """`void ns::(anonymous namespace)::foo<T, U>(args)` -> `foo` (the demangled function)."""
+    text = name
+    for pattern in (_TEMPLATE_ARGS, _CALL_ARGS):
+        previous = None
+        while previous != text:  # strip nested groups from the inside out
+            previous, text = text, pattern.sub("", text)
+    words = text.split()
+    parts = [p for p in (words[-1] if words else name).split("::") if p]
+    if not parts:
+        return name[:LABEL_CHARS]
+    label = "::".join(parts[-2:]) if parts[-1] in _GENERIC and len(parts) > 1 else parts[-1]
+    return label[:LABEL_CHARS]
+
+
 def friendly_label(name: str) -> str:
     """A short human label for a kernel name (the full name stays in `name`)."""
     lowered = name.lower()
-    return next((label for key, label in _LABELS if key in lowered), name[:40])
+    return next((label for key, label in _LABELS if key in lowered), _function_name(name))
 
 
 @dataclass(frozen=True, slots=True)

@@ -53,10 +53,15 @@ def _r(value: float | None, digits: int) -> float | None:
 
 
 def trace_step_ms(trace: TraceAnalysis) -> float:
-    """Mean device-side step span (or the whole window when the trace has no steps)."""
+    """Device-side step time: from the first step's start to the end of the last GPU work any
+    step launched (or the CPU end, if later), over the step count; the whole window without
+    steps. Per-step spans cannot simply be averaged: when the CPU runs ahead they overlap.
+    """
     if trace.num_steps == 0 or not trace.steps:
         return trace.window_ms
-    return stats.mean([max(s.cpu_ms, s.gpu_span_ms or 0.0) for s in trace.steps]) or 0.0
+    start_ms = min(s.start_us for s in trace.steps) / 1000
+    end_ms = max(s.start_us / 1000 + max(s.cpu_ms, s.gpu_span_ms or 0.0) for s in trace.steps)
+    return (end_ms - start_ms) / len(trace.steps)
 
 
 def step_timing(profile: Profile) -> tuple[float | None, float | None]:

@@ -63,6 +63,8 @@ def _latency(profile: Profile) -> Latency | None:
     m = profile.metrics
     legacy = (profile.legacy_v1 or {}).get("latency") or {}
     n = len(samples) if samples else int(legacy.get("n") or 0)
+    if n == 0:
+        return None  # a bare trace has no latency samples: say nothing rather than "?"
     weak = tuple(
         name for name, floor in (("p90", P90_MIN_SAMPLES), ("p99", P99_MIN_SAMPLES)) if n < floor
     )
@@ -82,9 +84,9 @@ def _f(value: object) -> float | None:
 
 
 def _stages(profile: Profile) -> dict[str, float | None] | None:
-    if profile.run.mode != "inference":
-        return None
     m = profile.metrics
+    if profile.run.mode != "inference" or m.get("forward_ms") is None:
+        return None
     return {
         "preprocess": _f(m.get("preprocess_ms")),
         "forward": _f(m.get("forward_ms")),
