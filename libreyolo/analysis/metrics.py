@@ -53,15 +53,10 @@ def _r(value: float | None, digits: int) -> float | None:
 
 
 def trace_step_ms(trace: TraceAnalysis) -> float:
-    """Device-side step time: from the first step's start to the end of the last GPU work any
-    step launched (or the CPU end, if later), over the step count; the whole window without
-    steps. Per-step spans cannot simply be averaged: when the CPU runs ahead they overlap.
+    """Device-side step time: the device-side window over the step count (the whole window
+    without steps). Per-step spans cannot be averaged: when the CPU runs ahead they overlap.
     """
-    if trace.num_steps == 0 or not trace.steps:
-        return trace.window_ms
-    start_ms = min(s.start_us for s in trace.steps) / 1000
-    end_ms = max(s.start_us / 1000 + max(s.cpu_ms, s.gpu_span_ms or 0.0) for s in trace.steps)
-    return (end_ms - start_ms) / len(trace.steps)
+    return (trace.device_window_ms or trace.window_ms) / per_step_divisor(trace)
 
 
 def step_timing(profile: Profile) -> tuple[float | None, float | None]:
@@ -135,6 +130,14 @@ def _inference_metrics(profile: Profile, img_per_s: float | None) -> dict[str, S
     }
 
 
+def _host_side_busy_ms(profile: Profile, trace: TraceAnalysis) -> float:
+    """GPU busy per step on the same clock as the step time the residual is taken from."""
+    n = per_step_divisor(trace)
+    bare_trace = not profile.samples.steps and not profile.samples.latency_ms
+    busy = trace.device_busy_ms if bare_trace and trace.device_window_ms else trace.gpu_busy_ms
+    return busy / n
+
+
 def compute_metrics(profile: Profile, *, bound: str) -> dict[str, Scalar]:
     """The full metric map of a v2 profile whose verdict label is `bound`."""
     step_ms, dataload_ms = step_timing(profile)
@@ -153,7 +156,7 @@ def compute_metrics(profile: Profile, *, bound: str) -> dict[str, Scalar]:
     trace = profile.trace
     if trace is not None:
         metrics |= _gpu_metrics(trace)
-        busy = float(metrics["gpu_busy_ms"] or 0.0)
+        busy = _host_side_busy_ms(profile, trace)
         host = step_ms - busy - (dataload_ms or 0.0) if step_ms is not None else None
         metrics["host_overhead_ms"] = (
             _r(max(host, 0.0), 2) if trace.has_gpu and host is not None else None

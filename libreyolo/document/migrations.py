@@ -144,6 +144,8 @@ def _v1_trace(raw: dict[str, Any]) -> dict[str, Any]:
         "has_gpu": bool(raw.get("kernels")) or kernel_ms > 0,
         "gpu_busy_ms": kernel_ms,
         "gpu_kernel_busy_ms": kernel_ms,
+        "device_window_ms": _num(window.get("wall_ms")),
+        "device_busy_ms": kernel_ms,
         "memcpy_ms": _num(raw.get("memcpy_ms_per_step")) * n,
         "kernel_sum_ms": kernel_ms,
         "num_kernels": _count(raw.get("kernels_per_step"), n),

@@ -91,7 +91,7 @@ class TraceStep(_Struct, kw_only=True):
     start_us: float
     cpu_ms: float  # CPU-side span of the ProfilerStep range
     gpu_span_ms: float | None = None  # step start to the end of the last GPU work it launched
-    gpu_busy_ms: float = 0.0  # union of kernel/memcpy/memset intervals inside the step window
+    gpu_busy_ms: float = 0.0  # union of GPU intervals inside the step's device-side span
     num_kernels: int = 0
     num_launches: int = 0
     num_mallocs: int = 0
@@ -189,7 +189,12 @@ class TraceAnalysis(_Struct, kw_only=True):
     steps: list[TraceStep] = []
     devices: list[Device] = []
     gpu_busy_ms: float = 0.0  # primary device: union of kernel/memcpy/memset, clipped to window
+    # (the utilisation window: first step start to last step end on the CPU side)
     gpu_kernel_busy_ms: float = 0.0  # primary device: kernel-only union
+    # Device-side window: first step start to the end of the last GPU work the steps launched
+    # (the GPU may lag the CPU); step time and host overhead of bare traces are measured on it.
+    device_window_ms: float = 0.0
+    device_busy_ms: float = 0.0  # primary device: union over the device-side window
     memcpy_ms: float = 0.0  # union of memcpy and memset intervals
     kernel_sum_ms: float = 0.0  # plain sum of kernel durations (for mean kernel time)
     num_kernels: int = 0

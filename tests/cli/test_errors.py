@@ -71,7 +71,8 @@ def bad(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reference_v1: Path) -> 
             * 50
         }
     )
-    (tmp_path / "truncated_trace.json.gz").write_bytes(gzip.compress(trace.encode())[:200])
+    packed = gzip.compress(trace.encode())
+    (tmp_path / "truncated_trace.json.gz").write_bytes(packed[: len(packed) // 2])
     (tmp_path / "folder").mkdir()
     monkeypatch.chdir(tmp_path)
     return tmp_path

@@ -1,0 +1,294 @@
+"""Chrome trace -> `TraceAnalysis`: the one reduction from event columns to the document.
+
+Role: link every GPU activity to the runtime/driver call that launched it (correlation id), and
+from that link derive what is in the window, which step and which phase it belongs to; then build
+the busy unions, launch and allocator counts, and the kernel, category, op and phase tables.
+Must not: read files (events.py does), print, or import torch/numpy.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import compress
+from typing import TypeVar
+
+from libreyolo.document.model import (
+    Device,
+    LaunchStat,
+    Memory,
+    TraceAnalysis,
+)
+from libreyolo.errors import AnalysisError
+from libreyolo.kineto import classify
+from libreyolo.kineto.attribution import PhaseMap, build_phase_map
+from libreyolo.kineto.events import KERNEL, TraceEvents, read_trace
+from libreyolo.kineto.intervals import US_DECIMALS, Union, to_ms, union_of
+from libreyolo.kineto.steps import (
+    StepCounts,
+    StepRange,
+    Window,
+    find_steps,
+    measured_window,
+    trace_steps,
+)
+from libreyolo.kineto.tables import (
+    category_table,
+    kernel_stats,
+    kernel_table,
+    op_table,
+    phase_table,
+)
+
+T = TypeVar("T")
+
+# libreyolo 1.6.0's threshold, kept: 5 or more cudaMalloc/cudaFree per step means the caching
+# allocator keeps missing, and each such call synchronises the device.
+THRASH_MALLOCS_PER_STEP = 5
+
+
+def analyse_trace(path: str | os.PathLike[str], *, workers: int | None = None) -> TraceAnalysis:
+    """Analyse one Chrome trace (`.json` or `.json.gz`) written by torch.profiler.
+
+    `workers`: decoding processes for large traces (None: one per usable CPU on Linux; 1: none).
+
+    Raises:
+        MissingFileError: the path does not exist or is a directory.
+        AnalysisError: the file is empty, not JSON, truncated, not a Chrome trace, or holds no
+            complete ("X") CPU op, annotation, CUDA call or GPU activity.
+    """
+    events = read_trace(path, workers=workers)
+    if not events:  # no complete event of a kind the analysis reads
+        raise AnalysisError(
+            f"failed to analyse {os.fspath(path)}: the trace holds no events",
+            hint="profile at least one step with torch.profiler before exporting the trace",
+        )
+    return reduce_trace(events)
+
+
+@dataclass(slots=True)
+class _Link:
+    """Per GPU activity: launching call (-1: none found), in-window flag and phase id."""
+
+    launcher: list[int]
+    in_window: list[bool]
+    phase: list[int]
+
+
+def reduce_trace(events: TraceEvents) -> TraceAnalysis:
+    """Reduce decoded trace columns to the document's `TraceAnalysis`."""
+    notes: list[str] = []
+    launcher = _launchers(events)
+    calls_ts = events.calls.ts
+    times = [calls_ts[k] if k >= 0 else t for k, t in zip(launcher, events.gpu.ts, strict=True)]
+    window = measured_window(events, _drop_idle_tail(find_steps(events), times, notes))
+    phase_map = build_phase_map(events)
+    counts = StepCounts.empty(window)
+    link = _link(events, window, launcher, times, phase_map, counts)
+    devices, unions = _devices(events, window)
+    primary = max(devices, key=lambda device: device.busy_ms) if devices else None
+    launches, mallocs = _calls(events, window, counts)
+    kernels = kernel_table(events, link.in_window, link.phase, phase_map, _major(events, primary))
+    ops = op_table(events, window, phase_map)
+    busy, copies = unions[primary.id] if primary else (None, None)
+    steps = trace_steps(window, counts, busy)
+    # The GPU may finish a step's work after the CPU left it: the device-side window runs to
+    # the end of the last GPU work any step launched, and step time is measured on it.
+    device_end = max([window.end, *(s.start_us + (s.gpu_span_ms or 0.0) * 1000 for s in steps)])
+    notes += _notes(window, launcher)
+    return TraceAnalysis(
+        source=window.source,
+        time_unit=events.time_unit,
+        num_steps=len(window.steps),
+        window_ms=to_ms(window.end - window.start),
+        has_gpu=len(events.gpu) > 0,
+        steps=steps,
+        devices=devices,
+        gpu_busy_ms=primary.busy_ms if primary else 0.0,
+        gpu_kernel_busy_ms=primary.kernel_busy_ms if primary else 0.0,
+        device_window_ms=to_ms(device_end - window.start),
+        device_busy_ms=to_ms(busy.covered(window.start, device_end)) if busy else 0.0,
+        memcpy_ms=to_ms(copies.covered(window.start, window.end)) if copies else 0.0,
+        kernel_sum_ms=to_ms(sum(row.total_us for row in kernels.values())),
+        num_kernels=sum(row.calls for row in kernels.values()),
+        tensor_core_ms=to_ms(sum(row.total_us for row in kernels.values() if row.tensor_core)),
+        attention_ms=to_ms(sum(row.total_us for row in kernels.values() if row.attention)),
+        launches=launches,
+        memory=_memory(events, window, mallocs),
+        phases=phase_table(kernels, ops, phase_map, window),
+        categories=category_table(kernels, events, link.in_window),
+        kernels=kernel_stats(kernels),
+        ops=ops,
+        notes=notes,
+    )
+
+
+def _notes(window: Window, launcher: list[int]) -> list[str]:
+    notes = [] if window.steps else ["no ProfilerStep: the whole trace is one window"]
+    if unlinked := launcher.count(-1):
+        notes.append(f"{unlinked} GPU activities have no launching call: unphased")
+    return notes
+
+
+def _launchers(events: TraceEvents) -> list[int]:
+    """Index of the call whose correlation id each GPU activity carries, or -1."""
+    wanted = set(events.gpu.corr)
+    wanted.discard(-1)
+    calls = events.calls.corr
+    keep = list(map(wanted.__contains__, calls))  # C-level filter: only launching calls
+    index = dict(zip(compress(calls, keep), compress(range(len(calls)), keep), strict=True))
+    return [index.get(corr, -1) for corr in events.gpu.corr]
+
+
+def _drop_idle_tail(
+    steps: list[StepRange], times: list[float], notes: list[str]
+) -> list[StepRange]:
+    """Drop trailing steps that launched no GPU work (in a trace that has some); `times` are
+    the launch times of the GPU activities."""
+    if not times or not steps:
+        return steps
+    last = max(times)
+    kept = [step for step in steps if step.start <= last]
+    if not kept:  # no step launched anything: not a cut-off tail, keep them all
+        return steps
+    notes.extend(
+        f"step {step.number} dropped: it launched no GPU work" for step in steps[len(kept) :]
+    )
+    return kept
+
+
+def _link(
+    events: TraceEvents,
+    window: Window,
+    launcher: list[int],
+    times: list[float],
+    phase_map: PhaseMap,
+    counts: StepCounts,
+) -> _Link:
+    """Place each GPU activity by its launch time: window, step and the launching call's phase."""
+    in_window = [window.start <= time < window.end for time in times]
+    phases = []
+    unphased = phase_map.unphased
+    threads = events.calls.thread
+    spans: dict[int, tuple[int, float, float]] = {}  # thread -> last (phase, from, until)
+    for call, time in zip(launcher, times, strict=True):
+        if call < 0:
+            phases.append(unphased)
+            continue
+        thread = threads[call]
+        span = spans.get(thread)
+        if span is None or not span[1] <= time < span[2]:
+            span = spans[thread] = phase_map.phase_span(thread, time)
+        phases.append(span[0])
+    _count_steps(events, window, times, counts)
+    return _Link(launcher, in_window, phases)
+
+
+def _count_steps(
+    events: TraceEvents, window: Window, times: list[float], counts: StepCounts
+) -> None:
+    """Per step: kernels launched in it, and the end of the last GPU activity it launched."""
+    gpu = events.gpu
+    for i, step in enumerate(map(window.step_of, times)):
+        if step >= 0:
+            finish = gpu.ts[i] + gpu.dur[i]
+            if finish > counts.gpu_end[step]:
+                counts.gpu_end[step] = finish
+            if gpu.kind[i] == KERNEL:
+                counts.kernels[step] += 1
+
+
+def _devices(
+    events: TraceEvents, window: Window
+) -> tuple[list[Device], dict[int, tuple[Union, Union]]]:
+    """Per device: busy unions clipped to the window; also (all-activity, copy-only) unions."""
+    gpu = events.gpu
+    devices: list[Device] = []
+    unions: dict[int, tuple[Union, Union]] = {}
+    ids = sorted(set(gpu.device))
+    for device_id in ids:
+        mine = None if len(ids) == 1 else [device == device_id for device in gpu.device]
+        ts, dur, kind = (_select(column, mine) for column in (gpu.ts, gpu.dur, gpu.kind))
+        kernel = [k == KERNEL for k in kind]
+        copy = [not is_kernel for is_kernel in kernel]
+        busy = union_of(ts, dur)
+        kernels = union_of(_select(ts, kernel), _select(dur, kernel))
+        unions[device_id] = (busy, union_of(_select(ts, copy), _select(dur, copy)))
+        info = events.devices.get(device_id)
+        devices.append(
+            Device(
+                id=device_id,
+                name=info.name if info else None,
+                num_sms=info.num_sms if info else None,
+                busy_ms=to_ms(busy.covered(window.start, window.end)),
+                kernel_busy_ms=to_ms(kernels.covered(window.start, window.end)),
+            )
+        )
+    return devices, unions
+
+
+def _select(column: Sequence[T], mask: list[bool] | None) -> Sequence[T]:
+    return column if mask is None else list(compress(column, mask))
+
+
+def _calls(events: TraceEvents, window: Window, counts: StepCounts) -> tuple[LaunchStat, int]:
+    """Launch API calls, memcpy/memset calls and allocator calls inside the window."""
+    calls, names = events.calls, events.names
+    present = set(calls.name)
+    apis = {nid: api for nid in present if (api := classify.launch_api(names[nid]))}
+    copies = {nid for nid in present if classify.is_memcpy_api(names[nid])}
+    allocs = {nid for nid in present if classify.is_malloc_api(names[nid])}
+    wanted = apis.keys() | copies | allocs
+    rows = [
+        i
+        for i, nid in enumerate(calls.name)
+        if nid in wanted and window.start <= calls.ts[i] < window.end
+    ]
+    launches = [i for i in rows if calls.name[i] in apis]
+    mallocs = [i for i in rows if calls.name[i] in allocs]
+    for tally, chosen in ((counts.launches, launches), (counts.mallocs, mallocs)):
+        for step, count in Counter(window.step_of(calls.ts[i]) for i in chosen).items():
+            if step >= 0:
+                tally[step] += count
+    by_api = Counter(apis[calls.name[i]] for i in launches)
+    durations = [calls.dur[i] for i in launches]
+    stat = LaunchStat(
+        num_launches=len(launches),
+        by_api=dict(sorted(by_api.items(), key=lambda item: (-item[1], item[0]))),
+        num_memcpy_calls=sum(1 for i in rows if calls.name[i] in copies),
+        host_us_per_launch=_median(durations),
+    )
+    return stat, len(mallocs)
+
+
+def _median(values: list[float]) -> float | None:
+    """Median in µs, rounded (statistics.median, without importing `statistics` for it)."""
+    if not values:
+        return None
+    values = sorted(values)
+    middle = len(values) // 2
+    median = values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
+    return round(median, US_DECIMALS)
+
+
+def _memory(events: TraceEvents, window: Window, num_mallocs: int) -> Memory:
+    """Allocator peaks from CUDA `[memory]` samples in the window, and the malloc count."""
+    samples = events.memory
+    inside = [window.contains(time) for time in samples.ts]
+    allocated = list(compress(samples.allocated, inside))
+    reserved = [value for value in compress(samples.reserved, inside) if value >= 0]
+    steps = max(len(window.steps), 1)  # without steps the whole trace is one step
+    return Memory(
+        peak_allocated_bytes=max(allocated) if allocated else None,
+        peak_reserved_bytes=max(reserved) if reserved else None,
+        num_mallocs=num_mallocs,
+        thrash=num_mallocs / steps >= THRASH_MALLOCS_PER_STEP,
+    )
+
+
+def _major(events: TraceEvents, primary: Device | None) -> int | None:
+    """Compute capability (major) of the primary GPU, when deviceProperties lists it."""
+    info = events.devices.get(primary.id) if primary else None
+    return info.compute_major if info else None

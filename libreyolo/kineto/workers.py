@@ -1,0 +1,174 @@
+"""Decode the runs of a large trace in worker processes, merging their parts in file order.
+
+Role: the parallel half of reading (chunks.py is the sequential half). Runs are cut at the last
+`}, {` of each chunk without proof; a worker proves its cut by decoding it, and a run that fails
+sends it and every later run back to the sequential cutter. Workers are forked (Linux) and read
+their run straight from a plain file; each part comes back through a spool file, so a worker never
+waits on a pipe for this busy process to read its result. This process decodes runs itself while
+the workers are busy. Must not: interpret events, print, or import torch/numpy.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import sys
+import tempfile
+import threading
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from libreyolo.kineto.source import Source, as_array, last_boundary
+
+if TYPE_CHECKING:  # the pool's modules load only when a trace is large enough to need them
+    from concurrent.futures import Future
+
+MAX_WORKERS = 8  # beyond this the single-process reduction dominates anyway
+_QUEUED_PER_WORKER = 2  # runs waiting per worker: keeps it busy without hoarding the file
+_MAX_PENDING = 8  # runs decoded or queued but not merged yet: bounds memory
+_SHM = Path("/dev/shm")  # spool in memory where the system has it
+
+Work = Callable[[bytes], Any]  # JSON array text -> part, None when the text does not decode
+
+
+def default_workers() -> int:
+    """Processes decoding a large trace, this one included: the usable CPUs on Linux, else 1."""
+    if sys.platform != "linux" or threading.active_count() > 1:
+        return 1  # fork is only safe on Linux, and only while this process has one thread
+    return min(len(os.sched_getaffinity(0)), MAX_WORKERS)
+
+
+def decode_in_workers(
+    source: Source, buf: bytes, work: Work, merge: Callable[[Any], None], workers: int
+) -> bytes:
+    """Decode runs with `workers` processes (this one included) up to the end of the file and
+    merge their parts in order; return the bytes left for the sequential cutter (the last
+    chunk, or everything from the first run that did not decode)."""
+    import multiprocessing  # here: these imports cost readers of small traces ~15 ms
+    from concurrent.futures import ProcessPoolExecutor
+
+    spool_root = _SHM if _SHM.is_dir() else None
+    context = multiprocessing.get_context("fork")
+    with tempfile.TemporaryDirectory(dir=spool_root) as spool:
+        pool = ProcessPoolExecutor(workers - 1, mp_context=context)
+        try:
+            return _Dispatcher(source, work, merge, pool, spool, workers - 1).run(buf)
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+class _Dispatcher:
+    """Cuts runs off the stream and hands each to a worker, or decodes it here."""
+
+    def __init__(
+        self, source: Source, work: Work, merge: Callable[[Any], None], pool: Any, spool: str,
+        helpers: int,
+    ) -> None:  # fmt: skip
+        self.source, self.work, self.merge = source, work, merge
+        self.pool, self.spool, self.helpers = pool, spool, helpers
+        self.pending: deque[tuple[_Result, Callable[[], bytes]]] = deque()
+
+    def run(self, buf: bytes) -> bytes:
+        while not self.source.eof:
+            boundary = last_boundary(buf) if len(buf) >= self.source.chunk else None
+            if boundary is None:
+                buf += self.source.read()
+                continue
+            self.pending.append(self._start(buf, boundary.start() + 1, boundary.end() - 1))
+            buf = buf[boundary.end() - 1 :]
+            while self.pending and (len(self.pending) > _MAX_PENDING or self.pending[0][0].ready()):
+                if (failed := self._collect()) is not None:
+                    return failed + buf
+        while self.pending:
+            if (failed := self._collect()) is not None:
+                return failed + buf
+        return buf
+
+    def _start(self, buf: bytes, end: int, after: int) -> tuple[_Result, Callable[[], bytes]]:
+        """Start decoding the run buf[:end] (a worker if one has room, else here), and keep a
+        way to get buf[:after] (the run and its comma) back."""
+        offset = self.source.offset - len(buf)  # file offset of buf[0]
+        fileno = self.source.fileno
+        queued = sum(not result.ready() for result, _ in self.pending)
+        result: _Result
+        if queued < self.helpers * _QUEUED_PER_WORKER:
+            task = (fileno, offset, end) if fileno is not None else as_array(buf, end)
+            job = (self.work, task, f"{self.spool}/{offset}")
+            result = _Spooled(self.pool.submit(_in_worker, *job))
+        else:
+            result = _Done(self.work(as_array(buf, end)))
+        if fileno is None:
+            return result, memoryview(buf)[:after].tobytes
+        return result, lambda: os.pread(fileno, after, offset)  # re-read: no chunk kept
+
+    def _collect(self) -> bytes | None:
+        """Merge the oldest run's part; if it did not decode, return it and every later run."""
+        result, text = self.pending.popleft()
+        part = result.get()
+        if part is not None:
+            self.merge(part)
+            return None
+        failed = b"".join([text(), *(later() for _, later in self.pending)])
+        self.pending.clear()  # later parts may rest on a false cut: redo them all
+        return failed
+
+
+class _Result(Protocol):
+    """A run's outcome, ready or not."""
+
+    def ready(self) -> bool: ...
+
+    def get(self) -> Any: ...
+
+
+class _Done:
+    """A run decoded in this process, queued in order with the workers' results."""
+
+    def __init__(self, part: Any) -> None:
+        self.part = part
+
+    def ready(self) -> bool:
+        return True
+
+    def get(self) -> Any:
+        return self.part
+
+
+class _Spooled:
+    """A worker's run: its part waits in a spool file (None: it did not decode, the worker
+    died, e.g. killed for memory, or the spool was full; the run is then redone here)."""
+
+    def __init__(self, future: Future[str | None]) -> None:
+        self.future = future
+
+    def ready(self) -> bool:
+        return self.future.done()
+
+    def get(self) -> Any:
+        from concurrent.futures.process import BrokenProcessPool  # loaded with the pool
+
+        try:
+            spooled = self.future.result()
+        except (BrokenProcessPool, OSError):  # a dead worker, or a full spool: redo it here
+            return None
+        if spooled is None:
+            return None
+        path = Path(spooled)
+        part = pickle.loads(path.read_bytes())
+        path.unlink()
+        return part
+
+
+def _in_worker(work: Work, task: bytes | tuple[int, int, int], spool: str) -> str | None:
+    """In a worker: decode a run (its text, or (fd, offset, length) in the plain file) and
+    spool the part; return the spool file, or None when the run does not decode."""
+    if isinstance(task, tuple):
+        fileno, offset, length = task
+        task = b"".join((b"[", os.pread(fileno, length, offset), b"]"))
+    part = work(task)
+    if part is None:
+        return None
+    Path(spool).write_bytes(pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL))
+    return spool
