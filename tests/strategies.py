@@ -11,7 +11,6 @@ from typing import Any
 from hypothesis import strategies as st
 
 from libreyolo.document.model import (
-    KERNEL_CATEGORIES,
     Artifacts,
     CallStat,
     CategoryStat,
@@ -33,6 +32,7 @@ from libreyolo.document.model import (
     Verdict,
     Window,
 )
+from libreyolo.kineto.classify import CATEGORY_NAMES
 
 PHASES = ("dataload", "to_device", "forward", "backward", "optimizer", "preprocess", "unphased")
 BOUNDS = ("compute", "host / launch", "dataloader", "memory-pressure", "nms / postprocess")
@@ -75,7 +75,7 @@ def phase_calls(*, ops: bool) -> st.SearchStrategy[dict[str, CallStat]]:
 kernel_stats = st.builds(
     KernelStat,
     name=names,
-    category=st.sampled_from(KERNEL_CATEGORIES),
+    category=st.sampled_from(CATEGORY_NAMES),
     tensor_core=st.booleans(),
     total_ms=ms,
     num_calls=counts,
@@ -134,7 +134,7 @@ memories = st.builds(
     thrash=st.booleans(),
 )
 category_stats = st.builds(
-    CategoryStat, name=st.sampled_from(KERNEL_CATEGORIES), total_ms=ms, num_kernels=counts
+    CategoryStat, name=st.sampled_from(CATEGORY_NAMES), total_ms=ms, num_kernels=counts
 )
 
 

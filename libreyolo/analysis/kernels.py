@@ -8,8 +8,9 @@ from typing import ClassVar, Literal
 
 from libreyolo.analysis.metrics import per_step_divisor
 from libreyolo.analysis.phases import require_phase
-from libreyolo.document.model import KERNEL_CATEGORIES, Profile
+from libreyolo.document.model import Profile
 from libreyolo.errors import UnknownNameError
+from libreyolo.kineto.classify import CATEGORY_NAMES
 
 SortKey = Literal["time", "count", "name"]
 # libreyolo 1.6.0's friendly labels: first substring hit on the lower-cased name wins.
@@ -85,10 +86,8 @@ class KernelTable:
 
 
 def _check_category(category: str) -> None:
-    if not any(category.lower() in known for known in KERNEL_CATEGORIES):
-        raise UnknownNameError(
-            f"unknown category '{category}'. known: {', '.join(KERNEL_CATEGORIES)}"
-        )
+    if not any(category.lower() in known for known in CATEGORY_NAMES):
+        raise UnknownNameError(f"unknown category '{category}'. known: {', '.join(CATEGORY_NAMES)}")
 
 
 def top_kernels(

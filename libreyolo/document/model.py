@@ -257,19 +257,3 @@ class Profile(_Struct, kw_only=True):
     trials: list[Trial] = []
     artifacts: Artifacts = Artifacts()
     legacy_v1: dict[str, Any] | None = None
-
-
-# Kernel categories, checked by purpose before library (see kineto/classify.py); `memcpy` holds
-# memcpy and memset activity, which are not kernels.
-KERNEL_CATEGORIES = (
-    "communication",
-    "attention",
-    "layout / copy",
-    "norm",
-    "reduction",
-    "gemm / conv",
-    "optimizer",
-    "elementwise",
-    "other",
-    "memcpy",
-)

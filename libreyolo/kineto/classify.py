@@ -25,6 +25,19 @@ OPTIMIZER = "optimizer"
 ELEMENTWISE = "elementwise"
 OTHER = "other"
 MEMCPY = "memcpy"  # not a kernel class: the row built from gpu_memcpy and gpu_memset events
+# Every category name a profile can hold (`kernels --category` checks its argument against it).
+CATEGORY_NAMES = (
+    COMMUNICATION,
+    ATTENTION,
+    LAYOUT,
+    NORM,
+    GEMM,
+    REDUCTION,
+    OPTIMIZER,
+    ELEMENTWISE,
+    OTHER,
+    MEMCPY,
+)
 
 
 def _rx(pattern: str) -> re.Pattern[str]:
