@@ -28,7 +28,11 @@ TARGET_S, TARGET_MB = 0.10, 40.0
 def measure(argv: list[str]) -> tuple[float, float]:
     """(wall seconds, peak RSS MB) of one child process."""
     start = time.perf_counter()
-    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # close_fds=False lets subprocess use posix_spawn (vfork): a forked child would start with
+    # this process's pages and report them as its own peak RSS.
+    child = subprocess.Popen(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, close_fds=False
+    )
     _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) != 0:
@@ -37,17 +41,20 @@ def measure(argv: list[str]) -> tuple[float, float]:
 
 
 def build_profile(trace: Path, folder: Path) -> Path:
-    """A v2 profile.json made from a real GPU trace (as a collector would save it)."""
-    sys.path.insert(0, str(ROOT))
-    from libreyolo import __version__
-    from libreyolo.analysis.build import profile_from_trace
-    from libreyolo.document.files import save
-    from libreyolo.kineto import analyse_trace
-
-    profile = profile_from_trace(
-        analyse_trace(trace), trace_path="profile_trace.json", created=None, version=__version__
+    """A v2 profile.json made from a real GPU trace, in a child process (keeps this one small)."""
+    target = folder / "profile.json"
+    code = (
+        "import sys\n"
+        "from libreyolo import __version__\n"
+        "from libreyolo.analysis.build import profile_from_trace\n"
+        "from libreyolo.document.files import save\n"
+        "from libreyolo.kineto import analyse_trace\n"
+        "profile = profile_from_trace(analyse_trace(sys.argv[1]), trace_path='profile_trace.json',"
+        " created=None, version=__version__)\n"
+        "save(profile, sys.argv[2])\n"
     )
-    return save(profile, folder / "profile.json")
+    subprocess.run([sys.executable, "-c", code, str(trace), str(target)], check=True, cwd=ROOT)
+    return target
 
 
 def main() -> None:

@@ -10,7 +10,6 @@ from libreyolo.analysis.metrics import per_step_divisor
 from libreyolo.analysis.phases import require_phase
 from libreyolo.document.model import Profile
 from libreyolo.errors import UnknownNameError
-from libreyolo.kineto.classify import CATEGORY_NAMES
 
 SortKey = Literal["time", "count", "name"]
 # libreyolo 1.6.0's friendly labels: first substring hit on the lower-cased name wins.
@@ -86,6 +85,8 @@ class KernelTable:
 
 
 def _check_category(category: str) -> None:
+    from libreyolo.kineto.classify import CATEGORY_NAMES  # its regexes compile on import
+
     if not any(category.lower() in known for known in CATEGORY_NAMES):
         raise UnknownNameError(f"unknown category '{category}'. known: {', '.join(CATEGORY_NAMES)}")
 

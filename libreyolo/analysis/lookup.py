@@ -2,35 +2,35 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
-from libreyolo.document.model import Profile, Scalar
 from libreyolo.errors import UnknownNameError
 
+if TYPE_CHECKING:
+    from libreyolo.document.model import Scalar
 
-@dataclass(frozen=True, slots=True)
-class MetricValue:
-    kind: ClassVar[str] = "metric"
+
+# NamedTuples, not dataclasses: `get` is the tight-loop reader and dataclasses cost its start-up.
+class MetricValue(NamedTuple):
     name: str
     value: Scalar
+    kind: ClassVar[str] = "metric"
 
 
-@dataclass(frozen=True, slots=True)
-class MetricList:
-    kind: ClassVar[str] = "metric-list"
+class MetricList(NamedTuple):
     names: tuple[str, ...]
+    kind: ClassVar[str] = "metric-list"
 
 
-def metric_names(profile: Profile) -> MetricList:
-    """Every metric the profile offers, sorted."""
-    return MetricList(tuple(sorted(profile.metrics)))
+def metric_names(metrics: dict[str, Scalar]) -> MetricList:
+    """Every metric of a profile's metric map, sorted."""
+    return MetricList(tuple(sorted(metrics)))
 
 
-def get_metric(profile: Profile, name: str, *, source: str) -> MetricValue:
+def get_metric(metrics: dict[str, Scalar], name: str, *, source: str) -> MetricValue:
     """One metric; an unknown name is a usage error pointing at the listing (1.6.0 wording)."""
-    if name not in profile.metrics:
+    if name not in metrics:
         raise UnknownNameError(
             f"unknown metric '{name}'. run 'profile get {source}' to list metrics."
         )
-    return MetricValue(name, profile.metrics[name])
+    return MetricValue(name, metrics[name])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from libreyolo.cli.sources import open_profile
+from libreyolo.cli.sources import open_metrics, open_profile
 from libreyolo.errors import NoProfileError
 
 Outcome = tuple[object, str | tuple[str, str] | None]
@@ -31,10 +31,10 @@ def summary(args: argparse.Namespace) -> Outcome:
 def get(args: argparse.Namespace) -> Outcome:
     from libreyolo.analysis.lookup import get_metric, metric_names
 
-    profile = open_profile(args.trace)
+    metrics = open_metrics(args.trace)
     if args.field is None:
-        return metric_names(profile), args.trace
-    return get_metric(profile, args.field, source=args.trace), args.trace
+        return metric_names(metrics), args.trace
+    return get_metric(metrics, args.field, source=args.trace), args.trace
 
 
 def phases(args: argparse.Namespace) -> Outcome:

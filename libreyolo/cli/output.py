@@ -10,9 +10,7 @@ import sys
 from typing import TextIO
 
 from libreyolo.errors import ProfileError
-from libreyolo.render.plain import plain_text
-
-DEFAULT_WIDTH = 100
+from libreyolo.render.text import to_lines
 
 
 class Output:
@@ -46,23 +44,18 @@ class Output:
 
             self.stdout.write(to_json_text(result, source=source))
             return
-        plain = plain_text(result)
-        if plain is not None:
-            self.stdout.write(plain)
+        lines = to_lines(result)
+        if not self.color:
+            self.stdout.write("".join(line + "\n" for line in lines))
             return
-        from rich.console import Console
+        from rich.console import Console  # colour terminals only: piped output skips rich
 
-        from libreyolo.render.text import to_renderable
+        from libreyolo.render.style import styled
 
         console = Console(
-            file=self.stdout,
-            highlight=False,
-            no_color=not self.color,
-            color_system="auto" if self.color else None,
-            soft_wrap=True,
-            width=self.width or (None if self.color else DEFAULT_WIDTH),
+            file=self.stdout, highlight=False, soft_wrap=True, width=self.width, force_terminal=True
         )
-        console.print(to_renderable(result))
+        console.print(styled(lines))
 
     def error(self, err: ProfileError) -> None:
         """One line on stderr: text, or a JSON object under --json."""

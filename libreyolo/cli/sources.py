@@ -6,9 +6,13 @@ The analyser and the verdict code are imported only when a trace or a v1 file ne
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from libreyolo import __version__
-from libreyolo.document.files import load, sniff
-from libreyolo.document.model import Profile
+from libreyolo.document.files import load, peek_metrics, sniff
+
+if TYPE_CHECKING:
+    from libreyolo.document.model import Profile, Scalar
 
 
 def open_profile(path: str) -> Profile:
@@ -26,3 +30,12 @@ def open_profile(path: str) -> Profile:
     return profile_from_trace(
         analyse_trace(path), trace_path=path, created=None, version=__version__
     )
+
+
+def open_metrics(path: str) -> dict[str, Scalar]:
+    """The metric map `get` reads: straight from a current profile.json, else via the profile."""
+    if sniff(path) == "profile":
+        metrics = peek_metrics(path)
+        if metrics is not None:
+            return metrics
+    return dict(open_profile(path).metrics)

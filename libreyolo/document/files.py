@@ -2,24 +2,26 @@
 
 Loading upgrades in memory and never rewrites the file. Saving writes a temporary file in the
 target directory, fsyncs it and renames it into place, so a reader never sees half a file.
+Profiles are small, so stdlib `json` decodes them; the typed model (msgspec) is imported only
+when a whole document is built, which keeps `get` on a profile.json free of its import cost.
 """
 
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import re
 import sys
 import zlib
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import msgspec
-
-from libreyolo.document.codec import from_builtins, to_json_bytes
-from libreyolo.document.migrations import upgrade
-from libreyolo.document.model import Profile
+from libreyolo.document.migrations import CURRENT, schema_version, upgrade
 from libreyolo.errors import AnalysisError, MissingFileError, UsageError
+
+if TYPE_CHECKING:
+    from libreyolo.document.model import Profile, Scalar
 
 _SNIFF_BYTES = 1 << 18  # a profile names its schema, and a trace its events, near the top
 _PROFILE_TAG = re.compile(rb'"schema"\s*:\s*"libreyolo\.profile')
@@ -79,22 +81,44 @@ def _read_bytes(path: str) -> bytes:
         raise AnalysisError(f"failed to analyse {path}: {err}") from err
 
 
-def load(path: str) -> Profile:
-    """Read a profile of any known schema and return it in the current schema."""
+def read_raw(path: str) -> dict[str, Any]:
+    """The JSON object in a profile file, undecoded into the model."""
     data = _read_bytes(path)
     if not data.strip():
         raise AnalysisError(f"failed to analyse {path}: the file is empty")
     try:
-        raw = msgspec.json.decode(data)
-    except msgspec.DecodeError as err:
+        raw = json.loads(data)
+    except (ValueError, RecursionError) as err:
         raise AnalysisError(f"failed to analyse {path}: not valid JSON ({err})") from err
     if not isinstance(raw, dict):
         raise AnalysisError(f"failed to analyse {path}: not a libreyolo profile (no schema tag)")
-    return from_builtins(upgrade(raw, origin=path), origin=path)
+    return raw
+
+
+def peek_metrics(path: str) -> dict[str, Scalar] | None:
+    """The metric map of a current-schema profile without building the document, or None when
+    the file needs the full load (an older schema, or no valid metric map to read)."""
+    raw = read_raw(path)
+    if schema_version(raw, origin=path) != CURRENT:
+        return None
+    metrics = raw.get("metrics")
+    scalars = (str, int, float, bool, type(None))
+    if not isinstance(metrics, dict) or not all(isinstance(v, scalars) for v in metrics.values()):
+        return None
+    return metrics
+
+
+def load(path: str) -> Profile:
+    """Read a profile of any known schema and return it in the current schema."""
+    from libreyolo.document.codec import from_builtins
+
+    return from_builtins(upgrade(read_raw(path), origin=path), origin=path)
 
 
 def save(profile: Profile, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
     """Write `profile` atomically (temp file, fsync, rename); `.gz` paths are compressed."""
+    from libreyolo.document.codec import to_json_bytes
+
     target = Path(path)
     if target.exists() and not overwrite:
         raise UsageError(f"refusing to overwrite {target}", hint="choose another path")

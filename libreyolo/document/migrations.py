@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from libreyolo.document.model import SCHEMA
+from libreyolo.document.version import SCHEMA
 from libreyolo.errors import AnalysisError, SchemaTooNewError
 
 CURRENT = 2

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 import msgspec
 
-SCHEMA = "libreyolo.profile/v2"
+from libreyolo.document.version import SCHEMA
 
 Scalar = float | int | bool | str | None
 Mode = Literal["training", "inference"]

@@ -1,5 +1,22 @@
-"""Chrome trace reduction: the only package that knows Kineto event names. No torch/numpy."""
+"""Chrome trace reduction: the only package that knows Kineto event names. No torch/numpy.
 
-from libreyolo.kineto.reduce import analyse_trace
+`analyse_trace` imports the analyser on first use: readers import `kineto.classify` for its
+category names, and that must not pull the whole decoder into their start-up.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from libreyolo.document.model import TraceAnalysis
 
 __all__ = ["analyse_trace"]
+
+
+def analyse_trace(path: str | os.PathLike[str], *, workers: int | None = None) -> TraceAnalysis:
+    """Reduce the Chrome trace at `path` (`.json` or `.json.gz`) to a `TraceAnalysis`."""
+    from libreyolo.kineto.reduce import analyse_trace as reduce_file
+
+    return reduce_file(path, workers=workers)

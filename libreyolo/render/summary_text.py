@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rich.text import Text
-
 from libreyolo.render.units import bar, fmt_or_unknown, fmt_value
 
 if TYPE_CHECKING:
@@ -72,27 +70,25 @@ def _device_lines(s: Summary) -> list[str]:
     return lines
 
 
-def _mix_lines(s: Summary) -> list[Text | str]:
-    lines: list[Text | str] = ["kernel mix:"]
+def _mix_lines(s: Summary) -> list[str]:
+    lines: list[str] = ["kernel mix:"]
     for c in s.categories:
         lines.append(
             f"  {c.name:<17} {c.share * 100:5.1f}%   {c.ms_per_step:.1f} ms/step  {bar(c.share)}"
         )
     lines.append("top kernels/step:")
     for row in s.top_kernels:
-        line = Text(
+        tensor_core = " [TC]" if row.tensor_core else ""
+        lines.append(
             f"  {row.share * 100:5.1f}%  {row.ms_per_step:6.3f} ms  x{row.num_per_step:<4.0f} "
+            f"{row.label}{tensor_core}"
         )
-        line.append(row.label)
-        if row.tensor_core:
-            line.append(" [TC]")
-        lines.append(line)
     return lines
 
 
-def summary_lines(s: Summary) -> list[Text | str]:
+def summary_lines(s: Summary) -> list[str]:
     """Every line of the summary view, in order."""
-    lines: list[Text | str] = [_headline(s), *_inference_lines(s), *_device_lines(s)]
+    lines: list[str] = [_headline(s), *_inference_lines(s), *_device_lines(s)]
     if s.metrics.get("memory_pressure"):
         lines.append(MEMORY_PRESSURE_LINE)
     lines.append(f">> {s.verdict.bound.upper()}: {s.verdict.why}")

@@ -1,7 +1,9 @@
-"""Results -> rich renderables for people. Lines libreyolo 1.6.0 printed keep its wording and
+"""Results -> text lines for people. Lines libreyolo 1.6.0 printed keep its wording and
 number formats (scripts grep them); new information goes on new lines.
 
-Data enters as `Text` pieces, never interpolated into markup: kernel names contain `[` and `]`.
+Views return plain lines; `render/style.py` turns them into styled rich text for a colour
+terminal. Data never enters markup: kernel names contain `[` and `]`. Rich is not imported here,
+so a reader whose output is piped starts without it.
 Pure: no clock, environment or filesystem.
 """
 
@@ -10,15 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Group, RenderableType
-from rich.text import Text
-
 from libreyolo.render.summary_text import summary_lines
 from libreyolo.render.units import fmt_count, fmt_pct_change, fmt_value
 
 if TYPE_CHECKING:  # result types only; importing them would cost every reader start-up time
     from libreyolo.analysis.compare import Comparison, Delta
     from libreyolo.analysis.kernels import KernelTable
+    from libreyolo.analysis.lookup import MetricList, MetricValue
     from libreyolo.analysis.ops import OpTable
     from libreyolo.analysis.phases import PhaseBreakdown
     from libreyolo.analysis.summary import Summary
@@ -30,20 +30,21 @@ OPS_HEADER = "  %cpu   ms/step  x/step  op"
 PHASES_HEADER = "phase         gpu_ms  wall_ms  kernels     ops"
 
 
-_VIEWS: dict[str, Callable[[Any], RenderableType]] = {}
+Lines = list[str]
+_VIEWS: dict[str, Callable[[Any], Lines]] = {}
 
 
 def _view(
     kind: str,
-) -> Callable[[Callable[[Any], RenderableType]], Callable[[Any], RenderableType]]:
-    def register(func: Callable[[Any], RenderableType]) -> Callable[[Any], RenderableType]:
+) -> Callable[[Callable[[Any], Lines]], Callable[[Any], Lines]]:
+    def register(func: Callable[[Any], Lines]) -> Callable[[Any], Lines]:
         _VIEWS[kind] = func
         return func
 
     return register
 
 
-def to_renderable(result: Any) -> RenderableType:
+def to_lines(result: Any) -> Lines:
     """The text view of a result, chosen by its `kind`."""
     view = _VIEWS.get(getattr(result, "kind", ""))
     if view is None:
@@ -51,57 +52,57 @@ def to_renderable(result: Any) -> RenderableType:
     return view(result)
 
 
-def _lines(lines: list[Text | str]) -> Text:
-    return Text("\n").join(line if isinstance(line, Text) else Text(line) for line in lines)
-
-
 @_view("summary")
-def _(result: Summary) -> RenderableType:
-    return _lines(summary_lines(result))
+def _(result: Summary) -> Lines:
+    return summary_lines(result)
+
+
+@_view("metric")
+def _(result: MetricValue) -> Lines:
+    return [fmt_value(result.value)]
+
+
+@_view("metric-list")
+def _(result: MetricList) -> Lines:
+    return ["available metrics:", *(f"  {name}" for name in result.names)]
 
 
 @_view("kernels")
-def _(result: KernelTable) -> RenderableType:
-    lines: list[Text | str] = [KERNELS_HEADER]
+def _(result: KernelTable) -> Lines:
+    lines: Lines = [KERNELS_HEADER]
     for row in result.rows:
-        line = Text(
+        lines.append(
             f"{row.share * 100:6.2f} {row.ms_per_step:9.3f} "
             f"{fmt_count(row.num_per_step):>7}  {'Y' if row.tensor_core else ' '}  "
+            f"{row.label}  [{row.category}]"
         )
-        line.append(row.label)
-        line.append(f"  [{row.category}]")
-        lines.append(line)
-    return _lines(lines)
+    return lines
 
 
 @_view("ops")
-def _(result: OpTable) -> RenderableType:
-    lines: list[Text | str] = [OPS_HEADER]
+def _(result: OpTable) -> Lines:
+    lines: Lines = [OPS_HEADER]
     for row in result.rows:
         ms = row.total_ms_per_step if row.self_ms_per_step is None else row.self_ms_per_step
-        line = Text(f"{row.share * 100:6.2f} {ms:9.3f} {fmt_count(row.num_per_step):>7}  ")
-        line.append(row.name)
+        line = f"{row.share * 100:6.2f} {ms:9.3f} {fmt_count(row.num_per_step):>7}  {row.name}"
         if row.self_ms_per_step is not None:
-            line.append(f"  [total {row.total_ms_per_step:.3f} ms]")
+            line += f"  [total {row.total_ms_per_step:.3f} ms]"
         lines.append(line)
     if result.inclusive_only:
         lines.append("note: this profile stores inclusive op time only (libreyolo 1.6.0 file)")
-    return _lines(lines)
+    return lines
 
 
 @_view("phases")
-def _(result: PhaseBreakdown) -> RenderableType:
-    lines: list[Text | str] = [PHASES_HEADER]
+def _(result: PhaseBreakdown) -> Lines:
+    lines: Lines = [PHASES_HEADER]
     for row in result.rows:
         wall = "-" if row.wall_ms_per_step is None else f"{row.wall_ms_per_step:.1f}"
-        line = Text()
-        line.append(f"{row.phase:<11}")
-        line.append(
-            f" {row.gpu_ms_per_step:8.1f} {wall:>8} {fmt_count(row.kernels_per_step):>8} "
-            f"{fmt_count(row.ops_per_step):>7}"
+        lines.append(
+            f"{row.phase:<11} {row.gpu_ms_per_step:8.1f} {wall:>8} "
+            f"{fmt_count(row.kernels_per_step):>8} {fmt_count(row.ops_per_step):>7}"
         )
-        lines.append(line)
-    return _lines(lines)
+    return lines
 
 
 def _arrow(delta: Delta, suffix: str = "") -> str:
@@ -113,13 +114,13 @@ def _util(value: object) -> str:
 
 
 @_view("compare")
-def _(result: Comparison) -> RenderableType:
+def _(result: Comparison) -> Lines:
     sig = result.significance
     tag = {True: "  [significant]", False: "  [NOT significant]"}.get(
         sig.significant,  # type: ignore[arg-type]
         f"  [{sig.text}]",
     )
-    lines: list[Text | str] = [
+    lines: Lines = [
         f"img/s          {_arrow(result.img_per_s)}{fmt_pct_change(result.img_per_s.change)}{tag}"
     ]
     if sig.significant is not None:
@@ -145,12 +146,12 @@ def _(result: Comparison) -> RenderableType:
         if delta is not None:
             lines.append(f"{label:<15}{_arrow(delta, ' ms')}{fmt_pct_change(delta.change)}")
     lines += [f"warning: {w}" for w in result.warnings]
-    return _lines(lines)
+    return lines
 
 
 @_view("what-if")
-def _(result: Projection) -> RenderableType:
-    lines: list[Text | str] = [
+def _(result: Projection) -> Lines:
+    lines: Lines = [
         f"what-if [{result.bound}]: {result.mechanism}",
         f"  step   {result.step_ms} -> ~{result.projected_step_ms:.0f} ms",
     ]
@@ -162,22 +163,18 @@ def _(result: Projection) -> RenderableType:
         )
     lines += [f"  assumes: {a}" for a in result.assumptions]
     lines.append("  (rough, verify by actually profiling the change)")
-    return _lines(lines)
+    return lines
 
 
 @_view("subcommands")
-def _(result: SubcommandList) -> RenderableType:
+def _(result: SubcommandList) -> Lines:
     width = max(len(name) for name, _ in result.entries)
     rows = [f"  {name:<{width}}  {help_text}" for name, help_text in result.entries]
-    return Group(
-        _lines(
-            [
-                "usage: libreyolo profile <subcommand> [<positional>] [--flag value ...]",
-                "",
-                "subcommands:",
-                *rows,
-                "",
-                "run 'libreyolo profile <subcommand> --help' for its flags.",
-            ]
-        )
-    )
+    return [
+        "usage: libreyolo profile <subcommand> [<positional>] [--flag value ...]",
+        "",
+        "subcommands:",
+        *rows,
+        "",
+        "run 'libreyolo profile <subcommand> --help' for its flags.",
+    ]

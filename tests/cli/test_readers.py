@@ -236,3 +236,16 @@ def test_get_lists_every_v1_metric_name(reference_v1: Path, monkeypatch) -> None
         "unique_kernels",
     ]
     assert set(v1_train) <= set(names)
+
+
+def test_colour_terminal_output_is_styled(gpu_traces: Path) -> None:
+    import io
+
+    from libreyolo.cli.main import main
+    from libreyolo.cli.output import Output
+
+    out, err = io.StringIO(), io.StringIO()
+    name = str(gpu_traces / "hta_a100_ddp_train_3steps.json.gz")
+    assert main(["profile", "summary", name], output=Output(out, err, color=True)) == 0
+    assert "\x1b[" in out.getvalue() and "█" in out.getvalue()
+    assert "HOST / LAUNCH" in out.getvalue()
