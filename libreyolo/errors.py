@@ -67,3 +67,15 @@ class NoProfileError(ProfileError):
 
     status = ExitStatus.NO_PROFILE
     code = "no_profile"
+
+
+class CheckpointError(UsageError):
+    """A weights file that is not a usable checkpoint (not one, truncated, another family...)."""
+
+    code = "bad_checkpoint"
+
+
+class DatasetError(UsageError):
+    """A dataset that cannot be used (missing YAML or images, no labels, refused bad files)."""
+
+    code = "bad_dataset"

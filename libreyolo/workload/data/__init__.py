@@ -1,0 +1,1 @@
+"""YOLO-format datasets: YAML, labels, the synthetic set, augmentation and the loader."""

@@ -1,0 +1,1 @@
+"""The YOLOv9 family (t/s/m/c): blocks, model, checkpoints, loss and the predict path."""
