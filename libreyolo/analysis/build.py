@@ -5,7 +5,7 @@ Pure: the caller passes the clock reading and version; nothing here reads files 
 
 from __future__ import annotations
 
-import msgspec
+import dataclasses
 
 from libreyolo.analysis.metrics import compute_metrics
 from libreyolo.analysis.verdict import decide
@@ -19,7 +19,7 @@ def finalize(profile: Profile) -> Profile:
     provisional = compute_metrics(profile, bound="")
     verdict = decide(profile, provisional)
     metrics = provisional | {"bound": verdict.bound}
-    return msgspec.structs.replace(profile, metrics=metrics, verdict=verdict)
+    return dataclasses.replace(profile, metrics=metrics, verdict=verdict)
 
 
 def refresh_legacy_verdict(profile: Profile) -> Profile:
@@ -34,7 +34,7 @@ def refresh_legacy_verdict(profile: Profile) -> Profile:
         return profile
     verdict = decide(profile, dict(profile.metrics))
     metrics = dict(profile.metrics) | {"bound": verdict.bound}
-    return msgspec.structs.replace(profile, metrics=metrics, verdict=verdict)
+    return dataclasses.replace(profile, metrics=metrics, verdict=verdict)
 
 
 def infer_mode(trace: TraceAnalysis) -> str:

@@ -74,12 +74,18 @@ def step_timing(profile: Profile) -> tuple[float | None, float | None]:
     return trace_step_ms(profile.trace), None if dataload is None else dataload / n
 
 
+def _util(busy_ms: float, window_ms: float) -> float:
+    """Busy over window, as a fraction; a union of intervals clipped to the window cannot
+    exceed it, so the clip only guards rounding and degenerate zero-length windows."""
+    return round(min(busy_ms / window_ms, 1.0), 3) if window_ms > 0 else 0.0
+
+
 def _gpu_metrics(trace: TraceAnalysis) -> dict[str, Scalar]:
     n = per_step_divisor(trace)
     mallocs = trace.memory.num_mallocs / n
     peak = trace.memory.peak_allocated_bytes
     return {
-        "gpu_util": round(trace.gpu_busy_ms / trace.window_ms, 3) if trace.window_ms > 0 else 0.0,
+        "gpu_util": _util(trace.gpu_busy_ms, trace.window_ms),
         "gpu_busy_ms": round(trace.gpu_busy_ms / n, 2),
         "mean_kernel_us": round(trace.kernel_sum_ms * 1000 / trace.num_kernels, 2)
         if trace.num_kernels

@@ -8,8 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import msgspec
-
+from libreyolo.document.convert import ConversionError, convert
 from libreyolo.document.model import Profile
 from libreyolo.errors import AnalysisError
 
@@ -30,12 +29,16 @@ def to_json_bytes(obj: Any) -> bytes:
 
     NaN and infinity are refused (msgspec would write them as null, which then fails to load).
     """
+    import msgspec  # writers only: readers should not pay for its import
+
     _check_finite(msgspec.to_builtins(obj), "$")
     return msgspec.json.format(msgspec.json.encode(obj, order="sorted"), indent=2) + b"\n"
 
 
 def to_builtins(profile: Profile) -> dict[str, Any]:
     """The document as plain dicts and lists (for JSON output of whole profiles)."""
+    import msgspec
+
     raw = msgspec.to_builtins(profile, order="sorted")
     assert isinstance(raw, dict)
     return raw
@@ -44,8 +47,8 @@ def to_builtins(profile: Profile) -> dict[str, Any]:
 def from_builtins(raw: dict[str, Any], *, origin: str) -> Profile:
     """Validate a current-schema dict into a Profile; a bad key or type is one error line."""
     try:
-        return msgspec.convert(raw, Profile)
-    except msgspec.ValidationError as err:
+        return convert(raw, Profile)
+    except ConversionError as err:
         raise AnalysisError(
             f"failed to analyse {origin}: invalid profile: {err}",
             hint="the file is not a valid libreyolo.profile/v2 document",

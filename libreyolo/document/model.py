@@ -1,9 +1,11 @@
 """The Profile document (`libreyolo.profile/v2`): what `profile.json` holds, as typed structs.
 
 This module is the contract between collectors, the trace analyser and the readers. It holds
-data only: no I/O, no analysis, and it imports no torch, numpy or hydra. Structs are msgspec
-structs so that decoding validates every key and type in one pass (a mistyped file gives a
-one-line reason, never a KeyError), and the published JSON Schema is generated from them.
+data only: no I/O, no analysis, and it imports no torch, numpy, hydra or msgspec: the classes
+are frozen, slotted, keyword-only dataclasses (stdlib), so a reader that only loads a profile
+does not pay for a JSON library's import. `convert.py` validates every key and type when a
+document is read (a mistyped file gives a one-line reason, never a KeyError); the published
+JSON Schema is generated from these classes.
 
 Units: every numeric key ends in its unit (`_ms`, `_us`, `_bytes`), shares are fractions 0..1
 named `share`, counts are `num_*`. Totals are over the analysed window; readers divide by
@@ -12,9 +14,8 @@ named `share`, counts are `num_*`. Totals are over the analysed window; readers 
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Literal
-
-import msgspec
 
 from libreyolo.document.version import SCHEMA
 
@@ -23,18 +24,20 @@ Mode = Literal["training", "inference"]
 Kind = Literal["train", "infer"]
 
 
-class _Struct(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=False):
-    """Base: immutable, keyword-only, tolerant of unknown keys (additive changes stay readable)."""
+# Immutable and keyword-only; unknown keys are ignored on read, so additive changes stay readable.
+document = dataclass(frozen=True, slots=True, kw_only=True)
 
 
-class Tool(_Struct, kw_only=True):
+@document
+class Tool:
     """The program that wrote the document."""
 
     name: str = "libreyolo"
     version: str
 
 
-class Environment(_Struct, kw_only=True):
+@document
+class Environment:
     """Where the measurement ran; null when unknown (e.g. a profile built from a trace)."""
 
     python: str | None = None
@@ -44,10 +47,11 @@ class Environment(_Struct, kw_only=True):
     torch: str | None = None
     cuda: str | None = None
     device_name: str | None = None
-    gpu_names: list[str] = []
+    gpu_names: list[str] = field(default_factory=list)
 
 
-class RunInfo(_Struct, kw_only=True):
+@document
+class RunInfo:
     """How the profile was made: mode, model and the fully resolved config."""
 
     mode: Mode
@@ -57,11 +61,12 @@ class RunInfo(_Struct, kw_only=True):
     batch: int | None = None
     imgsz: int | None = None
     amp: bool | None = None
-    config: dict[str, Any] = {}
-    overrides: list[str] = []
+    config: dict[str, Any] = field(default_factory=dict)
+    overrides: list[str] = field(default_factory=list)
 
 
-class Window(_Struct, kw_only=True):
+@document
+class Window:
     """The measured window: warmup, measured iterations and their unsynced/synced split."""
 
     num_warmup: int = 0
@@ -70,7 +75,8 @@ class Window(_Struct, kw_only=True):
     num_synced: int = 0
 
 
-class StepSample(_Struct, kw_only=True):
+@document
+class StepSample:
     """One measured training step or inference iteration, as the collector timed it.
 
     Unsynced samples carry the honest `wall_ms` (and `dataload_ms` for training); synced samples
@@ -81,10 +87,11 @@ class StepSample(_Struct, kw_only=True):
     synced: bool
     wall_ms: float
     dataload_ms: float | None = None
-    phase_ms: dict[str, float] = {}
+    phase_ms: dict[str, float] = field(default_factory=dict)
 
 
-class TraceStep(_Struct, kw_only=True):
+@document
+class TraceStep:
     """One `ProfilerStep#N` of the trace (or the whole trace when it has none)."""
 
     index: int
@@ -97,7 +104,8 @@ class TraceStep(_Struct, kw_only=True):
     num_mallocs: int = 0
 
 
-class Device(_Struct, kw_only=True):
+@document
+class Device:
     """One GPU seen in the trace and its busy time over the analysed window."""
 
     id: int
@@ -107,7 +115,8 @@ class Device(_Struct, kw_only=True):
     kernel_busy_ms: float = 0.0  # union of kernel intervals only
 
 
-class CallStat(_Struct, kw_only=True):
+@document
+class CallStat:
     """Time and count of one kernel or op inside one phase."""
 
     total_ms: float
@@ -115,7 +124,8 @@ class CallStat(_Struct, kw_only=True):
     self_ms: float | None = None  # ops only: exclusive CPU time
 
 
-class KernelStat(_Struct, kw_only=True):
+@document
+class KernelStat:
     """One GPU kernel (aggregated by full name) over the analysed window."""
 
     name: str
@@ -123,10 +133,11 @@ class KernelStat(_Struct, kw_only=True):
     tensor_core: bool
     total_ms: float
     num_calls: int
-    phases: dict[str, CallStat] = {}
+    phases: dict[str, CallStat] = field(default_factory=dict)
 
 
-class OpStat(_Struct, kw_only=True):
+@document
+class OpStat:
     """One aten/autograd op (aggregated by name): self and total CPU time over the window.
 
     `self_ms` is null for migrated v1 files, which stored inclusive time only.
@@ -136,10 +147,11 @@ class OpStat(_Struct, kw_only=True):
     self_ms: float | None
     total_ms: float
     num_calls: int
-    phases: dict[str, CallStat] = {}
+    phases: dict[str, CallStat] = field(default_factory=dict)
 
 
-class CategoryStat(_Struct, kw_only=True):
+@document
+class CategoryStat:
     """Kernel time of one category over the window."""
 
     name: str
@@ -147,7 +159,8 @@ class CategoryStat(_Struct, kw_only=True):
     num_kernels: int
 
 
-class PhaseStat(_Struct, kw_only=True):
+@document
+class PhaseStat:
     """One phase (`step/<phase>` range or a recognised label) over the window."""
 
     name: str
@@ -159,16 +172,18 @@ class PhaseStat(_Struct, kw_only=True):
     num_unique_kernels: int = 0
 
 
-class LaunchStat(_Struct, kw_only=True):
+@document
+class LaunchStat:
     """Launch API calls over the window and their measured host cost."""
 
     num_launches: int = 0
-    by_api: dict[str, int] = {}
+    by_api: dict[str, int] = field(default_factory=dict)
     num_memcpy_calls: int = 0
     host_us_per_launch: float | None = None  # median CPU duration of one launch call
 
 
-class Memory(_Struct, kw_only=True):
+@document
+class Memory:
     """Device memory over the window."""
 
     peak_allocated_bytes: int | None = None
@@ -178,7 +193,8 @@ class Memory(_Struct, kw_only=True):
     thrash: bool = False
 
 
-class TraceAnalysis(_Struct, kw_only=True):
+@document
+class TraceAnalysis:
     """What the trace analyser extracts from one Chrome trace."""
 
     source: Literal["profiler_steps", "whole_trace"]
@@ -186,8 +202,8 @@ class TraceAnalysis(_Struct, kw_only=True):
     num_steps: int  # ProfilerSteps analysed; 0 when the whole trace is one window
     window_ms: float  # measured window: first step start to last step end (or whole trace)
     has_gpu: bool
-    steps: list[TraceStep] = []
-    devices: list[Device] = []
+    steps: list[TraceStep] = field(default_factory=list)
+    devices: list[Device] = field(default_factory=list)
     gpu_busy_ms: float = 0.0  # primary device: union of kernel/memcpy/memset, clipped to window
     # (the utilisation window: first step start to last step end on the CPU side)
     gpu_kernel_busy_ms: float = 0.0  # primary device: kernel-only union
@@ -200,33 +216,40 @@ class TraceAnalysis(_Struct, kw_only=True):
     num_kernels: int = 0
     tensor_core_ms: float = 0.0  # tensor-core kernels, attention kernels on tensor cores included
     attention_ms: float = 0.0
-    launches: LaunchStat = LaunchStat()
-    memory: Memory = Memory()
-    phases: list[PhaseStat] = []
-    categories: list[CategoryStat] = []
-    kernels: list[KernelStat] = []
-    ops: list[OpStat] = []
-    notes: list[str] = []
+    launches: LaunchStat = field(default_factory=LaunchStat)
+    memory: Memory = field(default_factory=Memory)
+    phases: list[PhaseStat] = field(default_factory=list)
+    categories: list[CategoryStat] = field(default_factory=list)
+    kernels: list[KernelStat] = field(default_factory=list)
+    ops: list[OpStat] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
-class Samples(_Struct, kw_only=True):
+@document
+class Samples:
     """Raw per-iteration samples from the collector (absent for trace-only profiles)."""
 
-    steps: list[StepSample] = []
-    latency_ms: list[float] = []  # inference: unsynced end-to-end latency per iteration
-    stage_ms: dict[str, list[float]] = {}  # inference: synced per-stage samples
+    steps: list[StepSample] = field(default_factory=list)
+    latency_ms: list[float] = field(
+        default_factory=list
+    )  # inference: unsynced end-to-end latency per iteration
+    stage_ms: dict[str, list[float]] = field(
+        default_factory=dict
+    )  # inference: synced per-stage samples
 
 
-class Verdict(_Struct, kw_only=True):
+@document
+class Verdict:
     """The bottleneck label, why, the numbers behind it and what to try."""
 
     bound: str
     why: str
-    evidence: dict[str, Scalar] = {}
-    levers: list[str] = []
+    evidence: dict[str, Scalar] = field(default_factory=dict)
+    levers: list[str] = field(default_factory=list)
 
 
-class Trial(_Struct, kw_only=True):
+@document
+class Trial:
     """One trial of a `--repeat N` measurement: its flat metrics and verdict."""
 
     index: int
@@ -234,13 +257,15 @@ class Trial(_Struct, kw_only=True):
     bound: str | None = None
 
 
-class Artifacts(_Struct, kw_only=True):
+@document
+class Artifacts:
     """Files that belong to the profile, relative to the document."""
 
     trace: str | None = None
 
 
-class Profile(_Struct, kw_only=True):
+@document
+class Profile:
     """A complete `libreyolo.profile/v2` document."""
 
     schema: str = SCHEMA
@@ -248,12 +273,12 @@ class Profile(_Struct, kw_only=True):
     created: str | None  # UTC, ISO 8601; null when unknown (migrated v1 files)
     tool: Tool
     run: RunInfo
-    environment: Environment = Environment()
-    window: Window = Window()
-    samples: Samples = Samples()
+    environment: Environment = field(default_factory=Environment)
+    window: Window = field(default_factory=Window)
+    samples: Samples = field(default_factory=Samples)
     trace: TraceAnalysis | None = None
-    metrics: dict[str, Scalar] = {}
+    metrics: dict[str, Scalar] = field(default_factory=dict)
     verdict: Verdict | None = None
-    trials: list[Trial] = []
-    artifacts: Artifacts = Artifacts()
+    trials: list[Trial] = field(default_factory=list)
+    artifacts: Artifacts = field(default_factory=Artifacts)
     legacy_v1: dict[str, Any] | None = None
