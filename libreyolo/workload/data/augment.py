@@ -1,0 +1,229 @@
+"""Training augmentations (YOLOv9 defaults) and the letterbox, on PIL images with pixel xyxy boxes.
+
+Role: mosaic of 4 images into a 2S x 2S canvas, a random scale + translate affine of that canvas
+into the S x S output, HSV jitter, horizontal flip and the letterbox (pad value 114, pad at the top
+left or centred). Boxes always move with the image, are clipped to it, and tiny ones are dropped.
+Randomness comes only from the `random.Random` passed in, so a seeded caller is reproducible.
+
+Must not: read files, pick mosaic partners (the dataset does, it knows which images have labels),
+or normalise pixels (the loader's collate does).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, replace
+from typing import Literal, NamedTuple
+
+import torch
+from PIL import Image
+
+from libreyolo.errors import UsageError
+
+__all__ = [
+    "PAD_VALUE",
+    "AugmentConfig",
+    "Letterbox",
+    "Tile",
+    "augment_tiles",
+    "hflip",
+    "hsv_jitter",
+    "letterbox",
+    "letterbox_boxes",
+    "mosaic",
+    "random_affine",
+    "unletterbox_boxes",
+]
+
+PAD_VALUE = 114
+PadMode = Literal["topleft", "center"]
+_FILL = (PAD_VALUE, PAD_VALUE, PAD_VALUE)
+_AFFINE_MIN_PX = 2.0  # after the affine, boxes with w or h <= 2 px are dropped (1.6.0)
+_FINAL_MIN_PX = 1.0  # and after everything, boxes with w or h <= 1 px
+
+
+class Tile(NamedTuple):
+    """An image with its boxes: float32 (n, 4) pixel xyxy, and int64 (n,) classes."""
+
+    image: Image.Image
+    boxes: torch.Tensor
+    classes: torch.Tensor
+
+
+class Letterbox(NamedTuple):
+    """How a letterbox mapped the source: out = src * scale + (pad_x, pad_y)."""
+
+    scale: float
+    pad_x: int
+    pad_y: int
+
+
+@dataclass(frozen=True, slots=True)
+class AugmentConfig:
+    """Which augmentations run and how strongly. Defaults are YOLOv9's training defaults."""
+
+    mosaic: bool = True
+    mosaic_prob: float = 1.0
+    scale: float = 0.5  # affine scale factor drawn from U(1 - scale, 1 + scale)
+    translate: float = 0.1  # affine shift drawn from U(-translate, translate) x output size
+    hsv: bool = True
+    hsv_prob: float = 1.0
+    hsv_h: float = 5.0  # additive hue range in OpenCV units (hue 0..179)
+    hsv_s: float = 30.0  # additive saturation range (0..255)
+    hsv_v: float = 30.0  # additive value range (0..255)
+    flip: bool = True
+    flip_prob: float = 0.5  # horizontal flip only; YOLOv9 never flips vertically
+    pad: PadMode = "topleft"
+
+    def __post_init__(self) -> None:
+        for name in ("mosaic_prob", "hsv_prob", "flip_prob"):
+            value = getattr(self, name)
+            if not 0.0 <= value <= 1.0:
+                raise UsageError(f"augment {name} must be within [0, 1], got {value}")
+        if not 0.0 <= self.scale < 1.0 or not 0.0 <= self.translate <= 0.5:
+            raise UsageError("augment scale must be in [0, 1) and translate in [0, 0.5]")
+        if self.pad not in ("topleft", "center"):
+            raise UsageError(f"letterbox pad must be 'topleft' or 'center', got {self.pad!r}")
+
+    @classmethod
+    def none(cls, *, pad: PadMode = "topleft") -> AugmentConfig:
+        """A deterministic pipeline: letterbox only (validation and inference-like input)."""
+        return cls(mosaic=False, hsv=False, flip=False, pad=pad)
+
+    def without_mosaic(self) -> AugmentConfig:
+        """The same pipeline with mosaic closed (the last epochs of a real training run)."""
+        return replace(self, mosaic=False)
+
+    @property
+    def deterministic(self) -> bool:
+        """True when no random augmentation can run."""
+        return not (
+            (self.mosaic and self.mosaic_prob > 0)
+            or (self.hsv and self.hsv_prob > 0)
+            or (self.flip and self.flip_prob > 0)
+        )
+
+
+def augment_tiles(tiles: list[Tile], size: int, cfg: AugmentConfig, rng: random.Random) -> Tile:
+    """Run the pipeline on 1 tile (no mosaic) or 4 (mosaic + affine); the output is size x size."""
+    if len(tiles) == 4:
+        out = random_affine(mosaic(tiles, size, rng), size, cfg, rng)
+    elif len(tiles) == 1:
+        out = tiles[0]
+    else:
+        raise ValueError(f"augment_tiles takes 1 or 4 tiles, got {len(tiles)}")
+    image, boxes = out.image, out.boxes
+    if cfg.hsv and cfg.hsv_prob > 0 and rng.random() < cfg.hsv_prob:
+        image = hsv_jitter(image, rng, cfg)
+    if cfg.flip and cfg.flip_prob > 0 and rng.random() < cfg.flip_prob:
+        image, boxes = hflip(image, boxes)
+    # Flip before the letterbox, so the padding stays where the pad mode puts it.
+    image, info = letterbox(image, size, pad=cfg.pad)
+    boxes = _clip(letterbox_boxes(boxes, info), size, size)
+    keep = _big_enough(boxes, _FINAL_MIN_PX)
+    return Tile(image, boxes[keep], out.classes[keep])
+
+
+def letterbox(
+    image: Image.Image, size: int, *, pad: PadMode = "topleft"
+) -> tuple[Image.Image, Letterbox]:
+    """Resize (bilinear) so the image fits size x size, keep the aspect, pad the rest with 114."""
+    w, h = image.size
+    r = min(size / w, size / h)
+    nw, nh = max(1, round(w * r)), max(1, round(h * r))
+    if (nw, nh) != (w, h):
+        image = image.resize((nw, nh), Image.Resampling.BILINEAR)
+    if (nw, nh) == (size, size):
+        return image, Letterbox(r, 0, 0)
+    px, py = ((size - nw) // 2, (size - nh) // 2) if pad == "center" else (0, 0)
+    canvas = Image.new("RGB", (size, size), _FILL)
+    canvas.paste(image, (px, py))
+    return canvas, Letterbox(r, px, py)
+
+
+def letterbox_boxes(boxes: torch.Tensor, info: Letterbox) -> torch.Tensor:
+    """Map source-pixel xyxy boxes into the letterboxed image."""
+    offset = boxes.new_tensor([info.pad_x, info.pad_y, info.pad_x, info.pad_y])
+    return boxes * info.scale + offset
+
+
+def unletterbox_boxes(boxes: torch.Tensor, info: Letterbox) -> torch.Tensor:
+    """Map letterboxed-pixel xyxy boxes back to the source image (the inverse of the above)."""
+    offset = boxes.new_tensor([info.pad_x, info.pad_y, info.pad_x, info.pad_y])
+    return (boxes - offset) / info.scale
+
+
+def mosaic(tiles: list[Tile], size: int, rng: random.Random) -> Tile:
+    """Paste 4 tiles around a random centre in [S/2, 3S/2]^2 of a 2S x 2S canvas filled with 114."""
+    side = 2 * size
+    xc, yc = (round(rng.uniform(size / 2, side - size / 2)) for _ in range(2))
+    canvas = Image.new("RGB", (side, side), _FILL)
+    all_boxes, all_classes = [], []
+    for i, tile in enumerate(tiles):
+        w, h = tile.image.size
+        # Canvas region (a) and the matching crop of the tile (b); tile i sits in quadrant i.
+        left, top = i in (0, 2), i in (0, 1)
+        x1a, x2a = (max(xc - w, 0), xc) if left else (xc, min(xc + w, side))
+        y1a, y2a = (max(yc - h, 0), yc) if top else (yc, min(yc + h, side))
+        x1b = w - (x2a - x1a) if left else 0
+        y1b = h - (y2a - y1a) if top else 0
+        crop = tile.image.crop((x1b, y1b, x1b + x2a - x1a, y1b + y2a - y1a))
+        canvas.paste(crop, (x1a, y1a))
+        shift = tile.boxes.new_tensor([x1a - x1b, y1a - y1b, x1a - x1b, y1a - y1b])
+        all_boxes.append(tile.boxes + shift)
+        all_classes.append(tile.classes)
+    boxes = _clip(torch.cat(all_boxes), side, side)
+    classes = torch.cat(all_classes)
+    keep = _big_enough(boxes, 0.0)
+    return Tile(canvas, boxes[keep], classes[keep])
+
+
+def random_affine(tile: Tile, size: int, cfg: AugmentConfig, rng: random.Random) -> Tile:
+    """Scale about the canvas origin and shift, straight into a size x size output (border 114).
+
+    Rotation, shear and perspective are 0 in YOLOv9's defaults, so the warp is x' = s*x + t.
+    """
+    s = rng.uniform(1 - cfg.scale, 1 + cfg.scale)
+    tx = rng.uniform(-cfg.translate, cfg.translate) * size
+    ty = rng.uniform(-cfg.translate, cfg.translate) * size
+    # PIL wants the inverse map: source = (out - t) / s.
+    coeffs = (1 / s, 0.0, -tx / s, 0.0, 1 / s, -ty / s)
+    image = tile.image.transform(
+        (size, size), Image.Transform.AFFINE, coeffs, Image.Resampling.BILINEAR, fillcolor=_FILL
+    )
+    boxes = _clip(tile.boxes * s + tile.boxes.new_tensor([tx, ty, tx, ty]), size, size)
+    keep = _big_enough(boxes, _AFFINE_MIN_PX)
+    return Tile(image, boxes[keep], tile.classes[keep])
+
+
+def hsv_jitter(image: Image.Image, rng: random.Random, cfg: AugmentConfig) -> Image.Image:
+    """Add random offsets to hue (wrapping), saturation and value; each is zeroed with p = 1/2."""
+    gains = [rng.uniform(-g, g) * rng.randint(0, 1) for g in (cfg.hsv_h, cfg.hsv_s, cfg.hsv_v)]
+    if not any(gains):
+        return image
+    dh = gains[0] * 256 / 180  # OpenCV hue spans 0..179, PIL's spans 0..255
+    h, s, v = image.convert("HSV").split()
+    h = h.point([round(x + dh) % 256 for x in range(256)])
+    s = s.point([min(255, max(0, round(x + gains[1]))) for x in range(256)])
+    v = v.point([min(255, max(0, round(x + gains[2]))) for x in range(256)])
+    return Image.merge("HSV", (h, s, v)).convert("RGB")
+
+
+def hflip(image: Image.Image, boxes: torch.Tensor) -> tuple[Image.Image, torch.Tensor]:
+    """Mirror the image left-right; x1' = W - x2, x2' = W - x1."""
+    width = image.size[0]
+    flipped = boxes.clone()
+    flipped[:, 0] = width - boxes[:, 2]
+    flipped[:, 2] = width - boxes[:, 0]
+    return image.transpose(Image.Transpose.FLIP_LEFT_RIGHT), flipped
+
+
+def _clip(boxes: torch.Tensor, width: int, height: int) -> torch.Tensor:
+    out = boxes.clone()
+    out[:, 0::2] = out[:, 0::2].clamp(0, width)
+    out[:, 1::2] = out[:, 1::2].clamp(0, height)
+    return out
+
+
+def _big_enough(boxes: torch.Tensor, min_px: float) -> torch.Tensor:
+    return ((boxes[:, 2] - boxes[:, 0]) > min_px) & ((boxes[:, 3] - boxes[:, 1]) > min_px)

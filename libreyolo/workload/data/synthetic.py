@@ -1,0 +1,171 @@
+"""The built-in synthetic dataset: real JPEGs of drawn shapes with exact YOLO labels, made offline.
+
+Role: stand in for downloadable sets (coco128 and friends) when nothing can be fetched. Each image
+is a textured, low-saturation background with 1-4 non-overlapping filled rectangles or ellipses in
+three saturated colours; the colour is the class (0 red, 1 green, 2 blue). Labels are the exact
+pixel extent of each drawn shape. Output depends only on (seed, sizes, counts, generator version),
+so two runs write byte-identical files (given the same Pillow/libjpeg).
+
+Must not: import torch, read user data, or leave a partial dataset behind: a set is generated into
+a temporary folder next to its final place and renamed into place in one step.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import tempfile
+from pathlib import Path
+
+from PIL import Image, ImageDraw
+
+from libreyolo.errors import DatasetError, UsageError
+
+__all__ = ["CLASS_NAMES", "GENERATOR_VERSION", "make_synthetic", "render_sample", "synthetic_dir"]
+
+GENERATOR_VERSION = 1  # bump when the drawing changes, so cached sets are regenerated
+CLASS_NAMES = ("red", "green", "blue")
+_COLOURS = ((220, 40, 40), (40, 190, 60), (40, 70, 220))
+_MAX_SHAPES = 4
+_GAP_PX = 2  # shapes keep this distance, so every label is the extent of exactly one shape
+_JPEG_QUALITY = 90
+
+Box = tuple[int, int, int, int, int]  # class, x1, y1, x2, y2 in pixels (x2, y2 exclusive)
+
+
+def synthetic_dir(root: Path, *, num_train: int, num_val: int, imgsz: int, seed: int) -> Path:
+    """The cache folder of one parameter set (the key is the folder name)."""
+    key = f"synthetic-v{GENERATOR_VERSION}-train{num_train}-val{num_val}-{imgsz}px-seed{seed}"
+    return root / key
+
+
+def make_synthetic(
+    root: Path, *, num_train: int = 64, num_val: int = 16, imgsz: int = 320, seed: int = 0
+) -> Path:
+    """Generate the set under `root` once (cached by its parameters) and return its YAML path."""
+    if num_train < 1 or num_val < 1:
+        raise UsageError("the synthetic dataset needs at least one train and one val image")
+    if imgsz < 32:
+        raise UsageError(f"synthetic image size must be at least 32 px, got {imgsz}")
+    final = synthetic_dir(root, num_train=num_train, num_val=num_val, imgsz=imgsz, seed=seed)
+    yaml_path = final / "synthetic.yaml"
+    if yaml_path.is_file():
+        return yaml_path
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=root))
+    try:
+        _write_split(tmp, "train", num_train, imgsz, seed)
+        _write_split(tmp, "val", num_val, imgsz, seed)
+        (tmp / "synthetic.yaml").write_text(_yaml_text(seed), encoding="utf-8")
+        _publish(tmp, final)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # gone already after a successful rename
+    return yaml_path
+
+
+def render_sample(rng: random.Random, imgsz: int) -> tuple[Image.Image, list[Box]]:
+    """Draw one image and return it with its exact boxes (before JPEG encoding)."""
+    image = _background(rng, imgsz)
+    boxes: list[Box] = []
+    for _ in range(rng.randint(1, _MAX_SHAPES)):
+        placed = _place(rng, imgsz, boxes)
+        if placed is None:
+            continue
+        x1, y1, x2, y2 = placed
+        cls = rng.randrange(len(_COLOURS))
+        mask = Image.new("L", (imgsz, imgsz), 0)
+        draw = ImageDraw.Draw(mask)
+        if rng.random() < 0.5:
+            draw.rectangle((x1, y1, x2 - 1, y2 - 1), fill=255)
+        else:
+            draw.ellipse((x1, y1, x2 - 1, y2 - 1), fill=255)
+        extent = mask.getbbox()  # the label is what was drawn, not what was asked for
+        if extent is None:
+            continue
+        image.paste(_COLOURS[cls], mask=mask)
+        boxes.append((cls, *extent))
+    return image, boxes
+
+
+def _place(rng: random.Random, imgsz: int, taken: list[Box]) -> tuple[int, int, int, int] | None:
+    lo, hi = max(4, imgsz // 12), max(5, imgsz * 2 // 5)
+    for _ in range(50):
+        w, h = rng.randint(lo, hi), rng.randint(lo, hi)
+        x1, y1 = rng.randint(0, imgsz - w), rng.randint(0, imgsz - h)
+        x2, y2 = x1 + w, y1 + h
+        if all(_apart((x1, y1, x2, y2), b[1:]) for b in taken):
+            return x1, y1, x2, y2
+    return None
+
+
+def _apart(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    """True when boxes a and b (x1, y1, x2, y2) are at least _GAP_PX apart on some axis."""
+    return (
+        a[2] + _GAP_PX <= b[0]
+        or b[2] + _GAP_PX <= a[0]
+        or a[3] + _GAP_PX <= b[1]
+        or b[3] + _GAP_PX <= a[1]
+    )
+
+
+def _background(rng: random.Random, imgsz: int) -> Image.Image:
+    """A smooth grey-ish noise field plus thin grey strokes: texture without saturated colour."""
+    cells = 12
+    pixels = []
+    for _ in range(cells * cells):
+        v = rng.randint(70, 190)
+        pixels.append(tuple(v + rng.randint(-12, 12) for _ in range(3)))
+    small = Image.new("RGB", (cells, cells))
+    small.putdata(pixels)
+    image = small.resize((imgsz, imgsz), Image.Resampling.BILINEAR)
+    draw = ImageDraw.Draw(image)
+    for _ in range(rng.randint(4, 10)):
+        v = rng.randint(60, 200)
+        xy = [rng.randint(0, imgsz - 1) for _ in range(4)]
+        draw.line(xy, fill=(v, v, v), width=rng.randint(1, 3))
+    return image
+
+
+def _write_split(root: Path, split: str, count: int, imgsz: int, seed: int) -> None:
+    images, labels = root / "images" / split, root / "labels" / split
+    images.mkdir(parents=True)
+    labels.mkdir(parents=True)
+    for index in range(count):
+        # A string seed is hashed with SHA-512 by `random`, so it is stable across processes.
+        rng = random.Random(f"libreyolo-synthetic:{seed}:{split}:{index}")
+        image, boxes = render_sample(rng, imgsz)
+        stem = f"{index:06d}"
+        image.save(images / f"{stem}.jpg", format="JPEG", quality=_JPEG_QUALITY)
+        (labels / f"{stem}.txt").write_text(_label_text(boxes, imgsz), encoding="utf-8")
+
+
+def _label_text(boxes: list[Box], imgsz: int) -> str:
+    rows = []
+    for cls, x1, y1, x2, y2 in boxes:
+        cx, cy = (x1 + x2) / 2 / imgsz, (y1 + y2) / 2 / imgsz
+        w, h = (x2 - x1) / imgsz, (y2 - y1) / imgsz
+        rows.append(f"{cls} {cx:.6f} {cy:.6f} {w:.6f} {h:.6f}\n")
+    return "".join(rows)
+
+
+def _yaml_text(seed: int) -> str:
+    names = "".join(f"  {i}: {name}\n" for i, name in enumerate(CLASS_NAMES))
+    return (
+        f"# libreyolo synthetic dataset (generator v{GENERATOR_VERSION}, seed {seed})\n"
+        "path: .\ntrain: images/train\nval: images/val\n"
+        f"nc: {len(CLASS_NAMES)}\nnames:\n{names}"
+    )
+
+
+def _publish(tmp: Path, final: Path) -> None:
+    """Rename the finished set into place; a concurrent generator that won the race is fine."""
+    try:
+        os.rename(tmp, final)
+    except OSError:
+        if (final / "synthetic.yaml").is_file():
+            return  # another process published the same (deterministic) set first
+        raise DatasetError(
+            f"cannot create the synthetic dataset at {final}",
+            hint="remove that folder if it is a leftover, or set LIBREYOLO_DATASETS_DIR",
+        ) from None
