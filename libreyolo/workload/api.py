@@ -1,31 +1,24 @@
-"""The workload's public entry points: weights argument -> model in eval mode.
+"""The workload's public entry point: a weights argument -> a model in eval mode.
 
-`resolve_weights` is the one place where a user's weights argument becomes a file path (name
-resolution, e.g. `LibreYOLO9t.pt` -> `weights/LibreYOLO9t.pt`, is added there later). This module
-must not parse checkpoint contents itself; that is `yolo9.checkpoint`.
+Name resolution (path, cache, download, announced random init) is `weights.resolve_weights`;
+checkpoint contents are `yolo9.checkpoint`. This module only joins the two.
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
+import warnings
 
 import torch
 from torch import nn
 
-from libreyolo.errors import MissingFileError
+from libreyolo.workload.weights import resolve_weights
 from libreyolo.workload.yolo9.checkpoint import load_checkpoint
+from libreyolo.workload.yolo9.model import YOLOv9
 
 
-def resolve_weights(weights: str | os.PathLike[str]) -> Path:
-    """The existing weights file that `weights` names; for now only literal paths are accepted."""
-    path = Path(weights).expanduser()
-    if not path.is_file():
-        raise MissingFileError(
-            f"weights file not found: {weights}",
-            hint="pass the path of a LibreYOLO9 .pt checkpoint",
-        )
-    return path
+class RandomWeightsWarning(UserWarning):
+    """The model runs with random weights: convolution timings are real, detections are not."""
 
 
 def load_model(
@@ -33,5 +26,18 @@ def load_model(
     size: str | None = None,
     device: str | torch.device = "cpu",
 ) -> nn.Module:
-    """A LibreYOLO model in eval mode from a checkpoint; `size` must agree with the file's."""
-    return load_checkpoint(resolve_weights(weights), size=size, device=device)
+    """A LibreYOLO model in eval mode from a checkpoint path or a known name (`LibreYOLO9t.pt`).
+
+    A known name that is neither cached nor downloadable gives a randomly initialised model of
+    that size, with a RandomWeightsWarning and `model.random_init = True` so that a profile can
+    record it.
+    """
+    resolved = resolve_weights(str(weights), size_hint=size)
+    if resolved.path is not None:
+        model = load_checkpoint(resolved.path, size=size, device=device)
+        model.random_init = False
+        return model
+    warnings.warn(resolved.warning or "random weights", RandomWeightsWarning, stacklevel=2)
+    model = YOLOv9(size=size or resolved.size or "t").to(device).eval()
+    model.random_init = True
+    return model
