@@ -1,0 +1,221 @@
+"""One real YOLOv9 training step, split into the phases the profiler times.
+
+Role: hold the model (train mode), its loss, SGD with libreyolo's three parameter groups, an
+optional linear warm-up, AMP (fp16 autocast + GradScaler, CUDA only) and the EMA copy, and run one
+optimisation step as `to_device`, `forward` (model + loss), `backward`, `optimizer` (scaler
+step/update, zero_grad, EMA update), each inside `phases(name)` (workload-notes.md §2.5-2.6).
+
+Must not: time, sync or profile anything itself (the caller's `phases` hook does that), load data,
+print, or read losses back to the host inside a step: the returned `StepLosses` converts its
+tensors with one `.tolist()` only when first read.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any, Protocol
+
+import torch
+from torch import Tensor, nn
+
+from libreyolo.workload.yolo9.loss import YOLOv9Loss, pad_targets
+
+PhaseHook = Callable[[str], AbstractContextManager[object]]
+PHASES = ("to_device", "forward", "backward", "optimizer")
+
+LR0 = 0.01
+MOMENTUM = 0.937
+WEIGHT_DECAY = 5e-4
+WARMUP_LR_START = 1e-4  # capped at lr0
+WARMUP_MOMENTUM = 0.8
+EMA_DECAY = 0.9999
+EMA_TAU = 2000.0  # updates over which the EMA decay ramps up (1 - e^-1 of the way at tau)
+
+
+def no_phases(name: str) -> AbstractContextManager[object]:
+    """The default phase hook: does nothing."""
+    return nullcontext()
+
+
+class BatchLike(Protocol):
+    """What a step needs from a batch (`libreyolo.workload.data.loader.Batch` fits)."""
+
+    @property
+    def images(self) -> Tensor:
+        """(B, 3, H, W) float32 in [0, 1]."""
+
+    @property
+    def targets(self) -> Tensor:
+        """(N, 6) rows (image, class, x1, y1, x2, y2) in input pixels."""
+
+
+def param_groups(model: nn.Module, weight_decay: float = WEIGHT_DECAY) -> list[dict[str, Any]]:
+    """libreyolo's SGD groups: norm weights (no decay), other weights (decay), the rest (none).
+
+    "The rest" is biases and any stray parameter that is neither a weight nor a bias.
+    """
+    norm, decay, rest = [], [], []
+    for module in model.modules():
+        for name, param in module.named_parameters(recurse=False):
+            if not param.requires_grad:
+                continue
+            if name == "weight" and isinstance(module, nn.modules.batchnorm._NormBase):
+                norm.append(param)
+            elif name == "weight":
+                decay.append(param)
+            else:
+                rest.append(param)
+    return [
+        {"params": norm, "weight_decay": 0.0},
+        {"params": decay, "weight_decay": weight_decay},
+        {"params": rest, "weight_decay": 0.0},
+    ]
+
+
+class ModelEMA:
+    """Exponential moving average of every floating state-dict entry (parameters and BN stats).
+
+    decay(n) = `decay` x (1 - exp(-n / tau)) after n updates, so early updates follow the model.
+    """
+
+    def __init__(self, model: nn.Module, decay: float = EMA_DECAY, tau: float = EMA_TAU) -> None:
+        self.module = copy.deepcopy(model).eval().requires_grad_(False)
+        self.decay, self.tau, self.updates = decay, tau, 0
+        self._pairs: tuple[int, list[Tensor], list[Tensor]] | None = None
+
+    def current_decay(self) -> float:
+        """The decay the next update uses."""
+        return self.decay * (1 - math.exp(-(self.updates + 1) / self.tau))
+
+    @torch.no_grad()
+    def update(self, model: nn.Module) -> None:
+        """ema = d * ema + (1 - d) * model, one fused foreach call over all floating entries."""
+        ema, live = self._tensors(model)
+        weight = 1 - self.current_decay()
+        self.updates += 1
+        torch._foreach_lerp_(ema, live, weight)
+
+    def _tensors(self, model: nn.Module) -> tuple[list[Tensor], list[Tensor]]:
+        # Built once: walking a 2,000-entry state dict every step is measurable host time.
+        if self._pairs is None or self._pairs[0] != id(model):
+            live_sd, ema_sd = model.state_dict(), self.module.state_dict()
+            keys = [k for k, v in live_sd.items() if v.is_floating_point()]
+            self._pairs = (id(model), [ema_sd[k] for k in keys], [live_sd[k] for k in keys])
+        return self._pairs[1], self._pairs[2]
+
+
+class StepLosses(Mapping[str, float]):
+    """Detached loss values of one step; one host sync (`.tolist()`) on the first value read."""
+
+    def __init__(self, tensors: dict[str, Tensor]) -> None:
+        self._tensors = tensors
+        self._values: dict[str, float] | None = None
+
+    def _load(self) -> dict[str, float]:
+        if self._values is None:
+            flat = torch.stack([t.detach().float().reshape(()) for t in self._tensors.values()])
+            self._values = dict(zip(self._tensors, flat.tolist(), strict=True))
+        return self._values
+
+    def __getitem__(self, key: str) -> float:
+        return self._load()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._tensors)  # keys need no sync
+
+    def __len__(self) -> int:
+        return len(self._tensors)
+
+
+class TrainStep:
+    """A YOLOv9 model, its loss, optimiser, AMP and EMA; `step()` runs one optimisation step.
+
+    Build the model with `aux=True` for the reference's PGI training (main + 0.25 x aux loss).
+    `channels_last` runs the convolutions in NHWC (same values, faster). `warmup_iters` > 0 ramps
+    lr from min(1e-4, lr0) to lr0 and momentum from 0.8 to 0.937 linearly over that many steps; 0
+    (the default) starts at lr0 and 0.937.
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        *,
+        device: torch.device | str = "cpu",
+        amp: bool = True,
+        ema: bool = True,
+        lr0: float = LR0,
+        momentum: float = MOMENTUM,
+        weight_decay: float = WEIGHT_DECAY,
+        warmup_iters: int = 0,
+        channels_last: bool = True,
+        loss: YOLOv9Loss | None = None,
+    ) -> None:
+        self.device = torch.device(device)
+        # NHWC convolutions: ~15% faster CPU steps (oneDNN) and the layout cuDNN prefers under AMP.
+        self.memory_format = torch.channels_last if channels_last else torch.contiguous_format
+        self.model = model.to(self.device).to(memory_format=self.memory_format).train()
+        nc, strides = int(getattr(model, "nc", 80)), getattr(model, "strides", (8, 16, 32))
+        self.loss = loss or YOLOv9Loss(nc, strides, int(getattr(model, "reg_max", 16)))
+        # AMP only on CUDA, as the reference: on CPU a plain fp32 step with a disabled scaler.
+        self.amp_effective = amp and self.device.type == "cuda"
+        self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.amp_effective)
+        self.lr0, self.momentum, self.warmup_iters = lr0, momentum, warmup_iters
+        # foreach: one multi-tensor update instead of a per-parameter loop (CUDA's default already;
+        # on CPU it saves most of the optimizer phase). Not fused, as the reference.
+        self.optimizer = torch.optim.SGD(
+            param_groups(self.model, weight_decay),
+            lr=lr0,
+            momentum=momentum,
+            nesterov=True,
+            foreach=True,
+        )
+        self.ema = ModelEMA(self.model) if ema else None
+        self.iteration = 0
+        self._apply_schedule()
+
+    def step(self, batch: BatchLike, phases: PhaseHook = no_phases) -> StepLosses:
+        """One optimisation step in the phases `to_device`, `forward`, `backward`, `optimizer`.
+
+        Returns detached `total`, `box`, `dfl`, `cls` (weighted) and `num_fg` (positive anchors
+        per image), converted to floats only when read.
+        """
+        with phases("to_device"):
+            images = batch.images.to(
+                self.device, non_blocking=True, memory_format=self.memory_format
+            )
+            # Grouping rows needs the per-image maximum on the host: do it on the loader's CPU
+            # tensor, so the loss never waits for the device.
+            targets = pad_targets(batch.targets, images.shape[0]).to(self.device, non_blocking=True)
+        autocast = torch.autocast(self.device.type, torch.float16, enabled=self.amp_effective)
+        with phases("forward"), autocast:
+            outputs = self.model(images)
+            total, parts = self.loss(outputs, targets, (images.shape[2], images.shape[3]))
+        with phases("backward"):
+            torch.autograd.backward(self.scaler.scale(total))
+        with phases("optimizer"):
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+            self.optimizer.zero_grad(set_to_none=True)
+            if self.ema is not None:
+                self.ema.update(self.model)
+        self.iteration += 1
+        self._apply_schedule()
+        return StepLosses({"total": total.detach(), **parts})
+
+    @property
+    def lr(self) -> float:
+        """The learning rate the next step uses."""
+        return float(self.optimizer.param_groups[0]["lr"])
+
+    def _apply_schedule(self) -> None:
+        """Set lr and momentum for the next step (host floats only; no device work)."""
+        if self.warmup_iters <= 0:
+            return
+        frac = min(self.iteration / self.warmup_iters, 1.0)
+        start = min(WARMUP_LR_START, self.lr0)
+        for group in self.optimizer.param_groups:
+            group["lr"] = start + (self.lr0 - start) * frac
+            group["momentum"] = WARMUP_MOMENTUM + (self.momentum - WARMUP_MOMENTUM) * frac
