@@ -247,7 +247,7 @@ def test_api_load_model(fixture_pt: Path, tmp_path: Path) -> None:
     shutil.copyfile(fixture_pt, copy)
     model = load_model(str(copy))
     assert isinstance(model, YOLOv9) and not model.training
-    with pytest.raises(MissingFileError, match=r"weights file not found: .*missing\.pt"):
+    with pytest.raises(MissingFileError, match=r"weights not found: .*missing\.pt"):
         load_model(tmp_path / "missing.pt")
     with pytest.raises(CheckpointError, match="size 'm' was asked for"):
         load_model(copy, size="m")
