@@ -11,6 +11,7 @@ import dataclasses
 import functools
 import types
 import typing
+from collections.abc import Callable
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
 T = TypeVar("T")
@@ -47,36 +48,58 @@ def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls, vars(module))
 
 
+Check = Callable[[Any, str], Any]
+
+
 def convert(value: Any, kind: Any, path: str = "$") -> Any:
     """`value` checked (and, for dataclasses, built) as the annotation `kind`."""
+    return _plan(kind)(value, path)
+
+
+@functools.cache
+def _plan(kind: Any) -> Check:
+    """A checker for one annotation, built once per type: reading a profile checks thousands
+    of values, and re-inspecting the annotation for each would dominate a reader's start-up."""
     if kind is Any:
-        return value
+        return lambda value, path: value
     if dataclasses.is_dataclass(kind):
-        return _dataclass(value, kind, path)  # type: ignore[arg-type]
-    origin = get_origin(kind)
+        return _dataclass_plan(kind)  # type: ignore[arg-type]
+    origin, args = get_origin(kind), get_args(kind)
     if origin in (Union, types.UnionType):
-        return _union(value, get_args(kind), path)
+        return _union_plan(args)
     if origin is Literal:
-        allowed = get_args(kind)
+        return _literal_plan(args)
+    if origin is list:
+        item = _plan(args[0])
+        return lambda value, path: [
+            item(v, f"{path}[{i}]") for i, v in enumerate(_is(value, list, "array", path))
+        ]
+    if origin is dict:
+        item = _plan(args[1])
+        return lambda value, path: {
+            str(k): item(v, f"{path}.{k}") for k, v in _is(value, dict, "object", path).items()
+        }
+    return functools.partial(_primitive, kind=kind)
+
+
+def _is(value: Any, kind: type, name: str, path: str) -> Any:
+    if not isinstance(value, kind):
+        raise _fail(name, value, path)
+    return value
+
+
+def _literal_plan(allowed: tuple[Any, ...]) -> Check:
+    def check(value: Any, path: str) -> Any:
         if not any(type(value) is type(option) for option in allowed):
             raise _fail(_name(allowed[0]), value, path)
         if value not in allowed:
             raise ConversionError(f"Invalid enum value {value!r}{_at(path)}")
         return value
-    if origin is list:
-        if not isinstance(value, list):
-            raise _fail("array", value, path)
-        (item,) = get_args(kind)
-        return [convert(v, item, f"{path}[{i}]") for i, v in enumerate(value)]
-    if origin is dict:
-        if not isinstance(value, dict):
-            raise _fail("object", value, path)
-        _, item = get_args(kind)
-        return {str(k): convert(v, item, f"{path}.{k}") for k, v in value.items()}
-    return _primitive(value, kind, path)
+
+    return check
 
 
-def _primitive(value: Any, kind: Any, path: str) -> Any:
+def _primitive(value: Any, path: str, *, kind: Any) -> Any:
     if kind is type(None) or kind is None:
         if value is None:
             return None
@@ -90,25 +113,42 @@ def _primitive(value: Any, kind: Any, path: str) -> Any:
     raise _fail(_JSON_NAMES.get(kind, getattr(kind, "__name__", str(kind))), value, path)
 
 
-def _union(value: Any, options: tuple[Any, ...], path: str) -> Any:
-    exact = [o for o in options if o is type(value)]  # keep ints ints in `float | int`
-    for option in exact + [o for o in options if o not in exact]:
-        try:
-            return convert(value, option, path)
-        except ConversionError:
-            continue
+def _union_plan(options: tuple[Any, ...]) -> Check:
+    checks = {option: _plan(option) for option in options}
     names = " | ".join(_JSON_NAMES.get(o, getattr(o, "__name__", str(o))) for o in options)
-    raise _fail(names, value, path)
+
+    def check(value: Any, path: str) -> Any:
+        exact = checks.get(type(value))  # keep ints ints in `float | int`
+        order = ([exact] if exact else []) + [c for c in checks.values() if c is not exact]
+        for option in order:
+            try:
+                return option(value, path)
+            except ConversionError:
+                continue
+        raise _fail(names, value, path)
+
+    return check
 
 
-def _dataclass(value: Any, cls: type[T], path: str) -> T:
-    if not isinstance(value, dict):
-        raise _fail("object", value, path)
+def _dataclass_plan(cls: type[T]) -> Callable[[Any, str], T]:
     hints = _hints(cls)
-    kwargs: dict[str, Any] = {}
-    for spec in dataclasses.fields(cls):  # type: ignore[arg-type]
-        if spec.name in value:
-            kwargs[spec.name] = convert(value[spec.name], hints[spec.name], f"{path}.{spec.name}")
-        elif spec.default is dataclasses.MISSING and spec.default_factory is dataclasses.MISSING:
-            raise ConversionError(f"Object missing required field `{spec.name}`{_at(path)}")
-    return cls(**kwargs)
+    specs = [
+        (
+            spec.name,
+            spec.default is dataclasses.MISSING and spec.default_factory is dataclasses.MISSING,
+        )
+        for spec in dataclasses.fields(cls)  # type: ignore[arg-type]
+    ]
+    checks = {name: _plan(hints[name]) for name, _ in specs}
+
+    def build(value: Any, path: str) -> T:
+        _is(value, dict, "object", path)
+        kwargs: dict[str, Any] = {}
+        for name, required in specs:
+            if name in value:
+                kwargs[name] = checks[name](value[name], f"{path}.{name}")
+            elif required:
+                raise ConversionError(f"Object missing required field `{name}`{_at(path)}")
+        return cls(**kwargs)
+
+    return build
