@@ -134,32 +134,16 @@ class RepNCSP(nn.Module):
 class ELAN(nn.Module):
     """The t/s first block: 1x1 split in halves, two chained 3x3 convs, concat of four -> 1x1."""
 
-    def __init__(self, c_in: int, part: int, c_out: int) -> None:
-        super().__init__()
-        half = part // 2
-        self.cv1 = Conv(c_in, part, 1)
-        self.cv2 = Conv(half, half, 3)
-        self.cv3 = Conv(half, half, 3)
-        self.cv4 = Conv(2 * part, c_out, 1)
-
-    def forward(self, x: Tensor) -> Tensor:
-        y = list(self.cv1(x).chunk(2, 1))
-        y.append(self.cv2(y[-1]))
-        y.append(self.cv3(y[-1]))
-        out: Tensor = self.cv4(torch.cat(y, 1))
-        return out
-
-
-class RepNCSPELAN(nn.Module):
-    """RepNCSPELAN4: 1x1 split in halves, two chained [RepNCSP -> 3x3] branches, concat -> 1x1."""
-
     def __init__(self, c_in: int, part: int, c_out: int, n: int = 1) -> None:
         super().__init__()
         half = part // 2
         self.cv1 = Conv(c_in, part, 1)
-        self.cv2 = nn.Sequential(RepNCSP(half, half, n), Conv(half, half, 3))
-        self.cv3 = nn.Sequential(RepNCSP(half, half, n), Conv(half, half, 3))
+        self.cv2 = self._branch(half, n)
+        self.cv3 = self._branch(half, n)
         self.cv4 = Conv(2 * part, c_out, 1)
+
+    def _branch(self, half: int, n: int) -> nn.Module:
+        return Conv(half, half, 3)
 
     def forward(self, x: Tensor) -> Tensor:
         y = list(self.cv1(x).chunk(2, 1))
@@ -167,6 +151,13 @@ class RepNCSPELAN(nn.Module):
         y.append(self.cv3(y[-1]))
         out: Tensor = self.cv4(torch.cat(y, 1))
         return out
+
+
+class RepNCSPELAN(ELAN):
+    """RepNCSPELAN4: ELAN whose two chained branches are [RepNCSP -> 3x3] (same state-dict keys)."""
+
+    def _branch(self, half: int, n: int) -> nn.Module:
+        return nn.Sequential(RepNCSP(half, half, n), Conv(half, half, 3))
 
 
 class AConv(nn.Module):
