@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar, NamedTuple
+from typing import TYPE_CHECKING
 
 from libreyolo.errors import UnknownNameError
 
@@ -10,16 +10,26 @@ if TYPE_CHECKING:
     from libreyolo.document.model import Scalar
 
 
-# NamedTuples, not dataclasses: `get` is the tight-loop reader and dataclasses cost its start-up.
-class MetricValue(NamedTuple):
-    name: str
-    value: Scalar
-    kind: ClassVar[str] = "metric"
+# Small slotted classes, not dataclasses: `get` is the tight-loop reader and creating dataclasses
+# costs its start-up time.
+class MetricValue:
+    """One metric of a profile."""
+
+    __slots__ = ("name", "value")
+    kind = "metric"
+
+    def __init__(self, name: str, value: Scalar) -> None:
+        self.name, self.value = name, value
 
 
-class MetricList(NamedTuple):
-    names: tuple[str, ...]
-    kind: ClassVar[str] = "metric-list"
+class MetricList:
+    """The names of every metric of a profile."""
+
+    __slots__ = ("names",)
+    kind = "metric-list"
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self.names = names
 
 
 def metric_names(metrics: dict[str, Scalar]) -> MetricList:

@@ -60,8 +60,9 @@ def _finish(
     projected_ips = (
         round(batch * 1000 / projected, 1) if isinstance(batch, int) and projected > 0 else None
     )
+    bound = profile.metrics.get("bound")
     return Projection(
-        profile.metrics.get("bound"),
+        None if bound is None else str(bound),
         regime,
         mechanism,
         round(removed_gpu_ms, 2),  # type: ignore[arg-type]

@@ -52,8 +52,8 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}", hint=f"see '{self.prog} --help'")
 
 
-def _common() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+def _common() -> Parser:
+    common = Parser(add_help=False)
     common.add_argument("--json", action="store_true", help="Print one JSON document to stdout")
     common.add_argument("--debug", action="store_true", help="Show a traceback on errors")
     common.add_argument("--no-color", action="store_true", help="Plain text without colour")
@@ -64,7 +64,7 @@ def _add(
     sub: argparse._SubParsersAction[Parser],
     name: str,
     handler: Callable[..., object],
-    common: argparse.ArgumentParser,
+    common: Parser,
 ) -> argparse.ArgumentParser:
     help_text = dict(SUBCOMMANDS)[name]
     parser = sub.add_parser(name, help=help_text, description=help_text, parents=[common])
@@ -72,7 +72,7 @@ def _add(
     return parser
 
 
-def _add_run(sub: argparse._SubParsersAction[Parser], common: argparse.ArgumentParser) -> None:
+def _add_run(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
     p = _add(sub, "run", commands.run, common)
     p.add_argument("data", help="Dataset yaml/name (e.g. coco128)")
     p.add_argument("--weights", default="LibreYOLO9t.pt", help="Model weights file / name")
@@ -105,7 +105,7 @@ def _add_run(sub: argparse._SubParsersAction[Parser], common: argparse.ArgumentP
     p.add_argument("--project", default="runs/profile", help="Output root directory")
 
 
-def _add_infer(sub: argparse._SubParsersAction[Parser], common: argparse.ArgumentParser) -> None:
+def _add_infer(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
     p = _add(sub, "infer", commands.infer, common)
     p.add_argument(
         "source", nargs="?", default=None, help="Image or directory (default: bundled sample image)"
@@ -156,7 +156,7 @@ def _add_infer(sub: argparse._SubParsersAction[Parser], common: argparse.Argumen
     p.add_argument("--project", default="runs/profile", help="Output root directory")
 
 
-def _add_readers(sub: argparse._SubParsersAction[Parser], common: argparse.ArgumentParser) -> None:
+def _add_readers(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
     _add(sub, "summary", commands.summary, common).add_argument("trace", help=TRACE_HELP)
     p = _add(sub, "get", commands.get, common)
     p.add_argument("trace", help=TRACE_HELP)

@@ -130,7 +130,7 @@ def _union_plan(options: tuple[Any, ...]) -> Check:
     return check
 
 
-def _dataclass_plan(cls: type[T]) -> Callable[[Any, str], T]:
+def _dataclass_plan(cls: Any) -> Check:
     hints = _hints(cls)
     specs = [
         (
@@ -141,7 +141,7 @@ def _dataclass_plan(cls: type[T]) -> Callable[[Any, str], T]:
     ]
     checks = {name: _plan(hints[name]) for name, _ in specs}
 
-    def build(value: Any, path: str) -> T:
+    def build(value: Any, path: str) -> Any:
         _is(value, dict, "object", path)
         kwargs: dict[str, Any] = {}
         for name, required in specs:

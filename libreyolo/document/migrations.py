@@ -172,7 +172,8 @@ def _v1_trace(raw: dict[str, Any]) -> dict[str, Any]:
 
 
 def _v1_run(raw: dict[str, Any], mode: str) -> dict[str, Any]:
-    config = raw.get("config") if isinstance(raw.get("config"), dict) else {}
+    stored = raw.get("config")
+    config: dict[str, Any] = stored if isinstance(stored, dict) else {}
     amp = config.get("half") if mode == "inference" else config.get("amp")
     return {
         "mode": mode,
@@ -202,7 +203,8 @@ def _v1_metrics(raw: dict[str, Any]) -> dict[str, Any]:
 def _v1_to_v2(raw: dict[str, Any]) -> dict[str, Any]:
     """libreyolo 1.6.0 -> v2; keeps v1's metric values and verdict exactly."""
     mode = "inference" if raw.get("mode") == "inference" else "training"
-    latency = raw.get("latency") if isinstance(raw.get("latency"), dict) else {}
+    stored = raw.get("latency")
+    latency: dict[str, Any] = stored if isinstance(stored, dict) else {}
     trials = raw.get("img_per_s_trials") or []
     return {
         "schema": SCHEMA,

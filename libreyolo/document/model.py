@@ -24,11 +24,11 @@ Mode = Literal["training", "inference"]
 Kind = Literal["train", "infer"]
 
 
-# Immutable and keyword-only; unknown keys are ignored on read, so additive changes stay readable.
-document = dataclass(frozen=True, slots=True, kw_only=True)
+# Every class: frozen, slotted, keyword-only. Unknown keys are ignored on read (convert.py), so
+# additive schema changes stay readable.
 
 
-@document
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Tool:
     """The program that wrote the document."""
 
@@ -36,7 +36,7 @@ class Tool:
     version: str
 
 
-@document
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Environment:
     """Where the measurement ran; null when unknown (e.g. a profile built from a trace)."""
 
@@ -50,7 +50,7 @@ class Environment:
     gpu_names: list[str] = field(default_factory=list)
 
 
-@document
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RunInfo:
     """How the profile was made: mode, model and the fully resolved config."""
 
@@ -65,7 +65,7 @@ class RunInfo:
     overrides: list[str] = field(default_factory=list)
 
 
-@document
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Window:
     """The measured window: warmup, measured iterations and their unsynced/synced split."""
 
@@ -75,7 +75,7 @@ class Window:
     num_synced: int = 0
 
 
-@document
+@dataclass(frozen=True, slots=True, kw_only=True)
 class StepSample:
     """One measured training step or inference iteration, as the collector timed it.
 
@@ -90,7 +90,7 @@ class StepSample:
     phase_ms: dict[str, float] = field(default_factory=dict)
 
 
-@document
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TraceStep:
     """One `ProfilerStep#N` of the trace (or the whole trace when it has none)."""
 
@@ -104,7 +104,7 @@ class TraceStep:
     num_mallocs: int = 0
 
 
-@document
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Device:
     """One GPU seen in the trace and its busy time over the analysed window."""
 
@@ -115,7 +115,7 @@ class Device:
     kernel_busy_ms: float = 0.0  # union of kernel intervals only
 
 
-@document
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CallStat:
     """Time and count of one kernel or op inside one phase."""
 
@@ -124,7 +124,7 @@ class CallStat:
     self_ms: float | None = None  # ops only: exclusive CPU time
 
 
-@document
+@dataclass(frozen=True, slots=True, kw_only=True)
 class KernelStat:
     """One GPU kernel (aggregated by full name) over the analysed window."""
 
@@ -136,7 +136,7 @@ class KernelStat:
     phases: dict[str, CallStat] = field(default_factory=dict)
 
 
-@document
+@dataclass(frozen=True, slots=True, kw_only=True)
 class OpStat:
     """One aten/autograd op (aggregated by name): self and total CPU time over the window.
 
@@ -150,7 +150,7 @@ class OpStat:
     phases: dict[str, CallStat] = field(default_factory=dict)
 
 
-@document
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CategoryStat:
     """Kernel time of one category over the window."""
 
@@ -159,7 +159,7 @@ class CategoryStat:
     num_kernels: int
 
 
-@document
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PhaseStat:
     """One phase (`step/<phase>` range or a recognised label) over the window."""
 
@@ -172,7 +172,7 @@ class PhaseStat:
     num_unique_kernels: int = 0
 
 
-@document
+@dataclass(frozen=True, slots=True, kw_only=True)
 class LaunchStat:
     """Launch API calls over the window and their measured host cost."""
 
@@ -182,7 +182,7 @@ class LaunchStat:
     host_us_per_launch: float | None = None  # median CPU duration of one launch call
 
 
-@document
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Memory:
     """Device memory over the window."""
 
@@ -193,7 +193,7 @@ class Memory:
     thrash: bool = False
 
 
-@document
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TraceAnalysis:
     """What the trace analyser extracts from one Chrome trace."""
 
@@ -225,7 +225,7 @@ class TraceAnalysis:
     notes: list[str] = field(default_factory=list)
 
 
-@document
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Samples:
     """Raw per-iteration samples from the collector (absent for trace-only profiles)."""
 
@@ -238,7 +238,7 @@ class Samples:
     )  # inference: synced per-stage samples
 
 
-@document
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Verdict:
     """The bottleneck label, why, the numbers behind it and what to try."""
 
@@ -248,7 +248,7 @@ class Verdict:
     levers: list[str] = field(default_factory=list)
 
 
-@document
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Trial:
     """One trial of a `--repeat N` measurement: its flat metrics and verdict."""
 
@@ -257,14 +257,14 @@ class Trial:
     bound: str | None = None
 
 
-@document
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Artifacts:
     """Files that belong to the profile, relative to the document."""
 
     trace: str | None = None
 
 
-@document
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Profile:
     """A complete `libreyolo.profile/v2` document."""
 

@@ -34,9 +34,7 @@ def load_model(
     """
     resolved = resolve_weights(str(weights), size_hint=size)
     if resolved.path is not None:
-        model = load_checkpoint(resolved.path, size=size, device=device)
-        model.random_init = False
-        return model
+        return load_checkpoint(resolved.path, size=size, device=device)
     warnings.warn(resolved.warning or "random weights", RandomWeightsWarning, stacklevel=2)
     model = YOLOv9(size=size or resolved.size or "t").to(device).eval()
     model.random_init = True

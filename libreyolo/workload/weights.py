@@ -104,7 +104,11 @@ def resolve_weights(
     if size_hint is not None and size_hint.lower() != size:
         raise UsageError(f"--size {size_hint} contradicts the weights name {name} (size {size})")
     cache = weights_dir()
-    for candidate, source in ((Path("weights") / name, "path"), (cache / name, "cache")):
+    places: tuple[tuple[Path, Literal["path", "cache"]], ...] = (
+        (Path("weights") / name, "path"),
+        (cache / name, "cache"),
+    )
+    for candidate, source in places:
         if candidate.is_file():
             return ResolvedWeights(spec, candidate, "yolo9", size, source=source)
     url = weights_url(name)

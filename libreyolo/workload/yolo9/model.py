@@ -274,6 +274,7 @@ class YOLOv9(nn.Module):
         self.imgsz = 640
         self.letterbox_pad = "topleft"  # libreyolo's default when a checkpoint says nothing
         self.is_fused = False
+        self.random_init = False  # set by load_model when no weights could be had
         self.backbone = Backbone(spec)
         self.neck = Neck(spec)
         ch = (spec.b3[0], spec.b4, spec.b5)
