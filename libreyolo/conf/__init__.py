@@ -1,0 +1,1 @@
+"""Packaged Hydra defaults (`pkg://libreyolo.conf`): YAML only, shipped as package data."""

@@ -1,0 +1,134 @@
+"""Typed config schema: frozen dataclasses for a profile run, registered in Hydra's ConfigStore.
+
+Role: the one description of what `libreyolo profile run|infer` (and `libreyolo-sweep`) accept.
+Packaged YAML in `libreyolo/conf/` pulls these schemas into each option's defaults list, so a typo
+or a wrong type fails at composition. Names of models and datasets are plain strings resolved
+later by the workload registry; no `_target_` here.
+
+Must not: import torch or anything from the measuring layers, or hand `DictConfig` objects out
+(`register_schemas` is the only function touching Hydra, and it returns nothing).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+SCHEMA_GROUP = "schema"
+
+
+class Mode(StrEnum):
+    """What is profiled: a training step (`run`) or an inference call (`infer`).
+
+    Member names equal their values because OmegaConf converts strings to enums by name.
+    """
+
+    run = "run"
+    infer = "infer"
+
+
+class AmpDtype(StrEnum):
+    """CUDA autocast dtype for `infer --half`."""
+
+    float16 = "float16"
+    bfloat16 = "bfloat16"
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Which network: a registry family, its size variant and a weights file or name."""
+
+    family: str = "yolo9"
+    size: str = "t"
+    weights: str = "LibreYOLO9t.pt"
+
+
+@dataclass(frozen=True)
+class DatasetConfig:
+    """Training data: a registry name (`synthetic`, `coco128`) or a dataset YAML path."""
+
+    name_or_path: str = "synthetic"
+    workers: int = 8
+
+
+@dataclass(frozen=True)
+class DeviceConfig:
+    """Where to measure: a CUDA index ("0"), "cpu" or a torch device string ("cuda:1")."""
+
+    name: str = "0"
+
+
+@dataclass(frozen=True)
+class WindowConfig:
+    """The measurement window: warmup, measured training steps, measured inference runs, repeats."""
+
+    warmup: int = 5
+    steps: int = 20
+    runs: int = 100
+    repeat: int = 1
+
+
+@dataclass(frozen=True)
+class ProfileConfig:
+    """One resolved profile run. `batch` -1 means auto-fit (training on CUDA only)."""
+
+    mode: Mode = Mode.run
+    model: ModelConfig = field(default_factory=ModelConfig)
+    dataset: DatasetConfig = field(default_factory=DatasetConfig)
+    device: DeviceConfig = field(default_factory=DeviceConfig)
+    window: WindowConfig = field(default_factory=WindowConfig)
+    batch: int = 16
+    imgsz: int = 640
+    amp: bool = True
+    half: bool = False
+    amp_dtype: AmpDtype = AmpDtype.float16
+    conf: float = 0.25
+    iou: float = 0.45
+    max_det: int = 300
+    trace: bool = True
+    source: str | None = None
+    project: str = "runs/profile"
+
+
+# Keys left unset (`???`) in the stored schemas although the Python classes have defaults: the
+# packaged defaults list always picks a dataset option, and `dataset=custom` must then demand a
+# path (merging `???` onto a value would silently keep the value).
+UNSET_IN_STORE: dict[str, tuple[str, ...]] = {
+    "root": ("dataset.name_or_path",),
+    "dataset": ("name_or_path",),
+}
+
+# ConfigStore names under the `schema/` group (kept apart from real options, hydra-notes §3.4).
+SCHEMAS: dict[str, type[Any]] = {
+    "root": ProfileConfig,
+    "model": ModelConfig,
+    "dataset": DatasetConfig,
+    "device": DeviceConfig,
+    "window": WindowConfig,
+}
+
+
+def register_schemas() -> None:
+    """Store every schema under `schema/<name>` in Hydra's ConfigStore (idempotent).
+
+    The dataclasses are frozen; OmegaConf would mark their nodes read-only and refuse merges,
+    so the stored nodes are made writable. `OmegaConf.to_object` still builds the frozen class.
+    """
+    from hydra.core.config_store import ConfigStore
+    from omegaconf import DictConfig, OmegaConf
+
+    def writable(node: DictConfig) -> DictConfig:
+        OmegaConf.set_readonly(node, None)
+        for key in node:
+            child = node._get_node(key)
+            if isinstance(child, DictConfig):
+                writable(child)
+        return node
+
+    store = ConfigStore.instance()
+    for name, schema in SCHEMAS.items():
+        node = writable(OmegaConf.structured(schema))
+        for key in UNSET_IN_STORE.get(name, ()):
+            OmegaConf.update(node, key, "???")
+        store.store(group=SCHEMA_GROUP, name=name, node=node)
