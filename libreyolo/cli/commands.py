@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 
 from libreyolo.cli.sources import open_metrics, open_profile
-from libreyolo.errors import NoProfileError
 
 Outcome = tuple[object, str | tuple[str, str] | None]
 
@@ -82,16 +81,13 @@ def what_if(args: argparse.Namespace) -> Outcome:
     return result, args.trace
 
 
-def _measurement_unavailable(name: str) -> NoProfileError:
-    return NoProfileError(
-        f"profile {name}: measurement is not part of this build yet; no profile was written",
-        hint="readers work on existing profile.json and profile_trace.json files",
-    )
-
-
 def run(args: argparse.Namespace) -> Outcome:
-    raise _measurement_unavailable("run")
+    from libreyolo.cli.measuring import measure
+
+    return measure(args, "run", args.progress), None
 
 
 def infer(args: argparse.Namespace) -> Outcome:
-    raise _measurement_unavailable("infer")
+    from libreyolo.cli.measuring import measure
+
+    return measure(args, "infer", args.progress), None

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
+from collections.abc import Callable
 from typing import TextIO
 
 from libreyolo.errors import ProfileError
@@ -56,6 +58,24 @@ class Output:
             file=self.stdout, highlight=False, soft_wrap=True, width=self.width, force_terminal=True
         )
         console.print(styled(lines))
+
+    @property
+    def progress(self) -> Callable[[str, int, int], None] | None:
+        """A one-line live status on stderr for measurements; None (silent) under --json or
+        when stderr is not a terminal."""
+        if self.json_mode or not self.stderr.isatty():
+            return None
+        started: dict[str, float] = {}
+
+        def show(stage: str, done: int, total: int) -> None:
+            now = time.monotonic()
+            start = started.setdefault(stage, now)
+            eta = (now - start) / done * (total - done) if done else 0.0
+            end = "\n" if done >= total else ""
+            self.stderr.write(f"\r{stage} {done}/{total}  ETA {eta:4.0f} s {end}")
+            self.stderr.flush()
+
+        return show
 
     def error(self, err: ProfileError) -> None:
         """One line on stderr: text, or a JSON object under --json."""

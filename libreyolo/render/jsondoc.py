@@ -14,6 +14,7 @@ if TYPE_CHECKING:  # result types only; importing them would cost every reader s
     from libreyolo.analysis.kernels import KernelRow, KernelTable
     from libreyolo.analysis.lookup import MetricList, MetricValue
     from libreyolo.analysis.ops import OpTable
+    from libreyolo.analysis.outcome import Outcome
     from libreyolo.analysis.phases import PhaseBreakdown
     from libreyolo.analysis.summary import Summary
     from libreyolo.analysis.whatif import Projection
@@ -224,6 +225,50 @@ def _(result: Summary, source: Source) -> Any:
         "notes": list(result.notes),
     }
     return out
+
+
+@_view("outcome")
+def _(result: Outcome, source: Source) -> Any:
+    m = result.metrics
+    head: dict[str, Any] = {"profile": result.profile_path}
+    trials = {
+        "img_per_s": m.get("img_per_s"),
+        "img_per_s_std": result.img_per_s_std,
+        "img_per_s_n": result.num_trials,
+    }
+    if result.mode == "inference":
+        stages = {
+            "preprocess": m.get("preprocess_ms"),
+            "forward": m.get("forward_ms"),
+            "postprocess": m.get("nms_ms"),
+        }
+        return (
+            head
+            | {"mode": "inference"}
+            | trials
+            | {
+                "latency_p50_ms": m.get("latency_p50_ms"),
+                "latency_p90_ms": m.get("latency_p90_ms"),
+                "latency_p99_ms": m.get("latency_p99_ms"),
+                "bound": result.bound,
+                "stages_ms": stages,
+                "bound_why": result.why,
+                "notes": list(result.notes),
+            }
+        )
+    return (
+        head
+        | {"trace": result.trace_path}
+        | trials
+        | {
+            "bound": result.bound,
+            "gpu_util": m.get("gpu_util"),
+            "mode": "training",
+            "step_ms": m.get("step_ms"),
+            "bound_why": result.why,
+            "notes": list(result.notes),
+        }
+    )
 
 
 @_view("metric")

@@ -13,13 +13,14 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from libreyolo.render.summary_text import summary_lines
-from libreyolo.render.units import fmt_count, fmt_pct_change, fmt_value
+from libreyolo.render.units import fmt_count, fmt_or_unknown, fmt_pct_change, fmt_value
 
 if TYPE_CHECKING:  # result types only; importing them would cost every reader start-up time
     from libreyolo.analysis.compare import Comparison, Delta
     from libreyolo.analysis.kernels import KernelTable
     from libreyolo.analysis.lookup import MetricList, MetricValue
     from libreyolo.analysis.ops import OpTable
+    from libreyolo.analysis.outcome import Outcome
     from libreyolo.analysis.phases import PhaseBreakdown
     from libreyolo.analysis.summary import Summary
     from libreyolo.analysis.whatif import Projection
@@ -164,6 +165,35 @@ def _(result: Projection) -> Lines:
     lines += [f"  assumes: {a}" for a in result.assumptions]
     lines.append("  (rough, verify by actually profiling the change)")
     return lines
+
+
+def _throughput(result: Outcome) -> str:
+    text = fmt_or_unknown(result.metrics.get("img_per_s"))
+    if result.num_trials > 1 and result.img_per_s_std is not None:
+        text += f" +/- {result.img_per_s_std} (n={result.num_trials})"
+    return text
+
+
+@_view("outcome")
+def _(result: Outcome) -> Lines:
+    m = result.metrics
+    if result.mode == "inference":
+        lines = [
+            f"latency  p50 {fmt_or_unknown(m.get('latency_p50_ms'))} ms | p90 "
+            f"{fmt_or_unknown(m.get('latency_p90_ms'))} ms | p99 "
+            f"{fmt_or_unknown(m.get('latency_p99_ms'))} ms  |  {_throughput(result)} img/s",
+            f"stages   preprocess {fmt_or_unknown(m.get('preprocess_ms'))} ms | forward "
+            f"{fmt_or_unknown(m.get('forward_ms'))} ms | postprocess/NMS "
+            f"{fmt_or_unknown(m.get('nms_ms'))} ms",
+            f">> {result.bound.upper()}: {result.why}",
+        ]
+    else:
+        lines = [f"img/s: {_throughput(result)}  |  {result.bound}"]
+    return [
+        *lines,
+        f"profile: {result.profile_path}",
+        f"next:    libreyolo profile summary {result.profile_path}",
+    ]
 
 
 @_view("subcommands")

@@ -228,14 +228,6 @@ def test_cli_json_mode_missing_file_is_one_json_object(v1_dir: Path) -> None:
     }
 
 
-def test_cli_measurement_commands_exit_3_without_a_profile(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.chdir(tmp_path)
-    assert_error(["profile", "infer", "--device", "cpu"], 3, "profile infer: measurement is not")
-    assert not list(tmp_path.iterdir())
-
-
 def test_cli_debug_shows_the_traceback(v1_dir: Path) -> None:
     from libreyolo.errors import UnknownNameError
 

@@ -1,0 +1,39 @@
+"""What `run` and `infer` print when they finish: the profile's path, headline and verdict. Pure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from libreyolo.document.model import Profile, Scalar
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    kind: ClassVar[str] = "outcome"
+    mode: str  # "training" | "inference"
+    profile_path: str
+    trace_path: str | None
+    metrics: dict[str, Scalar]
+    bound: str
+    why: str
+    img_per_s_std: float | None
+    num_trials: int
+    notes: tuple[str, ...]
+
+
+def outcome(profile: Profile, profile_path: str, trace_path: str | None) -> Outcome:
+    """The closing summary of a measurement that wrote `profile_path`."""
+    verdict = profile.verdict
+    std = profile.metrics.get("img_per_s_std")
+    return Outcome(
+        mode=profile.run.mode,
+        profile_path=profile_path,
+        trace_path=trace_path,
+        metrics=dict(profile.metrics),
+        bound=verdict.bound if verdict else str(profile.metrics.get("bound")),
+        why=verdict.why if verdict else "",
+        img_per_s_std=float(std) if isinstance(std, int | float) else None,
+        num_trials=max(len(profile.trials), 1),
+        notes=tuple(profile.trace.notes if profile.trace else ()),
+    )

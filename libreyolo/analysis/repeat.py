@@ -1,0 +1,42 @@
+"""`--repeat N`: one document from N trials. Scalars are trial means (with the sample standard
+deviation of img/s), tables come from the last trial, and every trial's metrics are kept for
+`compare`'s significance rule. Pure.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from libreyolo.analysis import stats
+from libreyolo.document.model import Profile, Scalar, Trial
+
+MIXED = "mixed"  # libreyolo 1.6.0's label when the trials disagree on the bottleneck
+
+
+def _number(value: Scalar) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def aggregate(trials: list[Profile]) -> Profile:
+    """The last trial, with averaged scalar metrics and the trials recorded."""
+    last = trials[-1]
+    metrics = dict(last.metrics)
+    for name, value in last.metrics.items():
+        values = [_number(t.metrics.get(name)) for t in trials]
+        if _number(value) is not None and all(v is not None for v in values):
+            metrics[name] = round(stats.mean([v for v in values if v is not None]) or 0.0, 3)
+    ips = [v for v in (_number(t.metrics.get("img_per_s")) for t in trials) if v is not None]
+    sd = stats.sample_sd(ips)
+    metrics |= {"img_per_s_std": None if sd is None else round(sd, 3), "img_per_s_n": len(ips)}
+    bounds = {t.verdict.bound for t in trials if t.verdict}
+    verdict = last.verdict
+    if len(bounds) > 1 and verdict is not None:
+        verdict = dataclasses.replace(
+            verdict, bound=MIXED, why=f"the trials disagree: {', '.join(sorted(bounds))}"
+        )
+    metrics["bound"] = verdict.bound if verdict else metrics.get("bound")
+    records = [
+        Trial(index=i, metrics=dict(t.metrics), bound=t.verdict.bound if t.verdict else None)
+        for i, t in enumerate(trials)
+    ]
+    return dataclasses.replace(last, metrics=metrics, verdict=verdict, trials=records)

@@ -1,0 +1,48 @@
+"""Where the measurement ran: Python, platform, CPUs, threads, torch/CUDA and device names.
+
+Role: build the profile's `Environment` from the live process. Must not change any setting
+(threads, cuDNN flags) or initialise CUDA on a CPU run: reading device names on a CPU-only
+measurement would create a CUDA context the run never used.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from pathlib import Path
+
+import torch
+
+from libreyolo.document.model import Environment
+
+
+def _cpu_name() -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def collect_environment(device: torch.device) -> Environment:
+    """The Environment of a measurement on `device`."""
+    gpu_names: list[str] = []
+    if device.type == "cuda":
+        gpu_names = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+        device_name: str | None = torch.cuda.get_device_name(device)
+    elif device.type == "mps":
+        device_name = "Apple MPS"
+    else:
+        device_name = _cpu_name()
+    return Environment(
+        python=platform.python_version(),
+        platform=platform.platform(),
+        num_cpus=os.cpu_count(),
+        num_threads=torch.get_num_threads(),
+        torch=str(torch.__version__),
+        cuda=torch.version.cuda,
+        device_name=device_name,
+        gpu_names=gpu_names,
+    )

@@ -1,0 +1,245 @@
+"""`libreyolo profile infer`: time the predict path (preprocess, forward, postprocess).
+
+Role: validate the settings, load and (by default) fuse the model, decode the images once,
+run the window of window.py (unsynced end-to-end latency, then synced per-stage walls), record
+the unsynced half with the torch profiler, analyse the trace and save a finished Profile into
+`<project>/infer/` through a staged run directory. Images are decoded before the window, so
+preprocess times the letterbox and the host-to-device copy, not JPEG decoding (§15 item 19).
+Must not print or exit, nor derive metrics or verdicts (`analysis.build.finalize` does).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import warnings
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+from libreyolo import __version__
+from libreyolo.analysis.build import finalize
+from libreyolo.document.files import save
+from libreyolo.document.model import Artifacts, Profile, RunInfo, Samples, StepSample, Tool
+from libreyolo.errors import AnalysisError, UsageError
+from libreyolo.measure.artifacts import PROFILE_NAME, TRACE_NAME, StagedRun, utc_now
+from libreyolo.measure.device import resolve_device, synchronize
+from libreyolo.measure.environment import collect_environment
+from libreyolo.measure.phases import PhaseTimer, attach_phase_walls, ms
+from libreyolo.measure.window import TraceRecorder, WindowPlan, plan_window
+
+Progress = Callable[[str, int, int], None]  # (stage, done, total): "measure" per iteration
+STAGES = ("preprocess", "forward", "postprocess")
+DEFAULT_IMGSZ = 640  # --imgsz 0 means the model's default input side
+AMP_DTYPES = {"float16": torch.float16, "fp16": torch.float16}
+AMP_DTYPES |= {"bfloat16": torch.bfloat16, "bf16": torch.bfloat16}
+
+
+@dataclass(frozen=True, slots=True)
+class InferSettings:
+    """Everything `profile infer` needs; the CLI/Hydra layer fills it."""
+
+    weights: str = "LibreYOLO9t.pt"
+    size: str | None = None
+    source: str | None = None  # None: the bundled sample image
+    batch: int = 1
+    imgsz: int = DEFAULT_IMGSZ
+    half: bool = False
+    amp_dtype: str = "float16"
+    warmup: int = 20
+    runs: int = 100
+    conf: float = 0.25
+    iou: float = 0.45
+    max_det: int = 300
+    device: str = "0"
+    trace: bool = True
+    project: str = "runs/profile"
+    fuse: bool = True
+
+
+def parse_amp_dtype(value: str) -> torch.dtype:
+    """float16/fp16/bfloat16/bf16 (any case, trimmed), else UsageError before any model load."""
+    dtype = AMP_DTYPES.get(value.strip().lower())
+    if dtype is None:
+        choices = ", ".join(sorted(AMP_DTYPES))
+        raise UsageError(f"amp_dtype must be one of: {choices}; got {value!r}")
+    return dtype
+
+
+def _validate(s: InferSettings) -> None:
+    if s.batch < 1:
+        raise UsageError(f"--batch must be 1 or more; got {s.batch}")
+    if s.imgsz < 0:
+        raise UsageError(f"--imgsz must be positive (0: the model default); got {s.imgsz}")
+    if not 0.0 <= s.conf <= 1.0 or not 0.0 <= s.iou <= 1.0:
+        raise UsageError(f"--conf and --iou must lie in 0..1; got {s.conf} and {s.iou}")
+    if s.max_det < 1:
+        raise UsageError(f"--max-det must be 1 or more; got {s.max_det}")
+
+
+def load_workload_model(
+    weights: str, size: str | None, device: torch.device, notes: list[str]
+) -> torch.nn.Module:
+    """The model on `device`; a random-init fallback is announced again and noted."""
+    from libreyolo.workload.api import RandomWeightsWarning, load_model
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RandomWeightsWarning)
+        model = load_model(weights, size=size, device=device)
+    for warning in caught:
+        if issubclass(warning.category, RandomWeightsWarning):
+            notes.append(f"random weights: {warning.message} (timings real, detections not)")
+        warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
+    return model
+
+
+def profile_inference(
+    settings: InferSettings, *, on_progress: Progress | None = None
+) -> tuple[Profile, Path]:
+    """Measure inference, save `<project>/infer/profile.json`; returns (profile, its path)."""
+    from libreyolo.workload.yolo9 import predict
+
+    _validate(settings)
+    amp_dtype = parse_amp_dtype(settings.amp_dtype)
+    plan = plan_window(settings.warmup, settings.runs)
+    device = resolve_device(settings.device)
+    paths = predict.load_images(settings.source)
+    images = [predict.decode_image(p) for p in paths]  # decoded once, outside the window
+    imgsz = predict.input_size(settings.imgsz or DEFAULT_IMGSZ)
+
+    notes: list[str] = []
+    model = load_workload_model(settings.weights, settings.size, device, notes)
+    random_init = bool(getattr(model, "random_init", False))
+    if settings.fuse:
+        model = model.fuse()
+    amp_effective = settings.half and device.type == "cuda"
+    if settings.half and not amp_effective:
+        notes.append(f"--half has no effect on {device.type}: the forward ran in float32")
+    autocast: Callable[[], AbstractContextManager[object]] = (
+        (lambda: torch.autocast("cuda", dtype=amp_dtype)) if amp_effective else nullcontext
+    )
+
+    def run_once(iteration: int, timer: PhaseTimer) -> None:
+        first = iteration * settings.batch
+        batch = [images[(first + j) % len(images)] for j in range(settings.batch)]
+        with timer("preprocess"):
+            x, boxes = predict.preprocess(batch, imgsz=imgsz, device=device)
+        with timer("forward"), autocast():
+            pred = model(x)
+        with timer("postprocess"):
+            predict.postprocess(
+                pred, boxes, conf=settings.conf, iou=settings.iou, max_det=settings.max_det
+            )
+
+    target = Path(settings.project) / "infer"
+    with StagedRun(target) as run, torch.inference_mode():
+        samples = _measure(plan, device, settings.trace, run_once, on_progress)
+        trace = None
+        if samples.recorder.export(run.path(TRACE_NAME)):
+            try:
+                from libreyolo.kineto import analyse_trace
+
+                trace = analyse_trace(run.path(TRACE_NAME))
+            except AnalysisError as err:
+                notes.append(f"trace not analysed: {err.message}")
+        notes.extend(samples.recorder.notes)
+        config = asdict(settings) | {
+            "amp_dtype": str(amp_dtype).removeprefix("torch."),
+            "imgsz_input": imgsz,
+            "num_images": len(images),
+            "device_resolved": str(device),
+            "amp_effective": amp_effective,
+            "random_init": random_init,
+            "fused": bool(getattr(model, "is_fused", False)),
+            "notes": list(notes),
+        }
+        if trace is not None:
+            trace = attach_phase_walls(trace, samples.stage_ms, notes)
+        profile = Profile(
+            kind="infer",
+            created=utc_now(),
+            tool=Tool(version=__version__),
+            run=RunInfo(
+                mode="inference",
+                model=f"LibreYOLO9{getattr(model, 'size', settings.size or '')}",
+                weights=os.fspath(settings.weights),
+                device=str(device),
+                batch=settings.batch,
+                imgsz=imgsz,
+                amp=amp_effective,
+                config=config,
+            ),
+            environment=collect_environment(device),
+            window=plan.document(),
+            samples=Samples(
+                steps=samples.steps, latency_ms=samples.latency_ms, stage_ms=samples.stage_ms
+            ),
+            trace=trace,
+            artifacts=Artifacts(trace=TRACE_NAME if trace is not None else None),
+        )
+        profile = finalize(profile)
+        if trace is None and run.path(TRACE_NAME).exists():
+            run.path(TRACE_NAME).unlink()  # an unanalysable trace is not part of the set
+        save(profile, run.path(PROFILE_NAME))
+        run.commit()
+    return profile, run.final(PROFILE_NAME)
+
+
+@dataclass
+class _Samples:
+    recorder: TraceRecorder
+    steps: list[StepSample]
+    latency_ms: list[float]
+    stage_ms: dict[str, list[float]]
+
+
+def _measure(
+    plan: WindowPlan,
+    device: torch.device,
+    trace: bool,
+    run_once: Callable[[int, PhaseTimer], None],
+    on_progress: Progress | None,
+) -> _Samples:
+    """Run warmup, the traced unsynced half, then the synced half; collect raw samples."""
+    timer = PhaseTimer(device)
+    recorder = TraceRecorder(plan, device.type, enabled=trace)
+    out = _Samples(recorder, [], [], {stage: [] for stage in STAGES})
+    try:
+        for iteration in range(plan.num_total):
+            if iteration == plan.num_traced:
+                recorder.close()  # the synced half runs without the profiler
+            synced = plan.is_synced(iteration)
+            timer.begin(synced=synced)
+            start = time.perf_counter()
+            run_once(iteration, timer)
+            if not synced:
+                synchronize(device)  # one sync at the end: latency includes all queued work
+            elapsed = ms(time.perf_counter() - start)
+            if iteration < plan.num_traced:
+                recorder.step()
+            if not plan.is_warmup(iteration):
+                _record(out, iteration - plan.num_warmup, synced, elapsed, timer.wall_ms())
+            if on_progress is not None:
+                on_progress("measure", iteration + 1, plan.num_total)
+    finally:
+        recorder.close()
+    return out
+
+
+def _record(
+    out: _Samples, index: int, synced: bool, elapsed: float, walls: dict[str, float]
+) -> None:
+    if synced:
+        for stage in STAGES:
+            out.stage_ms[stage].append(walls.get(stage, 0.0))
+        out.steps.append(
+            StepSample(
+                index=index, synced=True, wall_ms=round(sum(walls.values()), 4), phase_ms=walls
+            )
+        )
+    else:
+        out.latency_ms.append(elapsed)
+        out.steps.append(StepSample(index=index, synced=False, wall_ms=elapsed))

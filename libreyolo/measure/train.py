@@ -1,0 +1,243 @@
+"""`libreyolo profile run`: time real YOLOv9 training steps on a dataset.
+
+Role: validate the settings; check that one epoch of the dataset holds the measured steps at
+this batch (an epoch boundary inside the window would add loader restarts and reshuffles to
+`dataload`, §15 item 18; warmup may span epochs, and the window starts a fresh epoch when the
+current one cannot hold it, a restart noted in the profile); run the window of window.py with
+the phases `dataload`, `to_device`, `forward`, `backward`, `optimizer`; record the unsynced
+half with the torch profiler; analyse the trace and save a finished Profile into
+`<project>/run/` through a staged run directory. No validation pass or checkpoint runs inside
+the window. Must not print or exit, nor derive metrics or verdicts (`analysis.build.finalize`).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from libreyolo import __version__
+from libreyolo.analysis.build import finalize
+from libreyolo.document.files import save
+from libreyolo.document.model import Artifacts, Profile, RunInfo, Samples, StepSample, Tool
+from libreyolo.errors import AnalysisError, NoProfileError, UsageError
+from libreyolo.measure.artifacts import PROFILE_NAME, TRACE_NAME, StagedRun, utc_now
+from libreyolo.measure.device import resolve_device, synchronize
+from libreyolo.measure.environment import collect_environment
+from libreyolo.measure.infer import Progress, load_workload_model
+from libreyolo.measure.phases import MS_DIGITS, PhaseTimer, attach_phase_walls, ms
+from libreyolo.measure.window import TraceRecorder, WindowPlan, plan_window
+
+PHASES = ("dataload", "to_device", "forward", "backward", "optimizer")
+SEED = 0  # fixed shuffle and augmentation, so two runs see the same batches
+
+
+@dataclass(frozen=True, slots=True)
+class TrainSettings:
+    """Everything `profile run` needs; the CLI/Hydra layer fills it."""
+
+    data: str = "coco128"
+    weights: str = "LibreYOLO9t.pt"
+    size: str | None = None
+    batch: int = 16
+    imgsz: int = 640
+    workers: int = 8
+    amp: bool = True
+    steps: int = 20
+    warmup: int = 10
+    device: str = "0"
+    project: str = "runs/profile"
+
+
+def _validate(s: TrainSettings, device: torch.device) -> None:
+    if s.batch == -1 and device.type != "cuda":
+        raise UsageError(
+            f"--batch -1 (AutoBatch) sizes the batch from GPU memory; {device.type} has none",
+            hint="pass an explicit --batch, e.g. --batch 16",
+        )
+    if s.batch == -1:
+        raise UsageError("--batch -1 (AutoBatch) is not supported yet", hint="pass --batch N")
+    if s.batch < 1:
+        raise UsageError(f"--batch must be 1 or more (or -1 for AutoBatch); got {s.batch}")
+    if s.workers < 0:
+        raise UsageError(f"--workers must be 0 or more; got {s.workers}")
+    if s.imgsz < 32 or s.imgsz % 32:
+        raise UsageError(f"--imgsz must be a multiple of 32, at least 32; got {s.imgsz}")
+
+
+def check_window_fits(num_images: int, available: int, needed: int, batch: int) -> None:
+    """NoProfileError naming the numbers and the ways out when one epoch cannot hold the window."""
+    if available >= needed:
+        return
+    raise NoProfileError(
+        f"the dataset has {num_images} images: {available} batches of {batch} per epoch, "
+        f"but the {needed} measured steps need {needed} batches in one epoch",
+        hint="use a larger dataset, fewer --steps, or a smaller --batch",
+    )
+
+
+def _epoch_batches(
+    loader: Iterable[Any], plan: WindowPlan, available: int, notes: list[str]
+) -> Iterator[Any]:
+    """Batches for every iteration; epochs end only inside warmup, never inside the window.
+
+    A generator, so each loader restart happens inside the `next()` timed as `dataload`.
+    """
+    epoch, left = iter(loader), available
+    for iteration in range(plan.num_total):
+        restart = left == 0 or (iteration == plan.num_warmup and left < plan.num_measured)
+        if restart:
+            if iteration == plan.num_warmup:
+                notes.append(
+                    "the window starts a new epoch: its first dataload restarts the loader"
+                )
+            epoch, left = iter(loader), available
+        left -= 1
+        yield next(epoch)
+
+
+@dataclass
+class _Samples:
+    steps: list[StepSample] = field(default_factory=list)
+    phase_ms: dict[str, list[float]] = field(default_factory=dict)
+
+
+def profile_training(
+    settings: TrainSettings, *, on_progress: Progress | None = None
+) -> tuple[Profile, Path]:
+    """Measure training, save `<project>/run/profile.json`; returns (profile, its path)."""
+    from libreyolo.workload.data.augment import AugmentConfig
+    from libreyolo.workload.data.dataset import YoloDataset
+    from libreyolo.workload.data.dataset_config import resolve_dataset
+    from libreyolo.workload.data.loader import batches_available, build_loader
+    from libreyolo.workload.train import TrainStep
+
+    plan = plan_window(settings.warmup, settings.steps, measured_flag="--steps")
+    device = resolve_device(settings.device)
+    _validate(settings, device)
+    spec = resolve_dataset(settings.data)
+    dataset = YoloDataset(spec, settings.imgsz, AugmentConfig(), seed=SEED)
+    available = batches_available(dataset, settings.batch)
+    check_window_fits(len(dataset), available, plan.num_measured, settings.batch)
+
+    notes: list[str] = [f"dataset: skipped {line}" for line in dataset.issues[:5]]
+    model = load_workload_model(settings.weights, settings.size, device, notes)
+    random_init = bool(getattr(model, "random_init", False))
+    if getattr(model, "nc", spec.nc) != spec.nc:
+        model.reset_classes(spec.nc, dict(enumerate(spec.names)))
+        notes.append(f"class layers reset from the checkpoint's classes to {spec.nc}")
+    trainer = TrainStep(model, device=device, amp=settings.amp)
+    if settings.amp and not trainer.amp_effective:
+        notes.append(f"AMP has no effect on {device.type}: the step ran in float32")
+    loader = build_loader(dataset, batch=settings.batch, workers=settings.workers, seed=SEED)
+
+    target = Path(settings.project) / "run"
+    with StagedRun(target) as run:
+        timer = PhaseTimer(device)
+        recorder = TraceRecorder(plan, device.type, enabled=True)
+        out = _Samples(phase_ms={name: [] for name in PHASES})
+        batches = _epoch_batches(loader, plan, available, notes)
+        try:
+            for iteration in range(plan.num_total):
+                if iteration == plan.num_traced:
+                    recorder.close()
+                synced = plan.is_synced(iteration)
+                timer.begin(synced=synced)
+                start = time.perf_counter()
+                with timer("dataload"):
+                    batch = next(batches)
+                loaded = time.perf_counter()
+                losses = trainer.step(batch, timer)
+                # Reading the loss back is what a training loop does every step (1.6.0 called
+                # .item()); it also ends the step's device work, so wall time is not CPU run-ahead.
+                losses["total"]
+                if not synced:
+                    synchronize(device)
+                end = time.perf_counter()
+                if iteration < plan.num_traced:
+                    recorder.step()
+                if not plan.is_warmup(iteration):
+                    _record(out, iteration - plan.num_warmup, synced, start, loaded, end, timer)
+                if on_progress is not None:
+                    on_progress("measure", iteration + 1, plan.num_total)
+        finally:
+            recorder.close()
+            batches.close()  # stops loader workers before the trace is analysed
+
+        trace = None
+        if recorder.export(run.path(TRACE_NAME)):
+            try:
+                from libreyolo.kineto import analyse_trace
+
+                trace = analyse_trace(run.path(TRACE_NAME))
+            except AnalysisError as err:
+                notes.append(f"trace not analysed: {err.message}")
+        notes.extend(recorder.notes)
+        if trace is not None:
+            trace = attach_phase_walls(trace, out.phase_ms, notes)
+        else:
+            run.path(TRACE_NAME).unlink(missing_ok=True)
+        config = asdict(settings) | {
+            "device_resolved": str(device),
+            "dataset_yaml": os.fspath(spec.yaml_path) if spec.yaml_path else None,
+            "num_images": len(dataset),
+            "batches_per_epoch": available,
+            "amp_effective": trainer.amp_effective,
+            "random_init": random_init,
+            "notes": list(notes),
+        }
+        profile = Profile(
+            kind="train",
+            created=utc_now(),
+            tool=Tool(version=__version__),
+            run=RunInfo(
+                mode="training",
+                model=f"LibreYOLO9{getattr(model, 'size', settings.size or '')}",
+                weights=os.fspath(settings.weights),
+                device=str(device),
+                batch=settings.batch,
+                imgsz=settings.imgsz,
+                amp=trainer.amp_effective,
+                config=config,
+            ),
+            environment=collect_environment(device),
+            window=plan.document(),
+            samples=Samples(steps=out.steps),
+            trace=trace,
+            artifacts=Artifacts(trace=TRACE_NAME if trace is not None else None),
+        )
+        profile = finalize(profile)
+        save(profile, run.path(PROFILE_NAME))
+        run.commit()
+    return profile, run.final(PROFILE_NAME)
+
+
+def _record(
+    out: _Samples,
+    index: int,
+    synced: bool,
+    start: float,
+    loaded: float,
+    end: float,
+    timer: PhaseTimer,
+) -> None:
+    if synced:
+        walls = timer.wall_ms()
+        for name in PHASES:
+            out.phase_ms[name].append(walls.get(name, 0.0))
+        total = round(sum(walls.values()), MS_DIGITS)
+        out.steps.append(StepSample(index=index, synced=True, wall_ms=total, phase_ms=walls))
+    else:
+        out.steps.append(
+            StepSample(
+                index=index,
+                synced=False,
+                wall_ms=ms(end - start),
+                dataload_ms=ms(loaded - start),
+            )
+        )

@@ -1,0 +1,131 @@
+"""The measured window: warmup, then an unsynced half and a synced half.
+
+Role: plan how many iterations run and which are timed how. The honest-timing design of
+libreyolo 1.6.0 (reference-behaviour.md §4) stays: **the verdict comes from unsynced steps,
+phase composition from synced steps.** The first `max(1, measured // 2)` measured iterations
+add no device syncs, so their wall time shows real CPU/GPU overlap (latency, step time, img/s,
+dataload stall); the rest sync around each phase and give its wall time (composition only).
+
+The torch profiler records exactly the unsynced half (profiler-definitions.md §2: analyse all
+steps of the unsynced half, not 1.6.0's markers 2..8), so the trace's utilisation is not
+diluted by the idle gaps the syncs create. Must not run or time anything itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from libreyolo.document.model import Window
+from libreyolo.errors import UsageError
+
+MIN_MEASURED = 2  # one unsynced and one synced iteration at least
+
+
+@dataclass(frozen=True, slots=True)
+class WindowPlan:
+    """Iteration counts of one measurement; indices are 0-based over all iterations."""
+
+    num_warmup: int
+    num_measured: int
+
+    @property
+    def num_unsynced(self) -> int:
+        return max(1, self.num_measured // 2)
+
+    @property
+    def num_synced(self) -> int:
+        return self.num_measured - self.num_unsynced
+
+    @property
+    def num_total(self) -> int:
+        return self.num_warmup + self.num_measured
+
+    @property
+    def num_traced(self) -> int:
+        """Profiler warmup + active steps: everything before the synced half."""
+        return self.num_warmup + self.num_unsynced
+
+    def is_warmup(self, iteration: int) -> bool:
+        return iteration < self.num_warmup
+
+    def is_synced(self, iteration: int) -> bool:
+        return iteration >= self.num_traced
+
+    def schedule(self) -> Callable[[int], Any]:
+        """`torch.profiler.schedule`: warm up on the warmup iterations, record the unsynced half."""
+        from torch.profiler import schedule
+
+        return schedule(wait=0, warmup=self.num_warmup, active=self.num_unsynced, repeat=1)
+
+    def document(self) -> Window:
+        return Window(
+            num_warmup=self.num_warmup,
+            num_measured=self.num_measured,
+            num_unsynced=self.num_unsynced,
+            num_synced=self.num_synced,
+        )
+
+
+def plan_window(warmup: int, measured: int, *, measured_flag: str = "--runs") -> WindowPlan:
+    """A WindowPlan, or UsageError for counts 1.6.0 silently clamped (§15 item 14)."""
+    if warmup < 0:
+        raise UsageError(f"--warmup must be 0 or more; got {warmup}")
+    if measured < MIN_MEASURED:
+        raise UsageError(
+            f"{measured_flag} must be at least {MIN_MEASURED} (one unsynced and one synced "
+            f"iteration); got {measured}"
+        )
+    return WindowPlan(num_warmup=warmup, num_measured=measured)
+
+
+class TraceRecorder:
+    """The torch profiler over the traced iterations, or a no-op when tracing is off.
+
+    CPU activity always, CUDA activity only on CUDA; shapes, stacks and memory are off, as in
+    1.6.0, to keep the profiler's own overhead out of the unsynced latency. Call `step()` once
+    per traced iteration (warmup included) and `close()` once the unsynced half is done.
+    """
+
+    def __init__(self, plan: WindowPlan, device_type: str, *, enabled: bool) -> None:
+        self.plan = plan
+        self.enabled = enabled
+        self.notes: list[str] = []
+        self._prof: Any = None
+        if not enabled:
+            return
+        import warnings
+
+        import torch.profiler as tp
+
+        activities = [tp.ProfilerActivity.CPU]
+        if device_type == "cuda":
+            activities.append(tp.ProfilerActivity.CUDA)
+        self._prof = tp.profile(activities=activities, schedule=plan.schedule())
+        with warnings.catch_warnings():
+            # warmup=0 is a legitimate choice here; torch warns that it may skew results.
+            warnings.simplefilter("ignore", UserWarning)
+            self._prof.start()
+
+    def step(self) -> None:
+        if self._prof is not None:
+            self._prof.step()
+
+    def close(self) -> None:
+        """Stop recording (idempotent); later iterations run without the profiler."""
+        if self._prof is not None and not getattr(self, "_closed", False):
+            self._closed = True
+            self._prof.stop()
+
+    def export(self, path: Any) -> bool:
+        """Write the Chrome trace to `path`; False (and a note) when torch cannot."""
+        if self._prof is None:
+            return False
+        self.close()
+        try:
+            self._prof.export_chrome_trace(str(path))
+        except (RuntimeError, OSError, ValueError) as err:
+            self.notes.append(f"no trace: torch could not export it ({err})")
+            return False
+        return True

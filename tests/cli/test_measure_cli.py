@@ -1,0 +1,223 @@
+"""`profile infer` and `profile run` through the CLI, on CPU with tiny windows."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from tests.conftest import SHARED_FIXTURES, invoke
+
+CHECKPOINT = SHARED_FIXTURES / "libreyolo_v1_checkpoints" / "LibreYOLO9t_nc80_seed0.pt"
+SCHEMA = Path(__file__).resolve().parents[2] / "libreyolo" / "document" / "profile.schema.json"
+TINY_INFER = ["--device", "cpu", "--warmup", "1", "--runs", "4", "--imgsz", "128"]
+
+
+@pytest.fixture
+def weights() -> str:
+    if not CHECKPOINT.is_file():
+        pytest.skip(f"checkpoint fixture not found at {CHECKPOINT}")
+    return str(CHECKPOINT)
+
+
+def test_infer_writes_a_valid_profile_the_readers_read(weights: str, tmp_path: Path) -> None:
+    project = str(tmp_path / "p")
+    result = invoke(
+        ["profile", "infer", "--weights", weights, *TINY_INFER, "--project", project, "--json"]
+    )
+    assert result.status == 0, result.stderr
+    out = result.json()
+    assert list(out)[:10] == [
+        "profile",
+        "mode",
+        "img_per_s",
+        "img_per_s_std",
+        "img_per_s_n",
+        "latency_p50_ms",
+        "latency_p90_ms",
+        "latency_p99_ms",
+        "bound",
+        "stages_ms",
+    ]
+    path = Path(out["profile"])
+    assert path == tmp_path / "p" / "infer" / "profile.json" and out["mode"] == "inference"
+    document = json.loads(path.read_text())
+    jsonschema.validate(document, json.loads(SCHEMA.read_text()))
+    assert document["run"]["config"]["resolved"]["model"]["weights"] == weights
+    assert document["run"]["overrides"][0] == "mode=infer"
+    assert len(document["samples"]["latency_ms"]) == 2  # the unsynced half of 4 runs
+    assert invoke(["profile", "summary", str(path)]).status == 0
+    assert invoke(["profile", "get", str(path), "forward_ms"]).stdout.strip() != "null"
+    assert (path.parent / "profile_trace.json").is_file()
+    assert invoke(["profile", "phases", str(path.parent / "profile_trace.json")]).status == 0
+
+
+def test_infer_repeat_writes_the_aggregate_with_trials(weights: str, tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    result = invoke(
+        [
+            "profile",
+            "infer",
+            "--weights",
+            weights,
+            *TINY_INFER,
+            "--no-trace",
+            "--repeat",
+            "2",
+            "--project",
+            str(project),
+            "--json",
+        ]
+    )
+    assert result.status == 0, result.stderr
+    out = result.json()
+    assert out["profile"] == str(project / "infer_repeat.json") and out["img_per_s_n"] == 2
+    document = json.loads((project / "infer_repeat.json").read_text())
+    trials = [t["metrics"]["img_per_s"] for t in document["trials"]]
+    assert len(trials) == 2
+    assert document["metrics"]["img_per_s"] == pytest.approx(sum(trials) / 2, abs=1e-3)
+    compared = invoke(["profile", "compare", out["profile"], out["profile"], "--json"]).json()
+    assert compared["img_per_s"]["significant"] is False
+
+
+def test_infer_text_output_keeps_the_v1_lines(weights: str, tmp_path: Path) -> None:
+    result = invoke(
+        [
+            "profile",
+            "infer",
+            "--weights",
+            weights,
+            *TINY_INFER,
+            "--no-trace",
+            "--project",
+            str(tmp_path),
+        ]
+    )
+    assert result.status == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("latency  p50 ") and " img/s" in lines[0]
+    assert lines[1].startswith("stages   preprocess ")
+    assert lines[2].startswith(">> COMPUTE: ")
+    assert lines[3] == f"profile: {tmp_path / 'infer' / 'profile.json'}"
+    assert lines[4] == f"next:    libreyolo profile summary {tmp_path / 'infer' / 'profile.json'}"
+
+
+def test_infer_default_device_without_cuda_exits_2(weights: str, tmp_path: Path) -> None:
+    result = invoke(["profile", "infer", "--weights", weights, "--project", str(tmp_path)])
+    assert result.status == 2 and result.stdout == ""
+    assert result.stderr == (
+        "--device 0 needs CUDA, but torch finds no CUDA device (use --device cpu)\n"
+    )
+    assert not (tmp_path / "infer").exists()
+
+
+@pytest.fixture
+def synthetic_yaml(tmp_path: Path) -> str:
+    from libreyolo.workload.data.synthetic import make_synthetic
+
+    return str(make_synthetic(tmp_path / "data", num_train=6, num_val=2, imgsz=128, seed=1))
+
+
+TINY_RUN = [
+    "--device",
+    "cpu",
+    "--batch",
+    "2",
+    "--imgsz",
+    "128",
+    "--workers",
+    "0",
+    "--steps",
+    "2",
+    "--warmup",
+    "1",
+]
+
+
+def test_run_on_the_synthetic_dataset(weights, synthetic_yaml, tmp_path: Path) -> None:
+    result = invoke(
+        [
+            "profile",
+            "run",
+            synthetic_yaml,
+            "--weights",
+            weights,
+            *TINY_RUN,
+            "--project",
+            str(tmp_path / "p"),
+            "--json",
+        ]
+    )
+    assert result.status == 0, result.stderr
+    out = result.json()
+    assert list(out)[:7] == [
+        "profile",
+        "trace",
+        "img_per_s",
+        "img_per_s_std",
+        "img_per_s_n",
+        "bound",
+        "gpu_util",
+    ]
+    assert out["bound"] == "compute"  # a CPU training step is CPU-bound, never host / launch
+    phases = invoke(["profile", "phases", out["profile"], "--json"]).json()
+    names = [row["phase"] for row in phases["phases"]]
+    assert {"dataload", "to_device", "forward", "backward", "optimizer"} <= set(names)
+
+
+def test_run_with_a_dataset_too_small_exits_3(weights, synthetic_yaml, tmp_path: Path) -> None:
+    result = invoke(
+        [
+            "profile",
+            "run",
+            synthetic_yaml,
+            "--weights",
+            weights,
+            *TINY_RUN[:-4],
+            "--steps",
+            "20",
+            "--warmup",
+            "1",
+            "--project",
+            str(tmp_path / "p"),
+        ]
+    )
+    assert result.status == 3 and result.stdout == ""
+    assert "--steps" in result.stderr and "--batch" in result.stderr
+    assert result.stderr.count("\n") == 1
+    assert not (tmp_path / "p" / "run" / "profile.json").exists()
+
+
+def test_run_auto_batch_on_cpu_exits_2(weights, synthetic_yaml, tmp_path: Path) -> None:
+    result = invoke(
+        [
+            "profile",
+            "run",
+            synthetic_yaml,
+            "--weights",
+            weights,
+            "--device",
+            "cpu",
+            "--batch",
+            "-1",
+            "--project",
+            str(tmp_path),
+        ]
+    )
+    assert result.status == 2 and result.stdout == ""
+    assert "-1" in result.stderr or "auto" in result.stderr.lower()
+
+
+def test_interrupt_exits_130_with_one_line(monkeypatch, weights: str, tmp_path: Path) -> None:
+    import libreyolo.cli.measuring as measuring
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(measuring, "profile_inference", interrupted)
+    result = invoke(
+        ["profile", "infer", "--weights", weights, *TINY_INFER, "--project", str(tmp_path)]
+    )
+    assert (result.status, result.stdout, result.stderr) == (130, "", "interrupted\n")

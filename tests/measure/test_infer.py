@@ -1,0 +1,142 @@
+"""The inference collector on CPU with a tiny window: a complete, readable profile."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from libreyolo.cli.main import main
+from libreyolo.document.codec import to_builtins
+from libreyolo.document.files import load
+from libreyolo.document.model import Profile
+from libreyolo.errors import UsageError
+from libreyolo.measure.infer import InferSettings, profile_inference
+
+STAGES = {"preprocess", "forward", "postprocess"}
+
+
+def _settings(checkpoint: Path, project: Path, **changes: object) -> InferSettings:
+    base = {
+        "weights": str(checkpoint),
+        "size": "t",
+        "imgsz": 128,
+        "warmup": 1,
+        "runs": 5,
+        "device": "cpu",
+        "project": str(project),
+    }
+    return InferSettings(**(base | changes))  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def measured(
+    checkpoint: Path, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Profile, Path, list[tuple[str, int, int]]]:
+    calls: list[tuple[str, int, int]] = []
+    project = tmp_path_factory.mktemp("project")
+    settings = _settings(checkpoint, project, half=True)
+    profile, path = profile_inference(settings, on_progress=lambda *a: calls.append(a))
+    return profile, path, calls
+
+
+def test_profile_is_written_and_valid(
+    measured: tuple[Profile, Path, list[tuple[str, int, int]]],
+    schema_validator: jsonschema.Draft202012Validator,
+) -> None:
+    profile, path, _ = measured
+    assert path.name == "profile.json" and path.parent.name == "infer"
+    schema_validator.validate(to_builtins(profile))
+    on_disk = json.loads(path.read_text(encoding="utf-8"))
+    schema_validator.validate(on_disk)
+    assert load(str(path)) == profile
+    assert not [p for p in path.parent.parent.iterdir() if p.name.startswith(".")]
+
+
+def test_window_and_samples(measured: tuple[Profile, Path, list[tuple[str, int, int]]]) -> None:
+    profile, _, calls = measured
+    window = profile.window
+    assert (window.num_warmup, window.num_measured) == (1, 5)
+    assert (window.num_unsynced, window.num_synced) == (2, 3)
+    assert len(profile.samples.latency_ms) == window.num_unsynced
+    assert set(profile.samples.stage_ms) == STAGES
+    assert all(len(v) == window.num_synced for v in profile.samples.stage_ms.values())
+    steps = profile.samples.steps
+    assert [s.index for s in steps] == list(range(5))
+    assert [s.synced for s in steps] == [False, False, True, True, True]
+    assert all(set(s.phase_ms) == STAGES for s in steps if s.synced)
+    assert profile.metrics["latency_n"] == 2
+    assert profile.metrics["forward_ms"] is not None
+    assert calls[-1] == ("measure", 6, 6)
+
+
+def test_trace_exists_and_is_analysed(
+    measured: tuple[Profile, Path, list[tuple[str, int, int]]],
+) -> None:
+    profile, path, _ = measured
+    assert profile.artifacts.trace == "profile_trace.json"
+    assert (path.parent / "profile_trace.json").is_file()
+    trace = profile.trace
+    assert trace is not None and not trace.has_gpu
+    assert trace.num_steps == profile.window.num_unsynced  # the trace holds the unsynced half
+    phases = {p.name: p for p in trace.phases}
+    assert set(phases) >= STAGES
+    assert all(phases[name].wall_ms_per_step is not None for name in STAGES)
+
+
+def test_cpu_run_records_device_truth(
+    measured: tuple[Profile, Path, list[tuple[str, int, int]]],
+) -> None:
+    profile, _, _ = measured
+    run, env = profile.run, profile.environment
+    assert run.mode == "inference" and run.device == "cpu" and run.batch == 1
+    assert run.imgsz == 128 and run.amp is False
+    assert run.config["amp_effective"] is False and run.config["half"] is True
+    assert run.config["random_init"] is False and run.config["fused"] is True
+    assert any("--half has no effect" in note for note in run.config["notes"])
+    assert env.num_threads and env.torch and env.python and env.num_cpus
+    assert profile.verdict is not None
+
+
+def test_readers_work_on_it(measured: tuple[Profile, Path, list[tuple[str, int, int]]]) -> None:
+    _, path, _ = measured
+    for reader in ("summary", "phases", "get"):
+        assert main(["profile", reader, str(path)]) == 0
+
+
+def test_no_trace_run(checkpoint: Path, tmp_path: Path) -> None:
+    profile, path = profile_inference(_settings(checkpoint, tmp_path, trace=False, runs=2))
+    assert profile.trace is None and profile.artifacts.trace is None
+    assert not (path.parent / "profile_trace.json").exists()
+    assert len(profile.samples.latency_ms) == 1 and profile.metrics["latency_p50_ms"] is not None
+
+
+def test_device_zero_without_cuda_is_usage_error(checkpoint: Path, tmp_path: Path) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    with pytest.raises(UsageError, match="needs CUDA"):
+        profile_inference(_settings(checkpoint, tmp_path, device="0"))
+    assert not (tmp_path / "infer").exists()
+
+
+def test_bad_amp_dtype_fails_before_loading(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="amp_dtype must be one of"):
+        profile_inference(_settings(tmp_path / "missing.pt", tmp_path, amp_dtype="int8"))
+
+
+def test_interrupted_run_leaves_previous_profile(checkpoint: Path, tmp_path: Path) -> None:
+    _, path = profile_inference(_settings(checkpoint, tmp_path, runs=2, trace=False))
+    before = path.read_bytes()
+
+    def interrupt(stage: str, done: int, total: int) -> None:
+        if done == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        profile_inference(_settings(checkpoint, tmp_path, runs=4), on_progress=interrupt)
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["infer"]  # no staging left behind

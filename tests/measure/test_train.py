@@ -1,0 +1,86 @@
+"""The training collector on CPU: the synthetic set, batch 2, warmup 1, steps 4, no workers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from libreyolo.cli.main import main
+from libreyolo.document.codec import to_builtins
+from libreyolo.document.model import Profile
+from libreyolo.errors import NoProfileError, UsageError
+from libreyolo.measure.train import TrainSettings, profile_training
+from libreyolo.workload.data.synthetic import make_synthetic
+
+PHASES = {"dataload", "to_device", "forward", "backward", "optimizer"}
+
+
+def _settings(checkpoint: Path, data: Path, project: Path, **changes: object) -> TrainSettings:
+    base = {
+        "data": str(data),
+        "weights": str(checkpoint),
+        "size": "t",
+        "batch": 2,
+        "imgsz": 128,
+        "workers": 0,
+        "steps": 4,
+        "warmup": 1,
+        "device": "cpu",
+        "project": str(project),
+    }
+    return TrainSettings(**(base | changes))  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_synthetic(tmp_path_factory.mktemp("data"), num_train=8, num_val=2, imgsz=128)
+
+
+@pytest.fixture(scope="module")
+def measured(
+    checkpoint: Path, data: Path, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Profile, Path]:
+    return profile_training(_settings(checkpoint, data, tmp_path_factory.mktemp("project")))
+
+
+def test_training_profile_is_complete(
+    measured: tuple[Profile, Path], schema_validator: jsonschema.Draft202012Validator
+) -> None:
+    profile, path = measured
+    assert path.parent.name == "run" and path.is_file()
+    schema_validator.validate(to_builtins(profile))
+    assert profile.kind == "train" and profile.run.mode == "training"
+    assert (profile.window.num_unsynced, profile.window.num_synced) == (2, 2)
+    steps = profile.samples.steps
+    assert [s.synced for s in steps] == [False, False, True, True]
+    assert all(s.dataload_ms is not None for s in steps if not s.synced)
+    assert all(set(s.phase_ms) == PHASES for s in steps if s.synced)
+    assert profile.run.config["amp_effective"] is False and profile.run.amp is False
+    assert profile.metrics["step_ms"] is not None
+    # 4 batches per epoch: warmup takes one, so the window starts a fresh epoch (noted).
+    assert any("new epoch" in note for note in profile.run.config["notes"])
+    trace = profile.trace
+    assert trace is not None and trace.num_steps == 2
+    phases = {p.name: p for p in trace.phases}
+    assert set(phases) >= PHASES
+    assert all(phases[name].wall_ms_per_step is not None for name in PHASES)
+    assert (path.parent / "profile_trace.json").is_file()
+    assert main(["profile", "summary", str(path)]) == 0
+
+
+def test_dataset_too_small_names_the_numbers(checkpoint: Path, data: Path, tmp_path: Path) -> None:
+    with pytest.raises(NoProfileError) as info:
+        profile_training(_settings(checkpoint, data, tmp_path, batch=4, steps=4, warmup=1))
+    message = info.value.message
+    assert "8 images" in message and "2 batches of 4" in message and "need 4 batches" in message
+    assert info.value.hint is not None
+    for way_out in ("larger dataset", "fewer --steps", "smaller --batch"):
+        assert way_out in info.value.hint
+    assert not (tmp_path / "run").exists()
+
+
+def test_autobatch_on_cpu_is_usage_error(checkpoint: Path, data: Path, tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="AutoBatch"):
+        profile_training(_settings(checkpoint, data, tmp_path, batch=-1))
