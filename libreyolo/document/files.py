@@ -129,6 +129,12 @@ def save(profile: Profile, path: str | os.PathLike[str], *, overwrite: bool = Fa
     return target
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def write_atomic(target: Path, payload: bytes, *, overwrite: bool = True) -> None:
     """Put `payload` at `target` so that readers see the old file or the new, never half.
 
@@ -144,6 +150,7 @@ def write_atomic(target: Path, payload: bytes, *, overwrite: bool = True) -> Non
             out.write(payload)
             out.flush()
             os.fsync(out.fileno())
+            os.fchmod(out.fileno(), 0o666 & ~_umask())  # mkstemp makes 0600; keep a normal mode
         if overwrite:
             os.replace(temp_name, target)
         else:

@@ -282,3 +282,12 @@ def test_load_v2_unknown_keys_are_tolerated(tmp_path: Path) -> None:
     raw["run"]["new_field"] = "ok"
     path = _write(tmp_path, "additive.json", json.dumps(raw))
     assert files.load(path) == _profile()
+
+
+def test_save_gives_the_file_a_normal_mode(tmp_path: Path) -> None:
+    import os
+
+    path = files.save(_profile(), tmp_path / "mode.json")
+    mask = os.umask(0)
+    os.umask(mask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~mask
