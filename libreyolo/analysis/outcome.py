@@ -37,3 +37,12 @@ def outcome(profile: Profile, profile_path: str, trace_path: str | None) -> Outc
         num_trials=max(len(profile.trials), 1),
         notes=tuple(profile.trace.notes if profile.trace else ()),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigView:
+    """The composed config that `--print-config` shows instead of measuring."""
+
+    kind: ClassVar[str] = "config"
+    config: dict[str, object]
+    yaml_text: str

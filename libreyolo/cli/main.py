@@ -29,7 +29,7 @@ def main(argv: Sequence[str] | None = None, *, output: Output | None = None) -> 
         if not hasattr(args, "handler"):
             parser.print_help(out.stdout)
             return ExitStatus.OK
-        args.progress = out.progress
+        args.progress, args.words = out.progress, words
         result, source = args.handler(args)
     except SystemExit as stop:  # --help printed its text
         return int(stop.code or 0)

@@ -14,9 +14,9 @@ import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from libreyolo.analysis.outcome import Outcome, outcome
+from libreyolo.analysis.outcome import ConfigView, Outcome, outcome
 from libreyolo.analysis.repeat import aggregate
-from libreyolo.config.compose import as_plain_dict, compose_config
+from libreyolo.config.compose import as_plain_dict, compose_config, config_yaml
 from libreyolo.config.overrides import to_overrides
 from libreyolo.config.schema import ProfileConfig
 from libreyolo.document.files import save
@@ -42,9 +42,26 @@ def _one_line_warnings() -> Iterator[None]:
         yield
 
 
+def _typed(args: argparse.Namespace) -> set[str]:
+    """The dests of the flags the user typed (and positionals given), not argparse defaults."""
+    words = list(getattr(args, "words", []))
+    typed = {dest for dest in ("data", "source") if getattr(args, dest, None) is not None}
+    for dest in vars(args):
+        flag = "--" + dest.replace("_", "-")
+        negated = "--no-" + dest.replace("_", "-")
+        if any(w in (flag, negated) or w.startswith(flag + "=") for w in words):
+            typed.add(dest)
+    return typed
+
+
 def _compose(args: argparse.Namespace, mode: str) -> tuple[ProfileConfig, list[str]]:
-    overrides = to_overrides(vars(args), mode=mode)
-    return compose_config(overrides), overrides
+    # With an experiment file, only typed flags override it: argparse defaults must not.
+    only = _typed(args) if args.config else None
+    overrides = to_overrides(vars(args), mode=None if args.config else mode, only=only)
+    cfg = compose_config(
+        overrides, config_dir=args.config_dir, config_name=args.config or "profile"
+    )
+    return cfg, overrides
 
 
 def _infer_settings(cfg: ProfileConfig) -> object:
@@ -93,9 +110,13 @@ def _with_config(profile: Profile, cfg: ProfileConfig, overrides: list[str]) -> 
     return dataclasses.replace(profile, run=run)
 
 
-def measure(args: argparse.Namespace, mode: str, progress: Callable[..., None] | None) -> Outcome:
+def measure(
+    args: argparse.Namespace, mode: str, progress: Callable[..., None] | None
+) -> Outcome | ConfigView:
     """Compose, measure `--repeat` trials, write the profile(s) and return the outcome."""
     cfg, overrides = _compose(args, mode)
+    if args.print_config:
+        return ConfigView(as_plain_dict(cfg), config_yaml(cfg))
     collect, settings = (
         (profile_inference, _infer_settings(cfg))
         if mode == "infer"

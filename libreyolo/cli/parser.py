@@ -72,8 +72,22 @@ def _add(
     return parser
 
 
+def _add_config_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config-dir", help="Folder of your own Hydra configs / experiments")
+    p.add_argument(
+        "--config",
+        help="Experiment file (in --config-dir) to compose; the flags you type still override it",
+    )
+    p.add_argument(
+        "--print-config",
+        action="store_true",
+        help="Print the composed config and exit without measuring",
+    )
+
+
 def _add_run(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
     p = _add(sub, "run", commands.run, common)
+    _add_config_flags(p)
     p.add_argument("data", help="Dataset yaml/name (e.g. coco128)")
     p.add_argument("--weights", default="LibreYOLO9t.pt", help="Model weights file / name")
     p.add_argument("--size", default="t", help="Model size variant (t, s, m, c)")
@@ -107,6 +121,7 @@ def _add_run(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
 
 def _add_infer(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
     p = _add(sub, "infer", commands.infer, common)
+    _add_config_flags(p)
     p.add_argument(
         "source", nargs="?", default=None, help="Image or directory (default: bundled sample image)"
     )

@@ -14,7 +14,7 @@ if TYPE_CHECKING:  # result types only; importing them would cost every reader s
     from libreyolo.analysis.kernels import KernelRow, KernelTable
     from libreyolo.analysis.lookup import MetricList, MetricValue
     from libreyolo.analysis.ops import OpTable
-    from libreyolo.analysis.outcome import Outcome
+    from libreyolo.analysis.outcome import ConfigView, Outcome
     from libreyolo.analysis.phases import PhaseBreakdown
     from libreyolo.analysis.summary import Summary
     from libreyolo.analysis.whatif import Projection
@@ -269,6 +269,11 @@ def _(result: Outcome, source: Source) -> Any:
             "notes": list(result.notes),
         }
     )
+
+
+@_view("config")
+def _(result: ConfigView, source: Source) -> Any:
+    return result.config
 
 
 @_view("metric")

@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # result types only; importing them would cost every reader s
     from libreyolo.analysis.kernels import KernelTable
     from libreyolo.analysis.lookup import MetricList, MetricValue
     from libreyolo.analysis.ops import OpTable
-    from libreyolo.analysis.outcome import Outcome
+    from libreyolo.analysis.outcome import ConfigView, Outcome
     from libreyolo.analysis.phases import PhaseBreakdown
     from libreyolo.analysis.summary import Summary
     from libreyolo.analysis.whatif import Projection
@@ -194,6 +194,11 @@ def _(result: Outcome) -> Lines:
         f"profile: {result.profile_path}",
         f"next:    libreyolo profile summary {result.profile_path}",
     ]
+
+
+@_view("config")
+def _(result: ConfigView) -> Lines:
+    return result.yaml_text.rstrip("\n").splitlines()
 
 
 @_view("subcommands")

@@ -221,3 +221,54 @@ def test_interrupt_exits_130_with_one_line(monkeypatch, weights: str, tmp_path: 
         ["profile", "infer", "--weights", weights, *TINY_INFER, "--project", str(tmp_path)]
     )
     assert (result.status, result.stdout, result.stderr) == (130, "", "interrupted\n")
+
+
+def test_print_config_shows_the_composed_config_without_measuring(tmp_path: Path) -> None:
+    result = invoke(
+        [
+            "profile",
+            "infer",
+            "--device",
+            "cpu",
+            "--batch",
+            "4",
+            "--print-config",
+            "--project",
+            str(tmp_path),
+            "--json",
+        ]
+    )
+    assert result.status == 0, result.stderr
+    config = result.json()
+    assert (config["mode"], config["batch"], config["device"]["name"]) == ("infer", 4, "cpu")
+    assert not any(tmp_path.iterdir())
+
+
+def test_experiment_file_is_overridden_only_by_typed_flags() -> None:
+    conf = str(Path(__file__).resolve().parents[2] / "conf")
+    result = invoke(
+        [
+            "profile",
+            "infer",
+            "--config-dir",
+            conf,
+            "--config",
+            "infer_latency_fp16",
+            "--device",
+            "cpu",
+            "--print-config",
+            "--json",
+        ]
+    )
+    assert result.status == 0, result.stderr
+    config = result.json()
+    assert config["half"] is True  # the file's value survives the --no-half default
+    assert config["model"]["size"] == "s" and config["device"]["name"] == "cpu"
+
+
+def test_unknown_config_file_exits_2(tmp_path: Path) -> None:
+    result = invoke(
+        ["profile", "infer", "--config-dir", str(tmp_path), "--config", "nope", "--print-config"]
+    )
+    assert result.status == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1
