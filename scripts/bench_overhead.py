@@ -1,0 +1,117 @@
+"""What the profiler costs: p50 latency of `profile infer` (no trace, and with trace) against a
+bare loop of the same three stages, alternating in one process on CPU; then `profile run` img/s
+on the synthetic dataset at batch 4, imgsz 320, workers 0 (libreyolo 1.6.0: 4.8 img/s here).
+
+Targets: no trace ≤ 1.02 x the bare loop, trace ≤ 1.05 x (libreyolo 1.6.0 added 5-7 %).
+
+    python scripts/bench_overhead.py [--rounds 3] [--runs 20] [--warmup 5] [--imgsz 640]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from libreyolo.measure.infer import InferSettings, profile_inference  # noqa: E402
+from libreyolo.measure.train import TrainSettings, profile_training  # noqa: E402
+from libreyolo.workload.api import load_model  # noqa: E402
+from libreyolo.workload.data.synthetic import make_synthetic  # noqa: E402
+from libreyolo.workload.yolo9 import predict  # noqa: E402
+
+CHECKPOINT = ROOT.parent / "shared/fixtures/libreyolo_v1_checkpoints/LibreYOLO9t_nc80_seed0.pt"
+
+
+def bare_p50(model: torch.nn.Module, image: object, imgsz: int, warmup: int, runs: int) -> float:
+    """p50 ms of preprocess -> forward -> postprocess with nothing around it (the unsynced
+    half of `runs`, as the profiler reports)."""
+    samples = []
+    with torch.inference_mode():
+        for i in range(warmup + runs // 2):
+            start = time.perf_counter()
+            x, boxes = predict.preprocess([image], imgsz=imgsz)
+            predict.postprocess(model(x), boxes)
+            if i >= warmup:
+                samples.append((time.perf_counter() - start) * 1000)
+    return statistics.median(samples)
+
+
+def profiled_p50(weights: str, imgsz: int, warmup: int, runs: int, trace: bool) -> float:
+    with tempfile.TemporaryDirectory() as project:
+        settings = InferSettings(
+            weights=weights,
+            imgsz=imgsz,
+            warmup=warmup,
+            runs=runs,
+            device="cpu",
+            trace=trace,
+            project=project,
+        )
+        profile, _ = profile_inference(settings)
+    return float(profile.metrics["latency_p50_ms"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--imgsz", type=int, default=640)
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")
+    weights = str(CHECKPOINT) if CHECKPOINT.is_file() else "LibreYOLO9t.pt"
+    model = load_model(weights).fuse()
+    image = predict.decode_image(predict.SAMPLE_IMAGE)
+    rows: dict[str, list[float]] = {"bare": [], "no trace": [], "trace": []}
+    for _ in range(args.rounds):  # alternate, so drift on a noisy machine hits all three
+        rows["bare"].append(bare_p50(model, image, args.imgsz, args.warmup, args.runs))
+        rows["no trace"].append(profiled_p50(weights, args.imgsz, args.warmup, args.runs, False))
+        rows["trace"].append(profiled_p50(weights, args.imgsz, args.warmup, args.runs, True))
+    bare = statistics.median(rows["bare"])
+    print(
+        f"infer p50, t at {args.imgsz}, batch 1, CPU, {torch.get_num_threads()} threads, "
+        f"{args.rounds} rounds (median of the per-round p50s)"
+    )
+    for label, target in (("bare", None), ("no trace", 1.02), ("trace", 1.05)):
+        p50 = statistics.median(rows[label])
+        verdict = (
+            ""
+            if target is None
+            else (
+                f"  {p50 / bare:.3f}x bare, target ≤ {target}: "
+                f"{'met' if p50 / bare <= target else 'MISSED'}"
+            )
+        )
+        print(f"  {label:<9} {p50:7.2f} ms  rounds {[round(v, 1) for v in rows[label]]}{verdict}")
+    with tempfile.TemporaryDirectory() as tmp:
+        data = make_synthetic(Path(tmp) / "data", num_train=64, num_val=4, imgsz=320)
+        settings = TrainSettings(
+            data=str(data),
+            weights=weights,
+            batch=4,
+            imgsz=320,
+            workers=0,
+            steps=10,
+            warmup=2,
+            device="cpu",
+            project=str(Path(tmp) / "p"),
+        )
+        profile, _ = profile_training(settings)
+    ips = float(profile.metrics["img_per_s"])
+    print(
+        f"profile run, synthetic, batch 4, imgsz 320, workers 0: {ips:.2f} img/s "
+        f"({ips / 4.8:.2f}x libreyolo 1.6.0's 4.8 img/s)"
+    )
+
+
+if __name__ == "__main__":
+    main()
