@@ -28,6 +28,7 @@ from libreyolo.errors import AnalysisError, UsageError
 from libreyolo.measure.artifacts import PROFILE_NAME, TRACE_NAME, StagedRun, utc_now
 from libreyolo.measure.device import resolve_device, synchronize
 from libreyolo.measure.environment import collect_environment
+from libreyolo.measure.memory import reset_peaks, with_device_memory
 from libreyolo.measure.phases import PhaseTimer, attach_phase_walls, ms
 from libreyolo.measure.window import TraceRecorder, WindowPlan, plan_window
 
@@ -112,6 +113,7 @@ def profile_inference(
 
     notes: list[str] = []
     model = load_workload_model(settings.weights, settings.size, device, notes)
+    reset_peaks(device)
     random_init = bool(getattr(model, "random_init", False))
     if settings.fuse:
         model = model.fuse()
@@ -157,7 +159,7 @@ def profile_inference(
             "notes": list(notes),
         }
         if trace is not None:
-            trace = attach_phase_walls(trace, samples.stage_ms, notes)
+            trace = with_device_memory(attach_phase_walls(trace, samples.stage_ms, notes), device)
         profile = Profile(
             kind="infer",
             created=utc_now(),

@@ -30,6 +30,7 @@ from libreyolo.measure.artifacts import PROFILE_NAME, TRACE_NAME, StagedRun, utc
 from libreyolo.measure.device import resolve_device, synchronize
 from libreyolo.measure.environment import collect_environment
 from libreyolo.measure.infer import Progress, load_workload_model
+from libreyolo.measure.memory import reset_peaks, with_device_memory
 from libreyolo.measure.phases import MS_DIGITS, PhaseTimer, attach_phase_walls, ms
 from libreyolo.measure.window import TraceRecorder, WindowPlan, plan_window
 
@@ -127,6 +128,7 @@ def profile_training(
 
     notes: list[str] = [f"dataset: skipped {line}" for line in dataset.issues[:5]]
     model = load_workload_model(settings.weights, settings.size, device, notes)
+    reset_peaks(device)
     random_init = bool(getattr(model, "random_init", False))
     if getattr(model, "nc", spec.nc) != spec.nc:
         model.reset_classes(spec.nc, dict(enumerate(spec.names)))
@@ -179,7 +181,7 @@ def profile_training(
                 notes.append(f"trace not analysed: {err.message}")
         notes.extend(recorder.notes)
         if trace is not None:
-            trace = attach_phase_walls(trace, out.phase_ms, notes)
+            trace = with_device_memory(attach_phase_walls(trace, out.phase_ms, notes), device)
         else:
             run.path(TRACE_NAME).unlink(missing_ok=True)
         config = asdict(settings) | {
