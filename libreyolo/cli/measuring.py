@@ -13,6 +13,7 @@ import sys
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from libreyolo.analysis.outcome import ConfigView, Outcome, outcome
 from libreyolo.analysis.repeat import aggregate
@@ -64,7 +65,7 @@ def _compose(args: argparse.Namespace, mode: str) -> tuple[ProfileConfig, list[s
     return cfg, overrides
 
 
-def _infer_settings(cfg: ProfileConfig) -> object:
+def _infer_settings(cfg: ProfileConfig) -> Any:
     from libreyolo.measure.infer import InferSettings
 
     return InferSettings(
@@ -86,7 +87,7 @@ def _infer_settings(cfg: ProfileConfig) -> object:
     )
 
 
-def _train_settings(cfg: ProfileConfig) -> object:
+def _train_settings(cfg: ProfileConfig) -> Any:
     from libreyolo.measure.train import TrainSettings
 
     return TrainSettings(
@@ -125,7 +126,7 @@ def measure(
     trials: list[Profile] = []
     for _ in range(cfg.window.repeat):
         with _one_line_warnings():
-            profile, path = collect(settings, on_progress=progress)  # type: ignore[operator]
+            profile, path = collect(settings, on_progress=progress)
         profile = _with_config(profile, cfg, overrides)
         save(profile, path, overwrite=True)
         trials.append(profile)

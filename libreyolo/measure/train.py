@@ -12,12 +12,13 @@ the window. Must not print or exit, nor derive metrics or verdicts (`analysis.bu
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -55,15 +56,38 @@ class TrainSettings:
     project: str = "runs/profile"
 
 
+def _fit_batch(settings: TrainSettings, device: torch.device, nc: int) -> tuple[TrainSettings, str]:
+    """Settings with the batch AutoBatch fits on `device` (real training steps on random data)."""
+    from libreyolo.measure.autobatch import autobatch
+    from libreyolo.workload.train import TrainStep
+    from libreyolo.workload.yolo9.model import YOLOv9
+
+    model = YOLOv9(settings.size or "t", nc, aux=True).to(device)
+    trainer = TrainStep(model, device=device, amp=settings.amp, ema=False)
+
+    def run_step(batch: int) -> None:
+        images = torch.rand(batch, 3, settings.imgsz, settings.imgsz)
+        box = torch.tensor([[0, 0, 8, 8, 40, 40]], dtype=torch.float32)
+        targets = torch.cat([box + torch.tensor([[i, 0, 0, 0, 0, 0]]) for i in range(batch)])
+        trainer.step(_ProbeBatch(images, targets, []))
+
+    batch, note = autobatch(run_step, device)
+    return dataclasses.replace(settings, batch=batch), note
+
+
+class _ProbeBatch(NamedTuple):
+    images: torch.Tensor
+    targets: torch.Tensor
+    paths: list[str]
+
+
 def _validate(s: TrainSettings, device: torch.device) -> None:
     if s.batch == -1 and device.type != "cuda":
         raise UsageError(
             f"--batch -1 (AutoBatch) sizes the batch from GPU memory; {device.type} has none",
             hint="pass an explicit --batch, e.g. --batch 16",
         )
-    if s.batch == -1:
-        raise UsageError("--batch -1 (AutoBatch) is not supported yet", hint="pass --batch N")
-    if s.batch < 1:
+    if s.batch < 1 and s.batch != -1:
         raise UsageError(f"--batch must be 1 or more (or -1 for AutoBatch); got {s.batch}")
     if s.workers < 0:
         raise UsageError(f"--workers must be 0 or more; got {s.workers}")
@@ -122,11 +146,16 @@ def profile_training(
     device = resolve_device(settings.device)
     _validate(settings, device)
     spec = resolve_dataset(settings.data)
+    fitted_note = None
+    if settings.batch == -1:
+        settings, fitted_note = _fit_batch(settings, device, spec.nc)
     dataset = YoloDataset(spec, settings.imgsz, AugmentConfig(), seed=SEED)
     available = batches_available(dataset, settings.batch)
     check_window_fits(len(dataset), available, plan.num_measured, settings.batch)
 
     notes: list[str] = [f"dataset: skipped {line}" for line in dataset.issues[:5]]
+    if fitted_note:
+        notes.append(fitted_note)
     model = load_workload_model(settings.weights, settings.size, device, notes)
     reset_peaks(device)
     random_init = bool(getattr(model, "random_init", False))
