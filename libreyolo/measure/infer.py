@@ -30,6 +30,7 @@ from libreyolo.measure.device import resolve_device, synchronize
 from libreyolo.measure.environment import collect_environment
 from libreyolo.measure.memory import reset_peaks, with_device_memory
 from libreyolo.measure.phases import PhaseTimer, attach_phase_walls, ms
+from libreyolo.measure.stages import stage
 from libreyolo.measure.window import TraceRecorder, WindowPlan, plan_window
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total): "measure" per iteration
@@ -107,16 +108,18 @@ def profile_inference(
     amp_dtype = parse_amp_dtype(settings.amp_dtype)
     plan = plan_window(settings.warmup, settings.runs)
     device = resolve_device(settings.device)
-    paths = predict.load_images(settings.source)
-    images = [predict.decode_image(p) for p in paths]  # decoded once, outside the window
+    with stage("load images", on_progress, hint="check the source images"):
+        paths = predict.load_images(settings.source)
+        images = [predict.decode_image(p) for p in paths]  # decoded once, outside the window
     imgsz = predict.input_size(settings.imgsz or DEFAULT_IMGSZ)
 
     notes: list[str] = []
-    model = load_workload_model(settings.weights, settings.size, device, notes)
-    reset_peaks(device)
-    random_init = bool(getattr(model, "random_init", False))
-    if settings.fuse:
-        model = model.fuse()
+    with stage("load weights", on_progress, hint="check --weights and --size"):
+        model = load_workload_model(settings.weights, settings.size, device, notes)
+        reset_peaks(device)
+        random_init = bool(getattr(model, "random_init", False))
+        if settings.fuse:
+            model = model.fuse()
     amp_effective = settings.half and device.type == "cuda"
     if settings.half and not amp_effective:
         notes.append(f"--half has no effect on {device.type}: the forward ran in float32")
@@ -138,7 +141,8 @@ def profile_inference(
 
     target = Path(settings.project) / "infer"
     with StagedRun(target) as run, torch.inference_mode():
-        samples = _measure(plan, device, settings.trace, run_once, on_progress)
+        with stage("measure", on_progress, hint="try --no-trace, a smaller --batch or --imgsz"):
+            samples = _measure(plan, device, settings.trace, run_once, on_progress)
         trace = None
         if samples.recorder.export(run.path(TRACE_NAME)):
             try:

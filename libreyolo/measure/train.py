@@ -33,6 +33,7 @@ from libreyolo.measure.environment import collect_environment
 from libreyolo.measure.infer import Progress, load_workload_model
 from libreyolo.measure.memory import reset_peaks, with_device_memory
 from libreyolo.measure.phases import MS_DIGITS, PhaseTimer, attach_phase_walls, ms
+from libreyolo.measure.stages import stage
 from libreyolo.measure.window import TraceRecorder, WindowPlan, plan_window
 
 PHASES = ("dataload", "to_device", "forward", "backward", "optimizer")
@@ -145,24 +146,28 @@ def profile_training(
     plan = plan_window(settings.warmup, settings.steps, measured_flag="--steps")
     device = resolve_device(settings.device)
     _validate(settings, device)
-    spec = resolve_dataset(settings.data)
+    with stage("build data", on_progress, hint="check the dataset YAML, images and labels"):
+        spec = resolve_dataset(settings.data)
     fitted_note = None
     if settings.batch == -1:
-        settings, fitted_note = _fit_batch(settings, device, spec.nc)
-    dataset = YoloDataset(spec, settings.imgsz, AugmentConfig(), seed=SEED)
+        with stage("fit batch", on_progress, hint="pass an explicit --batch"):
+            settings, fitted_note = _fit_batch(settings, device, spec.nc)
+    with stage("build data", on_progress, hint="check the dataset YAML, images and labels"):
+        dataset = YoloDataset(spec, settings.imgsz, AugmentConfig(), seed=SEED)
     available = batches_available(dataset, settings.batch)
     check_window_fits(len(dataset), available, plan.num_measured, settings.batch)
 
     notes: list[str] = [f"dataset: skipped {line}" for line in dataset.issues[:5]]
     if fitted_note:
         notes.append(fitted_note)
-    model = load_workload_model(settings.weights, settings.size, device, notes)
-    reset_peaks(device)
-    random_init = bool(getattr(model, "random_init", False))
-    if getattr(model, "nc", spec.nc) != spec.nc:
-        model.reset_classes(spec.nc, dict(enumerate(spec.names)))
-        notes.append(f"class layers reset from the checkpoint's classes to {spec.nc}")
-    trainer = TrainStep(model, device=device, amp=settings.amp)
+    with stage("load weights", on_progress, hint="check --weights and --size"):
+        model = load_workload_model(settings.weights, settings.size, device, notes)
+        reset_peaks(device)
+        random_init = bool(getattr(model, "random_init", False))
+        if getattr(model, "nc", spec.nc) != spec.nc:
+            model.reset_classes(spec.nc, dict(enumerate(spec.names)))
+            notes.append(f"class layers reset from the checkpoint's classes to {spec.nc}")
+        trainer = TrainStep(model, device=device, amp=settings.amp)
     if settings.amp and not trainer.amp_effective:
         notes.append(f"AMP has no effect on {device.type}: the step ran in float32")
     loader = build_loader(dataset, batch=settings.batch, workers=settings.workers, seed=SEED)
