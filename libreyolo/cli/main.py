@@ -29,8 +29,11 @@ def main(argv: Sequence[str] | None = None, *, output: Output | None = None) -> 
         if not hasattr(args, "handler"):
             parser.print_help(out.stdout)
             return ExitStatus.OK
-        args.progress, args.words = out.progress, words
-        result, source = args.handler(args)
+        args.progress, args.words = out.progress(), words
+        try:
+            result, source = args.handler(args)
+        finally:
+            out.close()
     except SystemExit as stop:  # --help printed its text
         return int(stop.code or 0)
     except ProfileError as err:

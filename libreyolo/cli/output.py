@@ -7,9 +7,11 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 from collections.abc import Callable
-from typing import TextIO
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from rich.progress import TaskID
 
 from libreyolo.errors import ProfileError
 from libreyolo.render.text import to_lines
@@ -32,6 +34,7 @@ class Output:
     ) -> None:
         self.stdout, self.stderr = stdout, stderr
         self.json_mode, self.color, self.width = json_mode, color, width
+        self._bar: Any = None  # a rich Progress while a measurement shows one
 
     @classmethod
     def for_terminal(cls, *, json_mode: bool, no_color: bool) -> Output:
@@ -59,23 +62,45 @@ class Output:
         )
         console.print(styled(lines))
 
-    @property
     def progress(self) -> Callable[[str, int, int], None] | None:
-        """A one-line live status on stderr for measurements; None (silent) under --json or
-        when stderr is not a terminal."""
+        """A live rich progress display on stderr (stage, i/N, ETA) for measurements; None, i.e.
+        silent, under --json or when stderr is not a terminal. `close()` removes it."""
         if self.json_mode or not self.stderr.isatty():
             return None
-        started: dict[str, float] = {}
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+        )
+
+        bar = Progress(
+            TextColumn("{task.description:<14}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            console=Console(file=self.stderr),
+            transient=True,
+        )
+        tasks: dict[str, TaskID] = {}
+        self._bar = bar
 
         def show(stage: str, done: int, total: int) -> None:
-            now = time.monotonic()
-            start = started.setdefault(stage, now)
-            eta = (now - start) / done * (total - done) if done else 0.0
-            end = "\n" if done >= total else ""
-            self.stderr.write(f"\r{stage} {done}/{total}  ETA {eta:4.0f} s {end}")
-            self.stderr.flush()
+            if not tasks:
+                bar.start()
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(stage, total=total)
+            bar.update(tasks[stage], completed=done)
 
         return show
+
+    def close(self) -> None:
+        """Stop a live progress display, if one was started."""
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
 
     def error(self, err: ProfileError) -> None:
         """One line on stderr: text, or a JSON object under --json."""

@@ -229,7 +229,7 @@ def _measure(
             if not plan.is_warmup(iteration):
                 _record(out, iteration - plan.num_warmup, synced, elapsed, timer.wall_ms())
             if on_progress is not None:
-                on_progress("measure", iteration + 1, plan.num_total)
+                on_progress(*plan.progress(iteration))
     finally:
         recorder.close()
     return out

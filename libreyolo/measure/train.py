@@ -200,7 +200,7 @@ def profile_training(
                 if not plan.is_warmup(iteration):
                     _record(out, iteration - plan.num_warmup, synced, start, loaded, end, timer)
                 if on_progress is not None:
-                    on_progress("measure", iteration + 1, plan.num_total)
+                    on_progress(*plan.progress(iteration))
         finally:
             recorder.close()
             batches.close()  # stops loader workers before the trace is analysed

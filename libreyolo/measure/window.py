@@ -38,6 +38,12 @@ class WindowPlan:
     def num_synced(self) -> int:
         return self.num_measured - self.num_unsynced
 
+    def progress(self, iteration: int) -> tuple[str, int, int]:
+        """(stage, done, total) after `iteration`: warmup first, then measured steps."""
+        if iteration < self.num_warmup:
+            return "warmup", iteration + 1, self.num_warmup
+        return "measured step", iteration + 1 - self.num_warmup, self.num_measured
+
     @property
     def num_total(self) -> int:
         return self.num_warmup + self.num_measured

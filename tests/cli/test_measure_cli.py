@@ -272,3 +272,24 @@ def test_unknown_config_file_exits_2(tmp_path: Path) -> None:
     )
     assert result.status == 2 and result.stdout == ""
     assert result.stderr.count("\n") == 1
+
+
+def test_progress_is_shown_on_a_terminal_only() -> None:
+    import io
+
+    from libreyolo.cli.output import Output
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    assert Output(io.StringIO(), io.StringIO()).progress() is None
+    assert Output(io.StringIO(), Terminal(), json_mode=True).progress() is None
+    err = Terminal()
+    out = Output(io.StringIO(), err)
+    show = out.progress()
+    assert show is not None
+    for stage, done, total in (("load weights", 0, 1), ("warmup", 1, 2), ("measured step", 3, 4)):
+        show(stage, done, total)
+    out.close()
+    assert "measured step" in err.getvalue()

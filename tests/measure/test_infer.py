@@ -69,7 +69,8 @@ def test_window_and_samples(measured: tuple[Profile, Path, list[tuple[str, int, 
     assert all(set(s.phase_ms) == STAGES for s in steps if s.synced)
     assert profile.metrics["latency_n"] == 2
     assert profile.metrics["forward_ms"] is not None
-    assert calls[-1] == ("measure", 6, 6)
+    assert calls[-1] == ("measured step", 5, 5)  # warmup 1 + runs 5
+    assert ("warmup", 1, 1) in calls and ("load weights", 0, 1) in calls
 
 
 def test_trace_exists_and_is_analysed(
