@@ -81,6 +81,7 @@ def _infer_settings(cfg: ProfileConfig) -> Any:
         conf=cfg.conf,
         iou=cfg.iou,
         max_det=cfg.max_det,
+        include_decode=cfg.include_decode,
         device=cfg.device.name,
         trace=cfg.trace,
         project=cfg.project,

@@ -169,6 +169,12 @@ def _add_infer(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
         help="Emit a Chrome trace for kernel/op drill-down",
     )
     p.add_argument("--project", default="runs/profile", help="Output root directory")
+    p.add_argument(
+        "--include-decode",
+        action="store_true",
+        help="Decode the image files inside the measured window (default: decoded "
+        "once before it, so preprocess is letterbox + copy only)",
+    )
 
 
 def _add_readers(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:

@@ -36,6 +36,7 @@ FLAG_KEYS: dict[str, str] = {
     "max_det": "max_det",
     "device": "device.name",
     "trace": "trace",
+    "include_decode": "include_decode",
     "project": "project",
 }
 

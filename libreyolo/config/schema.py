@@ -87,6 +87,7 @@ class ProfileConfig:
     iou: float = 0.45
     max_det: int = 300
     trace: bool = True
+    include_decode: bool = False  # infer: decode image files inside the window, not once before
     source: str | None = None
     project: str = "runs/profile"
 

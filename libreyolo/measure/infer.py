@@ -60,6 +60,7 @@ class InferSettings:
     trace: bool = True
     project: str = "runs/profile"
     fuse: bool = True
+    include_decode: bool = False  # decode files inside the window (in preprocess), not before
 
 
 def parse_amp_dtype(value: str) -> torch.dtype:
@@ -129,8 +130,13 @@ def profile_inference(
 
     def run_once(iteration: int, timer: PhaseTimer) -> None:
         first = iteration * settings.batch
-        batch = [images[(first + j) % len(images)] for j in range(settings.batch)]
+        picks = [(first + j) % len(images) for j in range(settings.batch)]
         with timer("preprocess"):
+            batch = (
+                [predict.decode_image(paths[k]) for k in picks]
+                if settings.include_decode
+                else [images[k] for k in picks]
+            )
             x, boxes = predict.preprocess(batch, imgsz=imgsz, device=device)
         with timer("forward"), autocast():
             pred = model(x)

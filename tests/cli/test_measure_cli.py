@@ -293,3 +293,33 @@ def test_progress_is_shown_on_a_terminal_only() -> None:
         show(stage, done, total)
     out.close()
     assert "measured step" in err.getvalue()
+
+
+def test_include_decode_moves_decoding_into_preprocess(weights: str, tmp_path: Path) -> None:
+    base = ["profile", "infer", "--weights", weights, *TINY_INFER, "--no-trace", "--json"]
+    once = invoke([*base, "--project", str(tmp_path / "a")]).json()
+    inside = invoke([*base, "--include-decode", "--project", str(tmp_path / "b")]).json()
+    # The sample image is a 1280x852 JPEG: decoding it costs milliseconds on any CPU.
+    assert inside["stages_ms"]["preprocess"] > once["stages_ms"]["preprocess"]
+    document = json.loads(Path(inside["profile"]).read_text())
+    assert document["run"]["config"]["include_decode"] is True
+
+
+def test_run_accepts_the_built_in_synthetic_name(weights, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("LIBREYOLO_DATASETS_DIR", str(tmp_path / "datasets"))
+    result = invoke(
+        [
+            "profile",
+            "run",
+            "synthetic",
+            "--weights",
+            weights,
+            *TINY_RUN,
+            "--project",
+            str(tmp_path / "p"),
+            "--json",
+        ]
+    )
+    assert result.status == 0, result.stderr
+    assert Path(result.json()["profile"]).is_file()
+    assert any((tmp_path / "datasets").iterdir())  # generated once into the datasets folder
