@@ -6,14 +6,9 @@ Imported only by those two commands: it pulls in Hydra here and torch in the col
 from __future__ import annotations
 
 import argparse
-import contextlib
-import dataclasses
 import os
-import sys
-import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from libreyolo.analysis.outcome import ConfigView, Outcome, outcome
 from libreyolo.analysis.repeat import aggregate
@@ -23,24 +18,17 @@ from libreyolo.config.schema import ProfileConfig
 from libreyolo.document.files import save
 from libreyolo.document.model import Profile
 from libreyolo.measure import profile_inference, profile_training
+from libreyolo.measure.from_config import (
+    infer_settings,
+    one_line_warnings,
+    train_settings,
+    with_config,
+)
 
 REPEAT_FILES = {"infer": "infer_repeat.json", "run": "profile_repeat.json"}
 # Kineto logs "gpuGetDeviceCount failed" at ERROR level on every CPU-only run; it means nothing
 # to a user and would hide our own one-line diagnostics.
 os.environ.setdefault("KINETO_LOG_LEVEL", "5")
-
-
-@contextlib.contextmanager
-def _one_line_warnings() -> Iterator[None]:
-    """Python warnings (e.g. random weights) as one `warning: ...` line on stderr each."""
-
-    def show(message: Warning | str, *args: object, **kwargs: object) -> None:
-        sys.stderr.write(f"warning: {message}\n")
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("default")
-        warnings.showwarning = show  # type: ignore[assignment]
-        yield
 
 
 def _typed(args: argparse.Namespace) -> set[str]:
@@ -65,53 +53,6 @@ def _compose(args: argparse.Namespace, mode: str) -> tuple[ProfileConfig, list[s
     return cfg, overrides
 
 
-def _infer_settings(cfg: ProfileConfig) -> Any:
-    from libreyolo.measure.infer import InferSettings
-
-    return InferSettings(
-        weights=cfg.model.weights,
-        size=cfg.model.size,
-        source=cfg.source,
-        batch=cfg.batch,
-        imgsz=cfg.imgsz,
-        half=cfg.half,
-        amp_dtype=str(getattr(cfg.amp_dtype, "value", cfg.amp_dtype)),
-        warmup=cfg.window.warmup,
-        runs=cfg.window.runs,
-        conf=cfg.conf,
-        iou=cfg.iou,
-        max_det=cfg.max_det,
-        include_decode=cfg.include_decode,
-        device=cfg.device.name,
-        trace=cfg.trace,
-        project=cfg.project,
-    )
-
-
-def _train_settings(cfg: ProfileConfig) -> Any:
-    from libreyolo.measure.train import TrainSettings
-
-    return TrainSettings(
-        data=str(cfg.dataset.name_or_path),
-        weights=cfg.model.weights,
-        size=cfg.model.size,
-        batch=cfg.batch,
-        imgsz=cfg.imgsz,
-        workers=cfg.dataset.workers,
-        amp=cfg.amp,
-        steps=cfg.window.steps,
-        warmup=cfg.window.warmup,
-        device=cfg.device.name,
-        project=cfg.project,
-    )
-
-
-def _with_config(profile: Profile, cfg: ProfileConfig, overrides: list[str]) -> Profile:
-    config = dict(profile.run.config) | {"resolved": as_plain_dict(cfg)}
-    run = dataclasses.replace(profile.run, config=config, overrides=list(overrides))
-    return dataclasses.replace(profile, run=run)
-
-
 def measure(
     args: argparse.Namespace, mode: str, progress: Callable[..., None] | None
 ) -> Outcome | ConfigView:
@@ -120,15 +61,15 @@ def measure(
     if args.print_config:
         return ConfigView(as_plain_dict(cfg), config_yaml(cfg))
     collect, settings = (
-        (profile_inference, _infer_settings(cfg))
+        (profile_inference, infer_settings(cfg))
         if mode == "infer"
-        else (profile_training, _train_settings(cfg))
+        else (profile_training, train_settings(cfg))
     )
     trials: list[Profile] = []
     for _ in range(cfg.window.repeat):
-        with _one_line_warnings():
+        with one_line_warnings():
             profile, path = collect(settings, on_progress=progress)
-        profile = _with_config(profile, cfg, overrides)
+        profile = with_config(profile, cfg, overrides)
         save(profile, path, overwrite=True)
         trials.append(profile)
     if len(trials) > 1:

@@ -1,0 +1,78 @@
+"""From a composed ProfileConfig to collector settings, and back into the profile.
+
+Shared by the two entry points that measure (`libreyolo profile run|infer` and
+`libreyolo-sweep`), so both turn the same config into the same measurement.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import sys
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+from libreyolo.config.compose import as_plain_dict
+from libreyolo.config.schema import ProfileConfig
+from libreyolo.document.model import Profile
+
+
+@contextlib.contextmanager
+def one_line_warnings() -> Iterator[None]:
+    """Python warnings (e.g. random weights) as one `warning: ...` line on stderr each."""
+
+    def show(message: Warning | str, *args: object, **kwargs: object) -> None:
+        sys.stderr.write(f"warning: {message}\n")
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")
+        warnings.showwarning = show  # type: ignore[assignment]
+        yield
+
+
+def infer_settings(cfg: ProfileConfig) -> Any:
+    from libreyolo.measure.infer import InferSettings
+
+    return InferSettings(
+        weights=cfg.model.weights,
+        size=cfg.model.size,
+        source=cfg.source,
+        batch=cfg.batch,
+        imgsz=cfg.imgsz,
+        half=cfg.half,
+        amp_dtype=str(getattr(cfg.amp_dtype, "value", cfg.amp_dtype)),
+        warmup=cfg.window.warmup,
+        runs=cfg.window.runs,
+        conf=cfg.conf,
+        iou=cfg.iou,
+        max_det=cfg.max_det,
+        include_decode=cfg.include_decode,
+        device=cfg.device.name,
+        trace=cfg.trace,
+        project=cfg.project,
+    )
+
+
+def train_settings(cfg: ProfileConfig) -> Any:
+    from libreyolo.measure.train import TrainSettings
+
+    return TrainSettings(
+        data=str(cfg.dataset.name_or_path),
+        weights=cfg.model.weights,
+        size=cfg.model.size,
+        batch=cfg.batch,
+        imgsz=cfg.imgsz,
+        workers=cfg.dataset.workers,
+        amp=cfg.amp,
+        steps=cfg.window.steps,
+        warmup=cfg.window.warmup,
+        device=cfg.device.name,
+        project=cfg.project,
+    )
+
+
+def with_config(profile: Profile, cfg: ProfileConfig, overrides: list[str]) -> Profile:
+    config = dict(profile.run.config) | {"resolved": as_plain_dict(cfg)}
+    run = dataclasses.replace(profile.run, config=config, overrides=list(overrides))
+    return dataclasses.replace(profile, run=run)

@@ -1,0 +1,119 @@
+"""`libreyolo-sweep` end to end on CPU: point folders, `sweep.json`, failures, isolation."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from libreyolo.sweep.report import recommend, render_table
+
+CHECKPOINT = (
+    Path(__file__).resolve().parents[2].parent
+    / "shared/fixtures/libreyolo_v1_checkpoints/LibreYOLO9t_nc80_seed0.pt"
+)
+needs_checkpoint = pytest.mark.skipif(not CHECKPOINT.is_file(), reason="fixture checkpoint absent")
+
+
+def _sweep(
+    sweep_dir: Path, *overrides: str, isolate: bool = False
+) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, LIBREYOLO_SWEEP_ISOLATE="1" if isolate else "0")
+    argv = [
+        sys.executable,
+        "-m",
+        "libreyolo.sweep",
+        "-m",
+        "mode=infer",
+        "device=cpu",
+        "window.warmup=1",
+        "window.runs=2",
+        "trace=false",
+        f"model.weights={CHECKPOINT}",
+        f"hydra.sweep.dir={sweep_dir}",
+        *overrides,
+    ]
+    return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300, check=False)
+
+
+def _load(sweep_dir: Path) -> dict[str, Any]:
+    return json.loads((sweep_dir / "sweep.json").read_text(encoding="utf-8"))
+
+
+@needs_checkpoint
+def test_grid_writes_one_folder_per_point_and_a_recommendation(tmp_path: Path) -> None:
+    done = _sweep(tmp_path, "batch=1,2", "imgsz=64,96")
+    assert done.returncode == 0, done.stderr
+    data = _load(tmp_path)
+    names = {"b1_s64_ampTrue", "b1_s96_ampTrue", "b2_s64_ampTrue", "b2_s96_ampTrue"}
+    assert set(data["points"]) == names
+    for name, point in data["points"].items():
+        assert point["status"] == "ok"
+        assert Path(point["profile"]).is_file()
+        assert Path(point["profile"]).is_relative_to(tmp_path / name)
+        assert point["metrics"]["img_per_s"] > 0
+        assert f"batch={point['batch']}" in point["overrides"]
+        profile = json.loads(Path(point["profile"]).read_text(encoding="utf-8"))
+        assert profile["run"]["config"]["resolved"]["imgsz"] == point["imgsz"]
+        assert profile["run"]["overrides"] == point["overrides"]
+        request = json.loads((tmp_path / name / "point.json").read_text(encoding="utf-8"))
+        assert request["config"]["batch"] == point["batch"]
+    assert data["num_failed"] == 0
+    assert set(data["recommended"]) == {"64", "96"}
+    assert data["recommended"]["64"].endswith("_s64_ampTrue")
+    assert "recommended for imgsz 64" in done.stdout
+    assert "all 4 points ok" in done.stdout
+
+
+@needs_checkpoint
+def test_a_failing_point_is_recorded_and_the_others_still_run(tmp_path: Path) -> None:
+    done = _sweep(tmp_path, "batch=-5,1", "imgsz=64")
+    assert done.returncode == 1
+    data = _load(tmp_path)
+    bad, good = data["points"]["b-5_s64_ampTrue"], data["points"]["b1_s64_ampTrue"]
+    assert bad["status"] == "failed"
+    assert "batch" in bad["reason"] and bad["code"] == "usage"
+    assert good["status"] == "ok"
+    assert data["num_failed"] == 1
+    assert data["recommended"] == {"64": "b1_s64_ampTrue"}
+    assert "1 of 2 points failed" in done.stdout
+    status = json.loads((tmp_path / "b-5_s64_ampTrue" / "status.json").read_text("utf-8"))
+    assert status["status"] == "failed" and "batch=-5" in status["overrides"]
+
+
+@needs_checkpoint
+def test_an_isolated_point_measures_in_a_child_process(tmp_path: Path) -> None:
+    done = _sweep(tmp_path, "batch=1", "imgsz=64", "amp=false", isolate=True)
+    assert done.returncode == 0, done.stderr
+    point = _load(tmp_path)["points"]["b1_s64_ampFalse"]
+    assert point["status"] == "ok" and Path(point["profile"]).is_file()
+
+
+def test_recommendation_skips_thrash_and_failures() -> None:
+    def entry(status: str, imgsz: int, ips: float, thrash: bool = False) -> dict[str, Any]:
+        metrics = {"img_per_s": ips, "memory_pressure": thrash, "peak_vram_mb": 10.0}
+        return {
+            "status": status,
+            "imgsz": imgsz,
+            "metrics": metrics,
+            "verdict": "compute",
+            "code": None if status == "ok" else "oom",
+            "reason": "boom",
+        }
+
+    points = {
+        "a": entry("ok", 640, 100.0),
+        "b": entry("ok", 640, 300.0, thrash=True),
+        "c": entry("failed", 640, 500.0),
+        "d": entry("ok", 320, 50.0),
+    }
+    assert recommend(points) == {"320": "d", "640": "a"}
+    data = {"points": points, "recommended": recommend(points), "num_failed": 1}
+    lines = render_table(data).splitlines()
+    assert [line.split()[0] for line in lines[1:5]] == ["b", "a", "d", "c"]
+    assert "oom: boom" in lines[4]
