@@ -119,6 +119,10 @@ def register_schemas() -> None:
     from hydra.core.config_store import ConfigStore
     from omegaconf import DictConfig, OmegaConf
 
+    # `${flag:${amp}}` -> 1 or 0: sweep folders read `b4_s640_amp1`, not `ampTrue`.
+    if not OmegaConf.has_resolver("flag"):
+        OmegaConf.register_new_resolver("flag", lambda value: int(bool(value)))
+
     def writable(node: DictConfig) -> DictConfig:
         OmegaConf.set_readonly(node, None)
         for key in node:

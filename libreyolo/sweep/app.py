@@ -1,7 +1,7 @@
 """The `libreyolo-sweep` entry: a thin `@hydra.main` task over the packaged `profile` config.
 
 Role: each Hydra job hands its resolved config, its overrides and its output folder
-(`hydra.sweep.subdir`, e.g. `b4_s640_ampTrue`) to `run_point`. After a multirun, `main` writes
+(`hydra.sweep.subdir`, e.g. `b4_s640_amp1`) to `run_point`. After a multirun, `main` writes
 `sweep.json` at the sweep root, prints the table and exits 0 when every point is ok, 1 when any
 failed (the count is printed). Points are measured in a fresh child process unless the
 environment sets `LIBREYOLO_SWEEP_ISOLATE=0` (in-process: quick CPU sweeps).

@@ -50,7 +50,7 @@ def test_grid_writes_one_folder_per_point_and_a_recommendation(tmp_path: Path) -
     done = _sweep(tmp_path, "batch=1,2", "imgsz=64,96")
     assert done.returncode == 0, done.stderr
     data = _load(tmp_path)
-    names = {"b1_s64_ampTrue", "b1_s96_ampTrue", "b2_s64_ampTrue", "b2_s96_ampTrue"}
+    names = {"b1_s64_amp1", "b1_s96_amp1", "b2_s64_amp1", "b2_s96_amp1"}
     assert set(data["points"]) == names
     for name, point in data["points"].items():
         assert point["status"] == "ok"
@@ -65,7 +65,7 @@ def test_grid_writes_one_folder_per_point_and_a_recommendation(tmp_path: Path) -
         assert request["config"]["batch"] == point["batch"]
     assert data["num_failed"] == 0
     assert set(data["recommended"]) == {"64", "96"}
-    assert data["recommended"]["64"].endswith("_s64_ampTrue")
+    assert data["recommended"]["64"].endswith("_s64_amp1")
     assert "recommended for imgsz 64" in done.stdout
     assert "all 4 points ok" in done.stdout
 
@@ -75,14 +75,14 @@ def test_a_failing_point_is_recorded_and_the_others_still_run(tmp_path: Path) ->
     done = _sweep(tmp_path, "batch=-5,1", "imgsz=64")
     assert done.returncode == 1
     data = _load(tmp_path)
-    bad, good = data["points"]["b-5_s64_ampTrue"], data["points"]["b1_s64_ampTrue"]
+    bad, good = data["points"]["b-5_s64_amp1"], data["points"]["b1_s64_amp1"]
     assert bad["status"] == "failed"
     assert "batch" in bad["reason"] and bad["code"] == "usage"
     assert good["status"] == "ok"
     assert data["num_failed"] == 1
-    assert data["recommended"] == {"64": "b1_s64_ampTrue"}
+    assert data["recommended"] == {"64": "b1_s64_amp1"}
     assert "1 of 2 points failed" in done.stdout
-    status = json.loads((tmp_path / "b-5_s64_ampTrue" / "status.json").read_text("utf-8"))
+    status = json.loads((tmp_path / "b-5_s64_amp1" / "status.json").read_text("utf-8"))
     assert status["status"] == "failed" and "batch=-5" in status["overrides"]
 
 
@@ -90,7 +90,7 @@ def test_a_failing_point_is_recorded_and_the_others_still_run(tmp_path: Path) ->
 def test_an_isolated_point_measures_in_a_child_process(tmp_path: Path) -> None:
     done = _sweep(tmp_path, "batch=1", "imgsz=64", "amp=false", isolate=True)
     assert done.returncode == 0, done.stderr
-    point = _load(tmp_path)["points"]["b1_s64_ampFalse"]
+    point = _load(tmp_path)["points"]["b1_s64_amp0"]
     assert point["status"] == "ok" and Path(point["profile"]).is_file()
 
 
