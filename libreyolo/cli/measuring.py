@@ -6,7 +6,6 @@ Imported only by those two commands: it pulls in Hydra here and torch in the col
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,18 +16,9 @@ from libreyolo.config.overrides import to_overrides
 from libreyolo.config.schema import ProfileConfig
 from libreyolo.document.files import save
 from libreyolo.document.model import Profile
-from libreyolo.measure import profile_inference, profile_training
-from libreyolo.measure.from_config import (
-    infer_settings,
-    one_line_warnings,
-    train_settings,
-    with_config,
-)
+from libreyolo.measure.from_config import measure_once
 
 REPEAT_FILES = {"infer": "infer_repeat.json", "run": "profile_repeat.json"}
-# Kineto logs "gpuGetDeviceCount failed" at ERROR level on every CPU-only run; it means nothing
-# to a user and would hide our own one-line diagnostics.
-os.environ.setdefault("KINETO_LOG_LEVEL", "5")
 
 
 def _typed(args: argparse.Namespace) -> set[str]:
@@ -60,17 +50,9 @@ def measure(
     cfg, overrides = _compose(args, mode)
     if args.print_config:
         return ConfigView(as_plain_dict(cfg), config_yaml(cfg))
-    collect, settings = (
-        (profile_inference, infer_settings(cfg))
-        if mode == "infer"
-        else (profile_training, train_settings(cfg))
-    )
     trials: list[Profile] = []
     for _ in range(cfg.window.repeat):
-        with one_line_warnings():
-            profile, path = collect(settings, on_progress=progress)
-        profile = with_config(profile, cfg, overrides)
-        save(profile, path, overwrite=True)
+        profile, path = measure_once(cfg, overrides, progress)
         trials.append(profile)
     if len(trials) > 1:
         profile = aggregate(trials)

@@ -8,14 +8,20 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from libreyolo.config.compose import as_plain_dict
 from libreyolo.config.schema import ProfileConfig
 from libreyolo.document.model import Profile
+
+# Kineto logs "gpuGetDeviceCount failed" at ERROR level on every CPU-only run; it means nothing
+# to a user and would hide our own one-line diagnostics.
+os.environ.setdefault("KINETO_LOG_LEVEL", "5")
 
 
 @contextlib.contextmanager
@@ -76,3 +82,28 @@ def with_config(profile: Profile, cfg: ProfileConfig, overrides: list[str]) -> P
     config = dict(profile.run.config) | {"resolved": as_plain_dict(cfg)}
     run = dataclasses.replace(profile.run, config=config, overrides=list(overrides))
     return dataclasses.replace(profile, run=run)
+
+
+def measure_once(
+    cfg: ProfileConfig, overrides: list[str], on_progress: Callable[[str, int, int], None] | None
+) -> tuple[Profile, Path]:
+    """One measurement of `cfg` (infer or run): collect, record the config, save the profile."""
+    from libreyolo.document.files import save
+    from libreyolo.measure import profile_inference, profile_training
+
+    if cfg.mode.value == "infer":
+        profile, path = _collect(profile_inference, infer_settings(cfg), on_progress)
+    else:
+        profile, path = _collect(profile_training, train_settings(cfg), on_progress)
+    profile = with_config(profile, cfg, overrides)
+    save(profile, path, overwrite=True)
+    return profile, path
+
+
+def _collect(
+    collect: Callable[..., tuple[Profile, Path]],
+    settings: Any,
+    on_progress: Callable[[str, int, int], None] | None,
+) -> tuple[Profile, Path]:
+    with one_line_warnings():
+        return collect(settings, on_progress=on_progress)

@@ -88,26 +88,13 @@ def measure_request(request_path: Path) -> dict[str, Any]:
 
 
 def _measure(request: dict[str, Any], point_dir: Path) -> dict[str, Any]:
-    from libreyolo.document.files import save
-    from libreyolo.measure import profile_inference, profile_training
-    from libreyolo.measure.from_config import (
-        infer_settings,
-        one_line_warnings,
-        train_settings,
-        with_config,
-    )
+    from libreyolo.measure.from_config import measure_once
 
     cfg = config_from_dict(request["config"])
     cfg = dataclasses.replace(cfg, project=str(point_dir))
     if cfg.mode == Mode.infer:
-        cfg = dataclasses.replace(cfg, half=cfg.amp)
-        collect, settings = profile_inference, infer_settings(cfg)
-    else:
-        collect, settings = profile_training, train_settings(cfg)
-    with one_line_warnings():
-        profile, path = collect(settings, on_progress=None)
-    profile = with_config(profile, cfg, list(request.get("overrides", [])))
-    save(profile, path, overwrite=True)
+        cfg = dataclasses.replace(cfg, half=cfg.amp)  # a sweep's `amp` means --half for infer
+    _, path = measure_once(cfg, list(request.get("overrides", [])), None)
     return _status(request, "ok", profile=str(path.relative_to(point_dir)))
 
 

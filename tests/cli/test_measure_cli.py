@@ -211,12 +211,12 @@ def test_run_auto_batch_on_cpu_exits_2(weights, synthetic_yaml, tmp_path: Path) 
 
 
 def test_interrupt_exits_130_with_one_line(monkeypatch, weights: str, tmp_path: Path) -> None:
-    import libreyolo.cli.measuring as measuring
+    import libreyolo.measure as measure
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(measuring, "profile_inference", interrupted)
+    monkeypatch.setattr(measure, "profile_inference", interrupted)
     result = invoke(
         ["profile", "infer", "--weights", weights, *TINY_INFER, "--project", str(tmp_path)]
     )
