@@ -7,18 +7,12 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from pathlib import Path
 
 from libreyolo.analysis.outcome import ConfigView, Outcome, outcome
-from libreyolo.analysis.repeat import aggregate
 from libreyolo.config.compose import as_plain_dict, compose_config, config_yaml
 from libreyolo.config.overrides import to_overrides
 from libreyolo.config.schema import ProfileConfig
-from libreyolo.document.files import save
-from libreyolo.document.model import Profile
-from libreyolo.measure.from_config import measure_once
-
-REPEAT_FILES = {"infer": "infer_repeat.json", "run": "profile_repeat.json"}
+from libreyolo.measure.from_config import measure_config
 
 
 def _typed(args: argparse.Namespace) -> set[str]:
@@ -50,13 +44,7 @@ def measure(
     cfg, overrides = _compose(args, mode)
     if args.print_config:
         return ConfigView(as_plain_dict(cfg), config_yaml(cfg))
-    trials: list[Profile] = []
-    for _ in range(cfg.window.repeat):
-        profile, path = measure_once(cfg, overrides, progress)
-        trials.append(profile)
-    if len(trials) > 1:
-        profile = aggregate(trials)
-        path = save(profile, Path(cfg.project) / REPEAT_FILES[mode], overwrite=True)
+    profile, path = measure_config(cfg, overrides, progress)
     trace = profile.artifacts.trace
     trace_path = str(path.parent / trace) if trace else None
     return outcome(profile, str(path), trace_path)

@@ -63,6 +63,9 @@ class RunInfo:
     amp: bool | None = None
     config: dict[str, Any] = field(default_factory=dict)
     overrides: list[str] = field(default_factory=list)
+    # The device held under an exclusive per-device lease while measuring (sweeps): "gpu1"
+    # is physical GPU 1 whatever CUDA_VISIBLE_DEVICES made of it; "cpu" for CPU points.
+    held_device: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -78,14 +78,21 @@ def train_settings(cfg: ProfileConfig) -> Any:
     )
 
 
-def with_config(profile: Profile, cfg: ProfileConfig, overrides: list[str]) -> Profile:
+def with_config(
+    profile: Profile, cfg: ProfileConfig, overrides: list[str], held_device: str | None = None
+) -> Profile:
     config = dict(profile.run.config) | {"resolved": as_plain_dict(cfg)}
-    run = dataclasses.replace(profile.run, config=config, overrides=list(overrides))
+    run = dataclasses.replace(
+        profile.run, config=config, overrides=list(overrides), held_device=held_device
+    )
     return dataclasses.replace(profile, run=run)
 
 
 def measure_once(
-    cfg: ProfileConfig, overrides: list[str], on_progress: Callable[[str, int, int], None] | None
+    cfg: ProfileConfig,
+    overrides: list[str],
+    on_progress: Callable[[str, int, int], None] | None,
+    held_device: str | None = None,
 ) -> tuple[Profile, Path]:
     """One measurement of `cfg` (infer or run): collect, record the config, save the profile."""
     from libreyolo.document.files import save
@@ -95,8 +102,33 @@ def measure_once(
         profile, path = _collect(profile_inference, infer_settings(cfg), on_progress)
     else:
         profile, path = _collect(profile_training, train_settings(cfg), on_progress)
-    profile = with_config(profile, cfg, overrides)
+    profile = with_config(profile, cfg, overrides, held_device)
     save(profile, path, overwrite=True)
+    return profile, path
+
+
+REPEAT_FILES = {"infer": "infer_repeat.json", "run": "profile_repeat.json"}
+
+
+def measure_config(
+    cfg: ProfileConfig,
+    overrides: list[str],
+    on_progress: Callable[[str, int, int], None] | None,
+    held_device: str | None = None,
+) -> tuple[Profile, Path]:
+    """`cfg.window.repeat` measurements of `cfg`; with more than one, the aggregate profile is
+    written to `<project>/{infer,profile}_repeat.json` and returned."""
+    from libreyolo.analysis.repeat import aggregate
+    from libreyolo.document.files import save
+
+    trials = [
+        measure_once(cfg, overrides, on_progress, held_device)
+        for _ in range(max(1, cfg.window.repeat))
+    ]
+    if len(trials) == 1:
+        return trials[0]
+    profile = aggregate([trial for trial, _ in trials])
+    path = save(profile, Path(cfg.project) / REPEAT_FILES[cfg.mode.value], overwrite=True)
     return profile, path
 
 

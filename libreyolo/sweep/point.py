@@ -88,13 +88,13 @@ def measure_request(request_path: Path) -> dict[str, Any]:
 
 
 def _measure(request: dict[str, Any], point_dir: Path) -> dict[str, Any]:
-    from libreyolo.measure.from_config import measure_once
+    from libreyolo.measure.from_config import measure_config
 
     cfg = config_from_dict(request["config"])
     cfg = dataclasses.replace(cfg, project=str(point_dir))
     if cfg.mode == Mode.infer:
         cfg = dataclasses.replace(cfg, half=cfg.amp)  # a sweep's `amp` means --half for infer
-    _, path = measure_once(cfg, list(request.get("overrides", [])), None)
+    _, path = measure_config(cfg, list(request.get("overrides", [])), None)
     return _status(request, "ok", profile=str(path.relative_to(point_dir)))
 
 
