@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from libreyolo.cli.sources import open_metrics, open_profile
+from libreyolo.cli.sources import open_metrics, open_profile, open_sweep
 
 Outcome = tuple[object, str | tuple[str, str] | None]
 
@@ -22,6 +22,9 @@ def list_subcommands(args: argparse.Namespace) -> Outcome:
 
 
 def summary(args: argparse.Namespace) -> Outcome:
+    sweep = open_sweep(args.trace)
+    if sweep is not None:
+        return sweep, args.trace
     from libreyolo.analysis.summary import summarize
 
     return summarize(open_profile(args.trace)), args.trace

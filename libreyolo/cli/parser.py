@@ -100,6 +100,12 @@ def _add_run(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
     p.add_argument("--imgsz", type=positive_int, default=640, help="Training image size")
     p.add_argument("--workers", type=non_negative_int, default=8, help="DataLoader workers")
     p.add_argument(
+        "--cache",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="Decode and resize every image once before measuring, keep it in RAM",
+    )
+    p.add_argument(
         "--amp",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -175,10 +181,19 @@ def _add_infer(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
         help="Decode the image files inside the measured window (default: decoded "
         "once before it, so preprocess is letterbox + copy only)",
     )
+    p.add_argument(
+        "--fuse",
+        choices=("full", "bn", "none"),
+        default="full",
+        help="Model fusion: full (BN folded, RepConvN merged, channels-last), bn (BN folded "
+        "only), none",
+    )
 
 
 def _add_readers(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
-    _add(sub, "summary", commands.summary, common).add_argument("trace", help=TRACE_HELP)
+    _add(sub, "summary", commands.summary, common).add_argument(
+        "trace", help=TRACE_HELP + ", or a sweep folder (its sweep.json or point folders)"
+    )
     p = _add(sub, "get", commands.get, common)
     p.add_argument("trace", help=TRACE_HELP)
     p.add_argument("field", nargs="?", help="Metric name (omit to list metrics)")

@@ -1,4 +1,5 @@
-"""Open what a reader was given: a profile (any schema) or a Chrome trace analysed on the fly.
+"""Open what a reader was given: a profile (any schema), a Chrome trace analysed on the fly, or
+(for `summary`) a sweep folder.
 
 The analyser and the verdict code are imported only when a trace or a v1 file needs them, so
 `get` on a profile.json starts fast.
@@ -6,12 +7,15 @@ The analyser and the verdict code are imported only when a trace or a v1 file ne
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from libreyolo import __version__
 from libreyolo.document.files import load, peek_metrics, sniff
 
 if TYPE_CHECKING:
+    from libreyolo.analysis.sweep import SweepView
     from libreyolo.document.model import Profile, Scalar
 
 
@@ -39,3 +43,22 @@ def open_metrics(path: str) -> dict[str, Scalar]:
         if metrics is not None:
             return metrics
     return dict(open_profile(path).metrics)
+
+
+def open_sweep(path: str) -> SweepView | None:
+    """The sweep at `path` when it is a sweep folder (a `sweep.json` or point folders), else
+    None: any other path, a folder included, is opened as a profile (and refused as one)."""
+    if path == "-" or not os.path.isdir(path):
+        return None
+    from libreyolo.analysis.sweep import SweepView, sweep_record
+    from libreyolo.document import sweep_files as files
+
+    if not files.is_sweep_dir(path):
+        return None
+    root = Path(path).resolve()
+    if (root / files.SWEEP_FILE).is_file():
+        return SweepView(files.read_sweep_record(root / files.SWEEP_FILE))
+    # A sweep still running (or one without its record): its point folders, read now.
+    chart = files.CHART_FILE if (root / files.CHART_FILE).is_file() else None
+    points = files.collect_points(root, files.point_folders(root))
+    return SweepView(sweep_record(str(root), points, chart))

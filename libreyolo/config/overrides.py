@@ -24,6 +24,8 @@ FLAG_KEYS: dict[str, str] = {
     "batch": "batch",
     "imgsz": "imgsz",
     "workers": "dataset.workers",
+    "cache": "dataset.cache",
+    "fuse": "model.fuse",
     "amp": "amp",
     "half": "half",
     "amp_dtype": "amp_dtype",

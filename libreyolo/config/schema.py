@@ -42,6 +42,7 @@ class ModelConfig:
     family: str = "yolo9"
     size: str = "t"
     weights: str = "LibreYOLO9t.pt"
+    fuse: str = "full"  # infer: full (BN folded, RepConvN merged, channels-last), bn, none
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class DatasetConfig:
 
     name_or_path: str = "synthetic"
     workers: int = 8
+    cache: bool = False  # decode and resize every image once, before the window (RAM)
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,23 @@ class WindowConfig:
 
 
 @dataclass(frozen=True)
+class SweepConfig:
+    """How `libreyolo-sweep` measures each point (ignored by single runs).
+
+    `isolate`: measure in a fresh child process per point. `lock_dir`: where the per-device
+    lease files live; every process on the machine must agree (None: `libreyolo-gpu-locks` under
+    the system temp dir). `lease_timeout_s`: how long a point waits for its device before it
+    fails. `gpus`: physical GPU indices a CUDA point may lease (None: those in
+    CUDA_VISIBLE_DEVICES, else the point's own device index).
+    """
+
+    isolate: bool = True
+    lock_dir: str | None = None
+    lease_timeout_s: float = 3600.0
+    gpus: list[int] | None = None
+
+
+@dataclass(frozen=True)
 class ProfileConfig:
     """One resolved profile run. `batch` -1 means auto-fit (training on CUDA only)."""
 
@@ -78,6 +97,7 @@ class ProfileConfig:
     dataset: DatasetConfig = field(default_factory=DatasetConfig)
     device: DeviceConfig = field(default_factory=DeviceConfig)
     window: WindowConfig = field(default_factory=WindowConfig)
+    sweep: SweepConfig = field(default_factory=SweepConfig)
     batch: int = 16
     imgsz: int = 640
     amp: bool = True

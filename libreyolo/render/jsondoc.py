@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # result types only; importing them would cost every reader s
     from libreyolo.analysis.outcome import ConfigView, Outcome
     from libreyolo.analysis.phases import PhaseBreakdown
     from libreyolo.analysis.summary import Summary
+    from libreyolo.analysis.sweep import SweepView
     from libreyolo.analysis.whatif import Projection
     from libreyolo.render.listing import SubcommandList
 
@@ -138,6 +139,8 @@ def _(result: Comparison, source: Source) -> Any:
         "significance": sig.text,
         "mean": [_r(sig.mean_before, 3), _r(sig.mean_after, 3)],
         "standard_error": _r(sig.standard_error, 4),
+        "threshold_multiplier": _r(sig.multiplier, 4),
+        "df": _r(sig.df, 2),
     }
     before, after = source if isinstance(source, tuple) else (None, None)
     return {
@@ -167,6 +170,7 @@ def _(result: Projection, source: Source) -> Any:
         "img_per_s": {"now": result.img_per_s, "projected": result.projected_img_per_s},
         "assumptions": list(result.assumptions),
         "caveat": result.caveat,
+        "checked": result.checked,
     }
 
 
@@ -225,6 +229,11 @@ def _(result: Summary, source: Source) -> Any:
         "notes": list(result.notes),
     }
     return out
+
+
+@_view("sweep")
+def _(result: SweepView, source: Source) -> Any:
+    return result.data  # the sweep.json object as the sweep wrote it
 
 
 @_view("outcome")

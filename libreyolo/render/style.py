@@ -17,6 +17,7 @@ LINE_STYLES = (
     ("   levers:", "cyan"),
     ("kernel mix:", "bold"),
     ("top kernels/step:", "bold"),
+    ("recommended", "bold green"),  # the sweep table's pick per imgsz
 )
 BAR_STYLE = "green"
 

@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # result types only; importing them would cost every reader s
     from libreyolo.analysis.outcome import ConfigView, Outcome
     from libreyolo.analysis.phases import PhaseBreakdown
     from libreyolo.analysis.summary import Summary
+    from libreyolo.analysis.sweep import SweepView
     from libreyolo.analysis.whatif import Projection
     from libreyolo.render.listing import SubcommandList
 
@@ -163,6 +164,7 @@ def _(result: Projection) -> Lines:
             f"{fmt_pct_change(change)}"
         )
     lines += [f"  assumes: {a}" for a in result.assumptions]
+    lines.append(f"  {result.checked}")
     lines.append("  (rough, verify by actually profiling the change)")
     return lines
 
@@ -194,6 +196,13 @@ def _(result: Outcome) -> Lines:
         f"profile: {result.profile_path}",
         f"next:    libreyolo profile summary {result.profile_path}",
     ]
+
+
+@_view("sweep")
+def _(result: SweepView) -> Lines:
+    from libreyolo.render.sweep_text import sweep_lines  # sweeps only: profile readers skip it
+
+    return sweep_lines(result.data)
 
 
 @_view("config")

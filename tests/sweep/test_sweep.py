@@ -23,7 +23,6 @@ needs_checkpoint = pytest.mark.skipif(not CHECKPOINT.is_file(), reason="fixture 
 def _sweep(
     sweep_dir: Path, *overrides: str, isolate: bool = False
 ) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, LIBREYOLO_SWEEP_ISOLATE="1" if isolate else "0")
     argv = [
         sys.executable,
         "-m",
@@ -36,9 +35,11 @@ def _sweep(
         "trace=false",
         f"model.weights={CHECKPOINT}",
         f"hydra.sweep.dir={sweep_dir}",
+        f"sweep.isolate={str(isolate).lower()}",
+        f"sweep.lock_dir={sweep_dir / 'locks'}",
         *overrides,
     ]
-    return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300, check=False)
+    return subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
 
 
 def _load(sweep_dir: Path) -> dict[str, Any]:
@@ -92,6 +93,71 @@ def test_an_isolated_point_measures_in_a_child_process(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     point = _load(tmp_path)["points"]["b1_s64_amp0"]
     assert point["status"] == "ok" and Path(point["profile"]).is_file()
+    status = json.loads((tmp_path / "b1_s64_amp0" / "status.json").read_text("utf-8"))
+    assert status["held_device"] == "cpu"
+    assert isinstance(status["pid"], int) and status["pid"] != os.getpid()
+    assert 0 <= status["lease_wait_s"] < 5
+    assert status["lease_acquired_at"] < status["lease_released_at"]
+    # The measuring child ran inside the lease; the point also spent time starting it.
+    held = status["lease_released_at"] - status["lease_acquired_at"]
+    assert 0 < status["measure_s"] < held <= status["point_s"] + 0.01
+    profile = json.loads(Path(point["profile"]).read_text(encoding="utf-8"))
+    assert profile["run"]["held_device"] == "cpu"
+
+    # Re-running the point from its stored request reproduces its settings exactly.
+    again = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "libreyolo.sweep.point",
+            str(tmp_path / "b1_s64_amp0" / "point.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert again.returncode == 0, again.stderr
+    rerun = json.loads(Path(point["profile"]).read_text(encoding="utf-8"))
+    assert rerun["created"] != profile["created"] or rerun["samples"] != profile["samples"]
+    assert rerun["run"]["config"]["resolved"] == profile["run"]["config"]["resolved"]
+    assert rerun["run"]["overrides"] == profile["run"]["overrides"]
+    for key in ("batch", "imgsz", "amp", "device", "model"):
+        assert rerun["run"][key] == profile["run"][key]
+
+
+@pytest.mark.slow
+@needs_checkpoint
+def test_repeat_records_the_aggregate_profile(tmp_path: Path) -> None:
+    done = _sweep(tmp_path, "batch=1", "imgsz=64", "window.repeat=3")
+    assert done.returncode == 0, done.stderr
+    status = json.loads((tmp_path / "b1_s64_amp1" / "status.json").read_text("utf-8"))
+    assert status["status"] == "ok" and status["profile"] == "infer_repeat.json"
+    assert status["pid"] != os.getpid() and status["measure_s"] > 0  # in-process: the sweep's pid
+    point = _load(tmp_path)["points"]["b1_s64_amp1"]
+    assert Path(point["profile"]) == tmp_path / "b1_s64_amp1" / "infer_repeat.json"
+    aggregate = json.loads(Path(point["profile"]).read_text(encoding="utf-8"))
+    assert len(aggregate["trials"]) == 3
+    assert point["metrics"]["img_per_s"] > 0
+
+
+def test_a_point_whose_lease_times_out_fails_with_the_reason(tmp_path: Path) -> None:
+    from libreyolo.config.compose import as_plain_dict
+    from libreyolo.config.schema import ProfileConfig
+    from libreyolo.sweep.lease import device_lease
+    from libreyolo.sweep.point import run_point
+
+    cfg = as_plain_dict(ProfileConfig())
+    cfg["device"] = {"name": "cpu"}
+    cfg["sweep"] |= {"lock_dir": str(tmp_path / "locks"), "lease_timeout_s": 0.3}
+    with device_lease("cpu", lock_dir=tmp_path / "locks"):  # another measurement holds the CPU
+        record = run_point(cfg, tmp_path / "p", isolate=False)
+    assert (record["status"], record["code"]) == ("failed", "no_profile")
+    assert "no lease on cpu within 0.3 s" in record["reason"]
+    assert record["pid"] is None and record["held_device"] is None
+    assert record["lease_wait_s"] >= 0.3 and record["point_s"] >= record["lease_wait_s"]
+    saved = json.loads((tmp_path / "p" / "status.json").read_text("utf-8"))
+    assert saved == record
 
 
 def test_recommendation_skips_thrash_and_failures() -> None:

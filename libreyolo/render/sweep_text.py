@@ -1,0 +1,62 @@
+"""The sweep table: one row per point sorted by img/s (failed points last), then the
+recommended point per imgsz and the failed count. The sweep prints it at its end and
+`libreyolo profile summary <sweep-dir>` prints it from `sweep.json`.
+
+Plain lines; `render/style.py` colours them on a terminal. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from libreyolo.analysis.sweep import by_throughput
+
+HEADER = ("point", "status", "img/s", "peak MB", "thrash", "verdict")
+
+
+def _fmt(value: Any, digits: int = 1) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int | float):
+        return f"{value:.{digits}f}"
+    return "-"
+
+
+def _row(name: str, entry: dict[str, Any]) -> tuple[str, ...]:
+    metrics = entry.get("metrics") or {}
+    if entry.get("status") == "ok":
+        verdict = str(entry.get("verdict") or "-")
+    else:
+        verdict = f"{entry.get('code') or 'failed'}: {entry.get('reason') or ''}".strip()
+    return (
+        name,
+        str(entry.get("status", "failed")),
+        _fmt(metrics.get("img_per_s")),
+        _fmt(metrics.get("peak_vram_mb")),
+        _fmt(metrics.get("memory_pressure")),
+        verdict,
+    )
+
+
+def sweep_lines(data: dict[str, Any]) -> list[str]:
+    """The table lines of a sweep record (`sweep.json`'s object)."""
+    points: dict[str, dict[str, Any]] = data["points"]
+    rows = [HEADER, *(_row(name, points[name]) for name in by_throughput(points))]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER) - 1)]
+    lines = [
+        "  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1]
+        for r in rows
+    ]
+    recommended: dict[str, str] = data.get("recommended") or {}
+    lines += [f"recommended for imgsz {imgsz}: {name}" for imgsz, name in recommended.items()]
+    if not recommended:
+        lines.append("recommended: none (no point finished without failure or thrash)")
+    failed, total = data.get("num_failed", 0), len(points)
+    noun = "point" if total == 1 else "points"
+    lines.append(f"{failed} of {total} {noun} failed" if failed else f"all {total} {noun} ok")
+    return lines
+
+
+def sweep_table(data: dict[str, Any]) -> str:
+    """The table as one text block (no trailing newline)."""
+    return "\n".join(sweep_lines(data))

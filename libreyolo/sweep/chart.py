@@ -1,0 +1,73 @@
+"""`sweep.png`: throughput (img/s) against batch, one line per (imgsz, amp), failed points left
+out. The x axis is log2 when every batch is a power of two.
+
+matplotlib is optional (`pip install 'libreyolo[chart]'`) and imported only here, inside
+`write_chart`, with the Agg backend: without it the chart is skipped with one line on stderr
+and the sweep goes on.
+
+Must not: fail a sweep because the chart cannot be drawn.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+INSTALL_HINT = "pip install 'libreyolo[chart]'"
+SKIPPED = f"chart skipped: matplotlib is not installed ({INSTALL_HINT} gets it)"
+Series = dict[tuple[Any, Any], list[tuple[int, float]]]
+
+
+def chart_series(points: dict[str, dict[str, Any]]) -> Series:
+    """(imgsz, amp) -> [(batch, img/s)] sorted by batch, from the ok points with a number."""
+    series: Series = {}
+    for entry in points.values():
+        ips = (entry.get("metrics") or {}).get("img_per_s")
+        batch = entry.get("batch")
+        if entry.get("status") != "ok" or not isinstance(ips, int | float):
+            continue
+        if not isinstance(batch, int) or isinstance(batch, bool):
+            continue
+        series.setdefault((entry.get("imgsz"), entry.get("amp")), []).append((batch, float(ips)))
+    return {key: sorted(values) for key, values in sorted(series.items(), key=lambda kv: str(kv))}
+
+
+def _powers_of_two(batches: set[int]) -> bool:
+    return len(batches) > 1 and all(b > 0 and b & (b - 1) == 0 for b in batches)
+
+
+def write_chart(
+    points: dict[str, dict[str, Any]], path: Path, *, stderr: TextIO | None = None
+) -> Path | None:
+    """Draw the chart of `points` at `path`; None when skipped (no matplotlib, nothing ok)."""
+    series = chart_series(points)
+    if not series:
+        return None
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        from matplotlib import pyplot as plt
+    except ImportError:
+        (stderr or sys.stderr).write(SKIPPED + "\n")
+        return None
+    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)
+    try:
+        for (imgsz, amp), values in series.items():
+            batches, ips = zip(*values, strict=True)
+            ax.plot(batches, ips, marker="o", label=f"imgsz {imgsz}, amp {'on' if amp else 'off'}")
+        batches_seen = {b for values in series.values() for b, _ in values}
+        if _powers_of_two(batches_seen):
+            ax.set_xscale("log", base=2)
+        ax.set_xticks(sorted(batches_seen), [str(b) for b in sorted(batches_seen)])
+        ax.set_xlabel("batch")
+        ax.set_ylabel("img/s")
+        ax.set_title("throughput by batch")
+        ax.grid(True, alpha=0.3)
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(path, format="png")
+    finally:
+        plt.close(fig)
+    return path

@@ -1,0 +1,227 @@
+"""The sweep report on hand-made point folders: `sweep.json`, the chart, the table, the reader."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from libreyolo.analysis.sweep import recommend, sweep_record
+from libreyolo.cli.sources import open_sweep
+from libreyolo.document.sweep_files import SWEEP_SCHEMA, collect_points, point_folders
+from libreyolo.render.sweep_text import sweep_lines
+from libreyolo.sweep import chart as chart_module
+from libreyolo.sweep.chart import INSTALL_HINT, chart_series
+from libreyolo.sweep.report import write_report
+
+ROOT = Path(__file__).resolve().parents[2]
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+RECORD_KEYS = {
+    "schema",
+    "sweep_dir",
+    "points",
+    "num_points",
+    "num_failed",
+    "recommended",
+    "chart",
+}
+POINT_KEYS = {
+    "status",
+    "reason",
+    "code",
+    "overrides",
+    "batch",
+    "imgsz",
+    "amp",
+    "profile",
+    "metrics",
+    "verdict",
+}
+
+
+def make_point(
+    root: Path,
+    batch: int,
+    imgsz: int,
+    ips: float | None,
+    *,
+    amp: bool = True,
+    thrash: bool = False,
+    status: dict[str, Any] | None = None,
+) -> str:
+    """One point folder as a sweep leaves it; `ips=None` makes a failed point (oom)."""
+    name = f"b{batch}_s{imgsz}_amp{int(amp)}"
+    folder = root / name
+    (folder / "infer").mkdir(parents=True)
+    overrides = [f"batch={batch}", f"imgsz={imgsz}", f"amp={amp}"]
+    request = {"config": {"batch": batch, "imgsz": imgsz, "amp": amp}, "overrides": overrides}
+    (folder / "point.json").write_text(json.dumps(request), encoding="utf-8")
+    if ips is None:
+        record = {"status": "failed", "reason": "boom", "code": "oom", "profile": None}
+    else:
+        metrics = {
+            "img_per_s": ips,
+            "step_ms": 1000 * batch / ips,
+            "latency_p50_ms": 1000 * batch / ips,
+            "peak_vram_mb": 100.0 * batch,
+            "memory_pressure": thrash,
+            "bound": "compute",
+            "not_headline": 1,
+        }
+        profile = {"metrics": metrics, "verdict": {"bound": "compute"}}
+        (folder / "infer" / "profile.json").write_text(json.dumps(profile), encoding="utf-8")
+        record = {"status": "ok", "reason": "", "code": "", "profile": "infer/profile.json"}
+    record |= {"overrides": overrides, **(status or {})}
+    (folder / "status.json").write_text(json.dumps(record), encoding="utf-8")
+    return name
+
+
+def make_sweep(root: Path) -> Path:
+    """Five points: two imgsz, batches 1/2/4, one failed (oom), one thrashing."""
+    make_point(root, 1, 64, 50.0)
+    make_point(root, 2, 64, 80.0)
+    make_point(root, 4, 64, 120.0, thrash=True)
+    make_point(root, 1, 96, 30.0)
+    make_point(root, 2, 96, None)
+    return root
+
+
+def test_write_report_records_points_and_draws_a_png(tmp_path: Path) -> None:
+    report = write_report(make_sweep(tmp_path))
+    data = json.loads((tmp_path / "sweep.json").read_text(encoding="utf-8"))
+    assert data == report.data
+    assert set(data) == RECORD_KEYS
+    assert data["schema"] == SWEEP_SCHEMA
+    assert set(data["points"]["b1_s64_amp1"]) == POINT_KEYS
+    assert data["points"]["b1_s64_amp1"]["metrics"]["img_per_s"] == 50.0
+    assert "not_headline" not in data["points"]["b1_s64_amp1"]["metrics"]
+    assert data["num_points"] == 5 and data["num_failed"] == 1 == report.num_failed
+    assert data["recommended"] == {"64": "b2_s64_amp1", "96": "b1_s96_amp1"}
+    assert data["chart"] == "sweep.png"
+    png = tmp_path / "sweep.png"
+    head = png.read_bytes()[:8]
+    assert head == PNG_MAGIC and png.stat().st_size > 1000
+    image = pytest.importorskip("PIL.Image")
+    with image.open(png) as img:
+        assert img.format == "PNG" and img.size[0] > 100 and img.size[1] > 100
+
+
+def test_without_matplotlib_the_chart_is_skipped_with_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # `import matplotlib` now fails
+    report = write_report(make_sweep(tmp_path))
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "chart skipped" in err and INSTALL_HINT in err
+    assert report.data["chart"] is None
+    assert json.loads((tmp_path / "sweep.json").read_text("utf-8"))["chart"] is None
+    assert not (tmp_path / "sweep.png").exists()
+
+
+def test_a_stale_chart_is_removed_when_it_cannot_be_redrawn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_report(make_sweep(tmp_path))
+    assert (tmp_path / "sweep.png").is_file()
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    assert write_report(tmp_path).data["chart"] is None
+    assert not (tmp_path / "sweep.png").exists()
+
+
+def test_chart_series_drops_failed_points_and_sorts_by_batch(tmp_path: Path) -> None:
+    data = sweep_record(
+        str(tmp_path), collect_points(tmp_path, point_folders(make_sweep(tmp_path)))
+    )
+    assert chart_series(data["points"]) == {
+        (64, True): [(1, 50.0), (2, 80.0), (4, 120.0)],
+        (96, True): [(1, 30.0)],
+    }
+
+
+def test_no_ok_point_means_no_chart_and_no_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    make_point(tmp_path, 1, 64, None)
+    assert write_report(tmp_path).data["chart"] is None
+    assert capsys.readouterr().err == ""
+    assert not (tmp_path / "sweep.png").exists()
+
+
+def test_log2_axis_only_for_powers_of_two() -> None:
+    assert chart_module._powers_of_two({1, 2, 8})
+    assert not chart_module._powers_of_two({1, 3})
+    assert not chart_module._powers_of_two({4})
+
+
+def test_a_point_without_status_is_a_crash_and_timing_keys_are_kept(tmp_path: Path) -> None:
+    timing = {"measure_s": 1.5, "point_s": 2.0, "lease_wait_s": 0.0, "held_device": "cpu"}
+    make_point(tmp_path, 1, 64, 50.0, status=timing)
+    make_point(tmp_path, 2, 64, 60.0)
+    (tmp_path / "b2_s64_amp1" / "status.json").unlink()
+    points = write_report(tmp_path).data["points"]
+    assert points["b2_s64_amp1"]["status"] == "failed"
+    assert points["b2_s64_amp1"]["code"] == "crashed"
+    assert {k: points["b1_s64_amp1"][k] for k in timing} == timing
+    assert set(points["b2_s64_amp1"]) == POINT_KEYS
+
+
+def test_point_folders_skip_hidden_folders_and_stop_at_the_depth_limit(tmp_path: Path) -> None:
+    make_point(tmp_path, 1, 64, 50.0)
+    for hidden in (tmp_path / ".hydra", tmp_path / "a" / "b" / "c" / "d"):
+        hidden.mkdir(parents=True)
+        (hidden / "point.json").write_text("{}", encoding="utf-8")
+    assert point_folders(tmp_path) == [tmp_path / "b1_s64_amp1"]
+
+
+def test_table_lines_sort_by_throughput_and_end_with_the_counts(tmp_path: Path) -> None:
+    data = write_report(make_sweep(tmp_path)).data
+    lines = sweep_lines(data)
+    assert lines[0].split() == ["point", "status", "img/s", "peak", "MB", "thrash", "verdict"]
+    names = [line.split()[0] for line in lines[1:6]]
+    assert names == ["b4_s64_amp1", "b2_s64_amp1", "b1_s64_amp1", "b1_s96_amp1", "b2_s96_amp1"]
+    assert lines[1].split()[2:6] == ["120.0", "400.0", "yes", "compute"]
+    assert lines[5].endswith("oom: boom")
+    assert lines[6:] == [
+        "recommended for imgsz 64: b2_s64_amp1",
+        "recommended for imgsz 96: b1_s96_amp1",
+        "1 of 5 points failed",
+    ]
+
+
+def test_recommend_is_still_exported_by_the_report_module() -> None:
+    from libreyolo.sweep import report
+
+    assert report.recommend is recommend
+
+
+def test_open_sweep_collects_point_folders_when_there_is_no_sweep_json(tmp_path: Path) -> None:
+    make_sweep(tmp_path)
+    view = open_sweep(str(tmp_path))
+    assert view is not None
+    data = view.data
+    assert set(data) == RECORD_KEYS
+    assert data["chart"] is None and data["num_points"] == 5
+    assert not (tmp_path / "sweep.json").exists()  # reading writes nothing
+
+
+def test_python_m_report_rebuilds_the_report_and_exits_1_on_a_failed_point(
+    tmp_path: Path,
+) -> None:
+    make_sweep(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "libreyolo.sweep.report", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "1 of 5 points failed" in done.stdout
+    assert (tmp_path / "sweep.json").is_file()
+    assert (tmp_path / "sweep.png").read_bytes()[:8] == PNG_MAGIC
