@@ -59,6 +59,23 @@ def trace_step_ms(trace: TraceAnalysis) -> float:
     return (trace.device_window_ms or trace.window_ms) / per_step_divisor(trace)
 
 
+def unsynced_walls(profile: Profile) -> list[float]:
+    """The unsynced wall time per measured iteration (inference latency or training step)."""
+    return profile.samples.latency_ms or [s.wall_ms for s in profile.samples.steps if not s.synced]
+
+
+def profiler_overhead_pct(profile: Profile) -> float | None:
+    """What the profiler added to the headline step time in this run, in percent: traced
+    unsynced iterations against bare ones right after them (medians); 0.0 when nothing was
+    traced; None when the file has no calibration."""
+    if profile.window.profiler_on is False:
+        return 0.0
+    traced, bare = stats.median(unsynced_walls(profile)), stats.median(profile.samples.bare_ms)
+    if traced is None or not bare:
+        return None
+    return round((traced / bare - 1) * 100, 1)
+
+
 def step_timing(profile: Profile) -> tuple[float | None, float | None]:
     """(step_ms, dataload_ms) from unsynced samples, else from the trace."""
     if profile.samples.latency_ms:
@@ -170,4 +187,5 @@ def compute_metrics(profile: Profile, *, bound: str) -> dict[str, Scalar]:
         metrics |= _phase_metrics(trace)
     if profile.run.mode == "inference":
         metrics |= _inference_metrics(profile, img_per_s)
+    metrics["profiler_overhead_pct"] = profiler_overhead_pct(profile)
     return metrics

@@ -12,7 +12,7 @@ from typing import ClassVar
 
 from libreyolo.analysis import stats
 from libreyolo.analysis.kernels import KernelRow, top_kernels
-from libreyolo.analysis.metrics import per_step_divisor
+from libreyolo.analysis.metrics import per_step_divisor, unsynced_walls
 from libreyolo.document.model import Profile, Scalar, Verdict
 
 TOP_KERNELS = 8
@@ -20,6 +20,7 @@ NOISY_IQR_SHARE = 0.10  # IQR/median above this: the run was noisy (torch.utils.
 VERY_NOISY_IQR_SHARE = 0.25  # above this: single-run numbers are too noisy to read much into
 P90_MIN_SAMPLES = 64  # fewer samples make p90 weak (MLPerf early-stopping floors)
 P99_MIN_SAMPLES = 100  # the issue's floor for a trustworthy p99
+OVERHEAD_NOTE_PCT = 5.0  # above this, say the headline times carry the profiler's own cost
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,10 +108,7 @@ def _categories(profile: Profile) -> tuple[CategoryShare, ...]:
 
 
 def _noise_notes(profile: Profile) -> tuple[str, ...]:
-    unsynced = profile.samples.latency_ms or [
-        s.wall_ms for s in profile.samples.steps if not s.synced
-    ]
-    share = stats.iqr_share(unsynced)
+    share = stats.iqr_share(unsynced_walls(profile))
     if share is None or share <= NOISY_IQR_SHARE:
         return ()
     if share > VERY_NOISY_IQR_SHARE:
@@ -118,10 +116,25 @@ def _noise_notes(profile: Profile) -> tuple[str, ...]:
     return (f"noisy run: IQR is {share:.0%} of the median step",)
 
 
+def _overhead_notes(profile: Profile) -> tuple[str, ...]:
+    pct = _f(profile.metrics.get("profiler_overhead_pct"))
+    if pct is None or pct <= OVERHEAD_NOTE_PCT:
+        return ()
+    n = profile.window.num_bare
+    return (
+        f"profiler overhead: +{pct:.1f}% (traced iterations vs {n} without the profiler, same "
+        "run); the step time and img/s above include it",
+    )
+
+
 def summarize(profile: Profile) -> Summary:
     """Everything `summary` shows, derived from one profile."""
     verdict = profile.verdict or Verdict(bound=str(profile.metrics.get("bound")), why="")
-    notes = _noise_notes(profile) + tuple(profile.trace.notes if profile.trace else ())
+    notes = (
+        _overhead_notes(profile)
+        + _noise_notes(profile)
+        + tuple(profile.trace.notes if profile.trace else ())
+    )
     return Summary(
         mode=profile.run.mode,
         model=profile.run.model or profile.run.weights,

@@ -76,6 +76,11 @@ class Window:
     num_measured: int = 0
     num_unsynced: int = 0
     num_synced: int = 0
+    # Overhead calibration: after the traced unsynced half, `num_bare` more unsynced iterations
+    # run without the profiler (`samples.bare_ms`). `profiler_on` says whether the unsynced half
+    # ran under the torch profiler at all; None for files that predate it.
+    num_bare: int = 0
+    profiler_on: bool | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -239,6 +244,9 @@ class Samples:
     stage_ms: dict[str, list[float]] = field(
         default_factory=dict
     )  # inference: synced per-stage samples
+    bare_ms: list[float] = field(
+        default_factory=list
+    )  # unsynced wall per iteration without the profiler (overhead calibration)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -35,6 +35,7 @@ from libreyolo.measure.window import TraceRecorder, WindowPlan, plan_window
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total): "measure" per iteration
 STAGES = ("preprocess", "forward", "postprocess")
+FUSE_CHOICES = ("full", "bn", "none")
 DEFAULT_IMGSZ = 640  # --imgsz 0 means the model's default input side
 AMP_DTYPES = {"float16": torch.float16, "fp16": torch.float16}
 AMP_DTYPES |= {"bfloat16": torch.bfloat16, "bf16": torch.bfloat16}
@@ -59,7 +60,7 @@ class InferSettings:
     device: str = "0"
     trace: bool = True
     project: str = "runs/profile"
-    fuse: bool = True
+    fuse: str = "full"  # full (BN folded, RepConvN merged, channels-last), bn, or none
     include_decode: bool = False  # decode files inside the window (in preprocess), not before
 
 
@@ -81,6 +82,8 @@ def _validate(s: InferSettings) -> None:
         raise UsageError(f"--conf and --iou must lie in 0..1; got {s.conf} and {s.iou}")
     if s.max_det < 1:
         raise UsageError(f"--max-det must be 1 or more; got {s.max_det}")
+    if s.fuse not in FUSE_CHOICES:
+        raise UsageError(f"model.fuse must be one of {', '.join(FUSE_CHOICES)}; got {s.fuse!r}")
 
 
 def load_workload_model(
@@ -107,7 +110,7 @@ def profile_inference(
 
     _validate(settings)
     amp_dtype = parse_amp_dtype(settings.amp_dtype)
-    plan = plan_window(settings.warmup, settings.runs)
+    plan = plan_window(settings.warmup, settings.runs, traced=settings.trace)
     device = resolve_device(settings.device)
     with stage("load images", on_progress, hint="check the source images"):
         paths = predict.load_images(settings.source)
@@ -119,8 +122,8 @@ def profile_inference(
         model = load_workload_model(settings.weights, settings.size, device, notes)
         reset_peaks(device)
         random_init = bool(getattr(model, "random_init", False))
-        if settings.fuse:
-            model = model.fuse()
+        if settings.fuse != "none":
+            model = model.fuse(settings.fuse)
     amp_effective = settings.half and device.type == "cuda"
     if settings.half and not amp_effective:
         notes.append(f"--half has no effect on {device.type}: the forward ran in float32")
@@ -169,6 +172,7 @@ def profile_inference(
             "amp_effective": amp_effective,
             "random_init": random_init,
             "fused": bool(getattr(model, "is_fused", False)),
+            "fuse": settings.fuse,
             "notes": list(notes),
         }
         if trace is not None:
@@ -190,7 +194,10 @@ def profile_inference(
             environment=collect_environment(device),
             window=plan.document(),
             samples=Samples(
-                steps=samples.steps, latency_ms=samples.latency_ms, stage_ms=samples.stage_ms
+                steps=samples.steps,
+                latency_ms=samples.latency_ms,
+                stage_ms=samples.stage_ms,
+                bare_ms=samples.bare_ms,
             ),
             trace=trace,
             artifacts=Artifacts(trace=TRACE_NAME if trace is not None else None),
@@ -209,6 +216,7 @@ class _Samples:
     steps: list[StepSample]
     latency_ms: list[float]
     stage_ms: dict[str, list[float]]
+    bare_ms: list[float]
 
 
 def _measure(
@@ -218,10 +226,11 @@ def _measure(
     run_once: Callable[[int, PhaseTimer], None],
     on_progress: Progress | None,
 ) -> _Samples:
-    """Run warmup, the traced unsynced half, then the synced half; collect raw samples."""
+    """Run warmup, the traced unsynced half, the bare calibration iterations, then the synced
+    half; collect raw samples."""
     timer = PhaseTimer(device)
     recorder = TraceRecorder(plan, device.type, enabled=trace)
-    out = _Samples(recorder, [], [], {stage: [] for stage in STAGES})
+    out = _Samples(recorder, [], [], {stage: [] for stage in STAGES}, [])
     try:
         for iteration in range(plan.num_total):
             if iteration == plan.num_traced:
@@ -235,8 +244,11 @@ def _measure(
             elapsed = ms(time.perf_counter() - start)
             if iteration < plan.num_traced:
                 recorder.step()
-            if not plan.is_warmup(iteration):
-                _record(out, iteration - plan.num_warmup, synced, elapsed, timer.wall_ms())
+            if plan.is_bare(iteration):
+                out.bare_ms.append(elapsed)
+            elif not plan.is_warmup(iteration):
+                index = iteration - plan.num_warmup - (plan.num_bare if synced else 0)
+                _record(out, index, synced, elapsed, timer.wall_ms())
             if on_progress is not None:
                 on_progress(*plan.progress(iteration))
     finally:

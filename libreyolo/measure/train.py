@@ -50,6 +50,7 @@ class TrainSettings:
     batch: int = 16
     imgsz: int = 640
     workers: int = 8
+    cache: bool = False  # decode + resize every image once before the window, keep it in RAM
     amp: bool = True
     steps: int = 20
     warmup: int = 10
@@ -96,13 +97,18 @@ def _validate(s: TrainSettings, device: torch.device) -> None:
         raise UsageError(f"--imgsz must be a multiple of 32, at least 32; got {s.imgsz}")
 
 
-def check_window_fits(num_images: int, available: int, needed: int, batch: int) -> None:
-    """NoProfileError naming the numbers and the ways out when one epoch cannot hold the window."""
+def check_window_fits(num_images: int, available: int, plan: WindowPlan, batch: int) -> None:
+    """NoProfileError naming the numbers and the ways out when one epoch cannot hold the window
+    (the measured steps plus the bare steps that calibrate the profiler's overhead)."""
+    needed = plan.num_after_warmup
     if available >= needed:
         return
+    steps = f"the {plan.num_measured} measured steps"
+    if plan.num_bare:
+        steps += f" and {plan.num_bare} overhead-calibration steps"
     raise NoProfileError(
         f"the dataset has {num_images} images: {available} batches of {batch} per epoch, "
-        f"but the {needed} measured steps need {needed} batches in one epoch",
+        f"but {steps} need {needed} batches in one epoch",
         hint="use a larger dataset, fewer --steps, or a smaller --batch",
     )
 
@@ -116,7 +122,7 @@ def _epoch_batches(
     """
     epoch, left = iter(loader), available
     for iteration in range(plan.num_total):
-        restart = left == 0 or (iteration == plan.num_warmup and left < plan.num_measured)
+        restart = left == 0 or (iteration == plan.num_warmup and left < plan.num_after_warmup)
         if restart:
             if iteration == plan.num_warmup:
                 notes.append(
@@ -131,6 +137,7 @@ def _epoch_batches(
 class _Samples:
     steps: list[StepSample] = field(default_factory=list)
     phase_ms: dict[str, list[float]] = field(default_factory=dict)
+    bare_ms: list[float] = field(default_factory=list)
 
 
 def profile_training(
@@ -153,9 +160,11 @@ def profile_training(
         with stage("fit batch", on_progress, hint="pass an explicit --batch"):
             settings, fitted_note = _fit_batch(settings, device, spec.nc)
     with stage("build data", on_progress, hint="check the dataset YAML, images and labels"):
-        dataset = YoloDataset(spec, settings.imgsz, AugmentConfig(), seed=SEED)
+        dataset = YoloDataset(
+            spec, settings.imgsz, AugmentConfig(), seed=SEED, cache=settings.cache
+        )
     available = batches_available(dataset, settings.batch)
-    check_window_fits(len(dataset), available, plan.num_measured, settings.batch)
+    check_window_fits(len(dataset), available, plan, settings.batch)
 
     notes: list[str] = [f"dataset: skipped {line}" for line in dataset.issues[:5]]
     if fitted_note:
@@ -197,8 +206,11 @@ def profile_training(
                 end = time.perf_counter()
                 if iteration < plan.num_traced:
                     recorder.step()
-                if not plan.is_warmup(iteration):
-                    _record(out, iteration - plan.num_warmup, synced, start, loaded, end, timer)
+                if plan.is_bare(iteration):
+                    out.bare_ms.append(ms(end - start))
+                elif not plan.is_warmup(iteration):
+                    index = iteration - plan.num_warmup - (plan.num_bare if synced else 0)
+                    _record(out, index, synced, start, loaded, end, timer)
                 if on_progress is not None:
                     on_progress(*plan.progress(iteration))
         finally:
@@ -243,7 +255,7 @@ def profile_training(
             ),
             environment=collect_environment(device),
             window=plan.document(),
-            samples=Samples(steps=out.steps),
+            samples=Samples(steps=out.steps, bare_ms=out.bare_ms),
             trace=trace,
             artifacts=Artifacts(trace=TRACE_NAME if trace is not None else None),
         )

@@ -8,7 +8,10 @@ dataload stall); the rest sync around each phase and give its wall time (composi
 
 The torch profiler records exactly the unsynced half (profiler-definitions.md §2: analyse all
 steps of the unsynced half, not 1.6.0's markers 2..8), so the trace's utilisation is not
-diluted by the idle gaps the syncs create. Must not run or time anything itself.
+diluted by the idle gaps the syncs create. When it does, `num_bare` more unsynced iterations
+follow with the profiler off: their wall times, beside the traced ones of the same run, measure
+what the profiler itself added (the overhead calibration stored in every profile). Must not run
+or time anything itself.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from libreyolo.document.model import Window
 from libreyolo.errors import UsageError
 
 MIN_MEASURED = 2  # one unsynced and one synced iteration at least
+MAX_BARE = 20  # a median of 20 bare iterations pins the overhead; more would only cost time
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,10 +33,16 @@ class WindowPlan:
 
     num_warmup: int
     num_measured: int
+    num_bare: int = 0  # unsynced, profiler off, after the traced half (overhead calibration)
 
     @property
     def num_unsynced(self) -> int:
         return max(1, self.num_measured // 2)
+
+    @property
+    def num_after_warmup(self) -> int:
+        """Iterations after warmup: measured plus calibration (the batches a run needs)."""
+        return self.num_measured + self.num_bare
 
     @property
     def num_synced(self) -> int:
@@ -42,11 +52,11 @@ class WindowPlan:
         """(stage, done, total) after `iteration`: warmup first, then measured steps."""
         if iteration < self.num_warmup:
             return "warmup", iteration + 1, self.num_warmup
-        return "measured step", iteration + 1 - self.num_warmup, self.num_measured
+        return "measured step", iteration + 1 - self.num_warmup, self.num_after_warmup
 
     @property
     def num_total(self) -> int:
-        return self.num_warmup + self.num_measured
+        return self.num_warmup + self.num_after_warmup
 
     @property
     def num_traced(self) -> int:
@@ -56,8 +66,11 @@ class WindowPlan:
     def is_warmup(self, iteration: int) -> bool:
         return iteration < self.num_warmup
 
+    def is_bare(self, iteration: int) -> bool:
+        return self.num_traced <= iteration < self.num_traced + self.num_bare
+
     def is_synced(self, iteration: int) -> bool:
-        return iteration >= self.num_traced
+        return iteration >= self.num_traced + self.num_bare
 
     def schedule(self) -> Callable[[int], Any]:
         """`torch.profiler.schedule`: warm up on the warmup iterations, record the unsynced half."""
@@ -71,11 +84,20 @@ class WindowPlan:
             num_measured=self.num_measured,
             num_unsynced=self.num_unsynced,
             num_synced=self.num_synced,
+            num_bare=self.num_bare,
+            profiler_on=self.traced,
         )
 
+    @property
+    def traced(self) -> bool:
+        return self.num_bare > 0
 
-def plan_window(warmup: int, measured: int, *, measured_flag: str = "--runs") -> WindowPlan:
-    """A WindowPlan, or UsageError for counts 1.6.0 silently clamped (§15 item 14)."""
+
+def plan_window(
+    warmup: int, measured: int, *, measured_flag: str = "--runs", traced: bool = True
+) -> WindowPlan:
+    """A WindowPlan, or UsageError for counts 1.6.0 silently clamped (§15 item 14). A traced
+    plan carries bare iterations to calibrate the profiler's overhead against."""
     if warmup < 0:
         raise UsageError(f"--warmup must be 0 or more; got {warmup}")
     if measured < MIN_MEASURED:
@@ -83,7 +105,8 @@ def plan_window(warmup: int, measured: int, *, measured_flag: str = "--runs") ->
             f"{measured_flag} must be at least {MIN_MEASURED} (one unsynced and one synced "
             f"iteration); got {measured}"
         )
-    return WindowPlan(num_warmup=warmup, num_measured=measured)
+    num_bare = min(max(1, measured // 2), MAX_BARE) if traced else 0
+    return WindowPlan(num_warmup=warmup, num_measured=measured, num_bare=num_bare)
 
 
 class TraceRecorder:

@@ -33,14 +33,37 @@ def test_bad_device_strings_are_usage_errors(spec: str) -> None:
 @pytest.mark.parametrize(
     ("measured", "unsynced", "synced"), [(2, 1, 1), (3, 1, 2), (5, 2, 3), (20, 10, 10), (4, 2, 2)]
 )
-def test_window_split(measured: int, unsynced: int, synced: int) -> None:
-    plan = plan_window(3, measured)
-    assert (plan.num_unsynced, plan.num_synced) == (unsynced, synced)
+def test_window_split_untraced(measured: int, unsynced: int, synced: int) -> None:
+    plan = plan_window(3, measured, traced=False)
+    assert (plan.num_unsynced, plan.num_synced, plan.num_bare) == (unsynced, synced, 0)
     assert plan.num_total == 3 + measured
     assert plan.num_traced == 3 + unsynced
     flags = [plan.is_synced(i) for i in range(plan.num_total)]
     assert flags == [False] * (3 + unsynced) + [True] * synced
+    assert not any(plan.is_bare(i) for i in range(plan.num_total))
     assert plan.document().num_measured == measured
+    assert plan.document().profiler_on is False
+
+
+@pytest.mark.parametrize(("measured", "bare"), [(2, 1), (5, 2), (20, 10), (100, 20), (400, 20)])
+def test_traced_window_has_bare_iterations_between_the_halves(measured: int, bare: int) -> None:
+    plan = plan_window(2, measured)
+    unsynced = max(1, measured // 2)
+    assert plan.num_bare == bare
+    assert plan.num_total == 2 + measured + bare
+    kinds = [
+        "bare" if plan.is_bare(i) else "synced" if plan.is_synced(i) else "traced"
+        for i in range(plan.num_total)
+    ]
+    expected = ["traced"] * (2 + unsynced) + ["bare"] * bare
+    assert kinds == expected + ["synced"] * (measured - unsynced)
+    assert plan.progress(plan.num_total - 1) == (
+        "measured step",
+        measured + bare,
+        measured + bare,
+    )
+    window = plan.document()
+    assert (window.num_bare, window.profiler_on) == (bare, True)
 
 
 @pytest.mark.parametrize(("warmup", "measured"), [(-1, 4), (0, 1), (0, 0)])

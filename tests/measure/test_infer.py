@@ -69,7 +69,11 @@ def test_window_and_samples(measured: tuple[Profile, Path, list[tuple[str, int, 
     assert all(set(s.phase_ms) == STAGES for s in steps if s.synced)
     assert profile.metrics["latency_n"] == 2
     assert profile.metrics["forward_ms"] is not None
-    assert calls[-1] == ("measured step", 5, 5)  # warmup 1 + runs 5
+    # warmup 1 + runs 5 + 2 bare calibration runs (as many as the traced half)
+    assert (window.num_bare, window.profiler_on) == (2, True)
+    assert len(profile.samples.bare_ms) == 2 and min(profile.samples.bare_ms) > 0
+    assert isinstance(profile.metrics["profiler_overhead_pct"], float)
+    assert calls[-1] == ("measured step", 7, 7)
     assert ("warmup", 1, 1) in calls and ("load weights", 0, 1) in calls
 
 

@@ -35,7 +35,7 @@ def _settings(checkpoint: Path, data: Path, project: Path, **changes: object) ->
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_synthetic(tmp_path_factory.mktemp("data"), num_train=8, num_val=2, imgsz=128)
+    return make_synthetic(tmp_path_factory.mktemp("data"), num_train=12, num_val=2, imgsz=128)
 
 
 @pytest.fixture(scope="module")
@@ -53,13 +53,15 @@ def test_training_profile_is_complete(
     schema_validator.validate(to_builtins(profile))
     assert profile.kind == "train" and profile.run.mode == "training"
     assert (profile.window.num_unsynced, profile.window.num_synced) == (2, 2)
+    assert profile.window.num_bare == 2 and len(profile.samples.bare_ms) == 2
     steps = profile.samples.steps
     assert [s.synced for s in steps] == [False, False, True, True]
     assert all(s.dataload_ms is not None for s in steps if not s.synced)
     assert all(set(s.phase_ms) == PHASES for s in steps if s.synced)
     assert profile.run.config["amp_effective"] is False and profile.run.amp is False
     assert profile.metrics["step_ms"] is not None
-    # 4 batches per epoch: warmup takes one, so the window starts a fresh epoch (noted).
+    # 6 batches per epoch: warmup takes one, and the 4 measured + 2 calibration steps need 6,
+    # so the window starts a fresh epoch (noted).
     assert any("new epoch" in note for note in profile.run.config["notes"])
     trace = profile.trace
     assert trace is not None and trace.num_steps == 2
@@ -74,7 +76,8 @@ def test_dataset_too_small_names_the_numbers(checkpoint: Path, data: Path, tmp_p
     with pytest.raises(NoProfileError) as info:
         profile_training(_settings(checkpoint, data, tmp_path, batch=4, steps=4, warmup=1))
     message = info.value.message
-    assert "8 images" in message and "2 batches of 4" in message and "need 4 batches" in message
+    assert "12 images" in message and "3 batches of 4" in message and "need 6 batches" in message
+    assert "4 measured steps and 2 overhead-calibration steps" in message
     assert info.value.hint is not None
     for way_out in ("larger dataset", "fewer --steps", "smaller --batch"):
         assert way_out in info.value.hint

@@ -6,6 +6,8 @@ box), check every image's header (and that JPEGs are complete), and apply the ba
 (`file:line: what` for labels, `file: what` for images) for the caller to print; `"refuse"` raises
 DatasetError naming the first one. At item time it decodes with PIL, pre-resizes so the longer
 side is `imgsz`, runs `augment.augment_tiles` and returns a `Sample` with a uint8 CHW image.
+With `cache=True` every image is decoded and pre-resized once, up front (threads), and kept in
+RAM, so an item costs only its augmentation (Ultralytics' `cache=ram`).
 
 Must not: batch or normalise (the loader does), print or log (the caller prints `issues`), or
 crash a run on one bad file under "skip" (an image that fails to decode later is replaced).
@@ -154,6 +156,7 @@ class YoloDataset(Dataset[Sample]):
         *,
         on_bad: OnBad = "skip",
         seed: int | None = None,
+        cache: bool = False,
     ) -> None:
         if imgsz < 32:
             raise UsageError(f"image size must be at least 32, got {imgsz}")
@@ -164,6 +167,9 @@ class YoloDataset(Dataset[Sample]):
         self.issues: list[str] = []  # one line per skipped row or image, in file order
         self._items = self._scan(spec)
         self._labelled = [i for i, item in enumerate(self._items) if item.rows]
+        self._cached: dict[Path, Tile] = {}
+        if cache:
+            self._cached = self._preload()
 
     def __len__(self) -> int:
         return len(self._items)
@@ -246,8 +252,26 @@ class YoloDataset(Dataset[Sample]):
                 last = err
         raise last or _BadImageError("no mosaic partner could be decoded")
 
+    def _preload(self) -> dict[Path, Tile]:
+        """Every decodable image, decoded and pre-resized; a bad one stays out and fails later
+        the way it would without the cache."""
+
+        def load(item: _Item) -> tuple[Path, Tile | None]:
+            try:
+                return item.path, self._load(item)
+            except _BadImageError:
+                return item.path, None
+
+        workers = max(1, min(8, os.cpu_count() or 1))
+        with ThreadPoolExecutor(max_workers=workers) as pool:  # PIL decoding releases the GIL
+            loaded = list(pool.map(load, self._items))
+        return {path: tile for path, tile in loaded if tile is not None}
+
     def _load(self, item: _Item) -> Tile:
         """Decode and pre-resize so the longer side is imgsz; boxes in pixels of that image."""
+        cached = self._cached.get(item.path)
+        if cached is not None:
+            return cached
         image = _decode(item.path)
         w, h = image.size
         r = self.imgsz / max(w, h)

@@ -221,12 +221,17 @@ class DFL(nn.Module):
         return torch.einsum("bsna,n->bsa", probs, project.to(probs.dtype))
 
 
-def fuse_model(model: nn.Module) -> nn.Module:
-    """Fold every Conv's BatchNorm and re-parameterise every RepConvN, in place; returns `model`."""
+def fuse_model(model: nn.Module, *, reparameterise: bool = True) -> nn.Module:
+    """Fold every Conv's BatchNorm and (by default) re-parameterise every RepConvN, in place.
+
+    With `reparameterise=False` only the BatchNorms go: the network computes the same function
+    with the same convolutions, minus the norm ops (what `what-if --remove-category norm` predicts).
+    """
     # RepConvN first: it reads its branches' unfused BatchNorms.
-    for module in list(model.modules()):
-        if isinstance(module, RepConvN):
-            module.fuse()
+    if reparameterise:
+        for module in list(model.modules()):
+            if isinstance(module, RepConvN):
+                module.fuse()
     for module in list(model.modules()):
         if isinstance(module, Conv):
             module.fuse()

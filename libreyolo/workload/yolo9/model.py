@@ -30,7 +30,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple, TypedDict
+from typing import Literal, NamedTuple, TypedDict
 
 import torch
 from torch import Tensor, nn
@@ -48,6 +48,8 @@ from libreyolo.workload.yolo9.blocks import (
 )
 
 STRIDES = (8, 16, 32)
+FuseMode = Literal["full", "bn"]
+FUSE_MODES: tuple[FuseMode, ...] = ("full", "bn")
 REG_MAX = 16
 
 
@@ -355,15 +357,19 @@ class YOLOv9(nn.Module):
         self.nc = nc
         self.names = dict(names) if names is not None else default_names(nc)
 
-    def fuse(self) -> YOLOv9:
-        """A fused deep copy in eval mode (conv+BN folded, RepConvN merged); for inference only.
+    def fuse(self, mode: FuseMode = "full") -> YOLOv9:
+        """A fused deep copy in eval mode, for inference only.
 
-        The copy's weights are channels-last: with them PyTorch runs every convolution in NHWC,
-        which is what oneDNN and cuDNN are fastest at (NCHW falls back to slower CPU kernels).
+        `full`: conv+BN folded, RepConvN merged, weights channels-last (with them PyTorch runs
+        every convolution in NHWC, which oneDNN and cuDNN are fastest at). `bn`: only the
+        BatchNorms folded, nothing else changed, so the gain is exactly the norm ops removed.
         """
+        if mode not in FUSE_MODES:
+            raise UsageError(f"fuse must be one of {', '.join(FUSE_MODES)}; got {mode!r}")
         fused = copy.deepcopy(self).eval()
-        fuse_model(fused)
-        fused = fused.to(memory_format=torch.channels_last)
+        fuse_model(fused, reparameterise=mode == "full")
+        if mode == "full":
+            fused = fused.to(memory_format=torch.channels_last)
         fused.is_fused = True
         fused.requires_grad_(False)
         return fused
