@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The prepared GPU check (run on a machine with CUDA, e.g. through the device tool): profile
 # inference and training on cuda:0 with small windows, check the GPU fields, and keep the traces
-# as fixtures under $OUT (or ./gpu_check_out). Exit status: 0 when every check passed.
+# as fixtures under $OUT (or ./gpu_check_out); then repeat the truth suite's planted bottlenecks
+# on CUDA (scripts/truth_report.py --device 0). Exit status: 0 when every check passed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-gpu_check_out}"
@@ -20,7 +21,8 @@ $lib profile infer --device 0 --warmup 5 --runs 20 --batch 8 --project "$out/inf
 $lib profile run synthetic --device 0 --batch 8 --imgsz 320 --steps 6 --warmup 2 --workers 2 \
   --project "$out/run_amp" --json > "$out/run_amp.json"
 
-.venv/bin/python - "$out" <<'PY'
+status=0
+.venv/bin/python - "$out" <<'PY' || status=1
 import json, sys
 from pathlib import Path
 
@@ -48,3 +50,8 @@ for name, train in (("infer_fp16", False), ("infer_b8", False), ("run_amp", True
 print("all GPU checks passed" if not failures else f"{len(failures)} GPU checks failed")
 sys.exit(1 if failures else 0)
 PY
+
+# The truth suite's planted bottlenecks, repeated on CUDA (and the fixture verdicts beside them).
+.venv/bin/python scripts/truth_report.py --device 0 --only planted,gpu | tee "$out/truth_cuda.txt" \
+  || status=1
+exit "$status"

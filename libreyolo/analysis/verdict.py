@@ -86,9 +86,8 @@ def decide(profile: Profile, metrics: dict[str, Scalar]) -> Verdict:
         )
     if isinstance(dataload, float) and dataload >= DATALOAD_SHARE_BOUND:
         evidence["dataload_frac"] = dataload
-        return _verdict(
-            "dataloader", f"the step waits on input data (~{_pct(dataload)} of the step)", evidence
-        )
+        why = f"the step waits on input data: dataload takes ~{_pct(dataload)} of the step"
+        return _verdict("dataloader", why, evidence)
     if profile.run.mode == "inference":
         staged = _inference_stage_verdict(metrics)
         if staged is not None:
