@@ -323,3 +323,21 @@ def test_run_accepts_the_built_in_synthetic_name(weights, tmp_path: Path, monkey
     assert result.status == 0, result.stderr
     assert Path(result.json()["profile"]).is_file()
     assert any((tmp_path / "datasets").iterdir())  # generated once into the datasets folder
+
+
+def test_unknown_fuse_mode_exits_2_before_measuring(tmp_path: Path) -> None:
+    result = invoke(["profile", "infer", "--device", "cpu", "--fuse", "fast"])
+    assert result.status == 2 and result.stdout == ""
+    assert "--fuse: invalid choice: 'fast'" in result.stderr
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "odd.yaml").write_text(
+        "defaults:\n  - profile\n  - override mode: infer\n  - _self_\nmodel:\n  fuse: fast\n",
+        encoding="utf-8",
+    )
+    project = tmp_path / "p"
+    argv = ["profile", "infer", "--config-dir", str(conf), "--config", "odd", "--device", "cpu"]
+    result = invoke([*argv, "--project", str(project)])
+    assert result.status == 2, result.stderr
+    assert result.stderr == "model.fuse must be one of full, bn, none; got 'fast'\n"
+    assert not project.exists()

@@ -157,3 +157,25 @@ def test_item_is_letterboxed_with_boxes_in_input_pixels(tmp_path: Path) -> None:
     assert sample.boxes.tolist() == [[16.0, 28.0, 48.0, 36.0]]
     assert sample.classes.tolist() == [1] and sample.classes.dtype == torch.int64
     assert sample.image[:, 0, 0].tolist() == [114, 114, 114]
+
+
+def test_cached_dataset_gives_the_same_samples_without_touching_the_files(tmp_path: Path) -> None:
+    spec = _dataset(tmp_path, [GOOD_ROW, GOOD_ROW, "0 0.2 0.3 0.2 0.2\n"], size=(300, 200))
+    plain = YoloDataset(spec, 96, AugmentConfig(), seed=3)
+    expected = [plain[i] for i in range(len(plain))]
+    cached = YoloDataset(spec, 96, AugmentConfig(), seed=3, cache=True)
+    for path in spec.image_paths:  # the cache holds decoded images: the files are not read again
+        path.write_bytes(b"")
+    for i, a in enumerate(expected):
+        b = cached[i]
+        assert torch.equal(a.image, b.image) and torch.equal(a.boxes, b.boxes)
+        assert torch.equal(a.classes, b.classes) and a.path == b.path
+    assert cached.issues == []
+
+
+def test_cache_leaves_a_bad_image_to_the_bad_file_policy(tmp_path: Path) -> None:
+    spec = _dataset(tmp_path, [GOOD_ROW, GOOD_ROW], size=(256, 256))
+    _truncate(spec.image_paths[0])
+    cached = YoloDataset(spec, 64, AugmentConfig.none(), cache=True)
+    assert len(cached) == 1 and cached[0].path == str(spec.image_paths[1])
+    assert cached.issues[0].startswith(f"{spec.image_paths[0]}: ")

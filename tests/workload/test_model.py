@@ -171,3 +171,28 @@ def test_fused_copy_matches_and_leaves_the_original() -> None:
     torch.testing.assert_close(got["predictions"], ref["predictions"], atol=1e-4, rtol=0)
     for a, b in zip(got["raw_outputs"], ref["raw_outputs"], strict=True):
         torch.testing.assert_close(a, b, atol=1e-4, rtol=0)
+
+
+def test_bn_only_fusion_removes_the_norms_and_nothing_else() -> None:
+    torch.manual_seed(0)
+    model = YOLOv9("t", nc=5).eval()
+    for module in model.modules():
+        if isinstance(module, nn.BatchNorm2d):
+            assert module.running_mean is not None and module.running_var is not None
+            module.running_mean.normal_(0, 0.1)
+            module.running_var.uniform_(0.75, 1.25)
+    folded = model.fuse("bn")
+    assert not any(isinstance(m, nn.BatchNorm2d) for m in folded.modules())
+    assert all(hasattr(m, "conv1") for m in folded.modules() if isinstance(m, RepConvN))
+    convs = [m for m in folded.modules() if isinstance(m, nn.Conv2d)]
+    assert len(convs) == sum(isinstance(m, nn.Conv2d) for m in model.modules())
+    assert all(c.weight.is_contiguous() for c in convs)  # layout untouched (not channels-last)
+    x = torch.rand(1, 3, 96, 64)
+    with torch.no_grad():
+        ref, got = model.forward_features(x), folded.forward_features(x)
+    torch.testing.assert_close(got["predictions"], ref["predictions"], atol=1e-4, rtol=0)
+
+
+def test_unknown_fuse_mode_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="fuse must be one of full, bn"):
+        YOLOv9("t", nc=1).fuse("fast")  # type: ignore[arg-type]
