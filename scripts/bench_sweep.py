@@ -1,11 +1,11 @@
 """What a sweep costs beyond its measurements: a 4-point CPU infer sweep (batch 1,2 x imgsz
 64,96, warmup 1, runs 2) run isolated (a child process per point) and in-process, alternating
-in one run. Per point, overhead = point_s (status.json) minus the time of the iterations
-themselves (the profile's raw samples, warmup estimated at the median iteration): process start,
-imports, config, lease, model build and bookkeeping. Printed beside it: point_s - measure_s, the
-part outside `measure_config` (which spans model build and the window).
+in one run. Per point, overhead = point_s - window_s from its status.json: everything but the
+warmup and measured iterations (process start, imports, config, lease, model build, analysis,
+saving). Printed beside it: point_s - measure_s, the part outside `measure_config`.
 
-Targets: mean per-point overhead ≤ 3 s isolated, ≤ 0.5 s in-process.
+Targets: mean per-point overhead ≤ 3 s isolated, ≤ 0.5 s in-process. The first point of a sweep
+also pays the one-time imports (torch, torchvision: ~3 s here); it is printed on its own.
 
     python scripts/bench_sweep.py [--rounds 1] [--batch 1,2] [--imgsz 64,96] [--keep DIR]
 """
@@ -52,23 +52,20 @@ def run_sweep(sweep_dir: Path, isolate: bool, weights: str, args: argparse.Names
     return wall
 
 
-def iterations_s(profile: dict) -> float:
-    """Seconds the profile's iterations took: its raw samples plus warmup at the median."""
-    walls = [step["wall_ms"] for step in profile["samples"]["steps"]]
-    walls += profile["samples"].get("bare_ms", [])
-    warmup = profile["window"]["num_warmup"] * statistics.median(walls)
-    return (sum(walls) + warmup) / 1000
-
-
 def overheads(sweep_dir: Path) -> dict[str, tuple[float, float]]:
-    """Per point: (point_s - iterations, point_s - measure_s), in seconds."""
-    out = {}
-    for path in sorted(sweep_dir.glob("*/status.json")):
+    """Per point, in the order they ran: (point_s - window_s, point_s - measure_s), seconds."""
+    found = []
+    for path in sweep_dir.glob("*/status.json"):
         status = json.loads(path.read_text(encoding="utf-8"))
-        profile = json.loads((path.parent / status["profile"]).read_text(encoding="utf-8"))
         point_s = status["point_s"]
-        out[path.parent.name] = (point_s - iterations_s(profile), point_s - status["measure_s"])
-    return out
+        found.append(
+            (
+                status["lease_acquired_at"],
+                path.parent.name,
+                (point_s - status["window_s"], point_s - status["measure_s"]),
+            )
+        )
+    return {name: value for _, name, value in sorted(found)}
 
 
 def main() -> None:
@@ -95,7 +92,7 @@ def main() -> None:
         f"runs {args.runs}, {args.rounds} round(s), weights "
         f"{'fixture checkpoint' if weights == str(CHECKPOINT) else 'random'}"
     )
-    print("  overhead = point wall - its iterations (model build included); [outside measure]")
+    print("  overhead = point wall - its measurement windows; [outside measure_config]")
     names = sorted({n for mode in rows.values() for n in mode})
     print(f"  {'point':<14}" + "".join(f"{mode:>24}" for mode in TARGETS_S))
     for name in names:
@@ -106,13 +103,18 @@ def main() -> None:
             outside = statistics.median(v[1] for v in values)
             cells += f"{total:13.2f}s [{outside:5.2f}s]"
         print(f"  {name:<14}{cells}")
+    # The first point also pays what a sweep pays once (torch and torchvision imported, by the
+    # fork server or by this process); the target is per point, so it applies to the others.
     for mode, target in TARGETS_S.items():
-        values = [v[0] for per_point in rows[mode].values() for v in per_point]
-        mean, peak = statistics.mean(values), max(values)
+        order = list(rows[mode])
+        first = statistics.median(v[0] for v in rows[mode][order[0]])
+        later = [v[0] for name in order[1:] for v in rows[mode][name]]
+        mean, peak = statistics.mean(later), max(later)
         verdict = "PASS" if mean <= target else "FAIL"
         print(
-            f"  {mode:<11} mean {mean:5.2f} s  max {peak:5.2f} s  (sweep wall "
-            f"{statistics.median(walls[mode]):.1f} s)  target mean ≤ {target} s: {verdict}"
+            f"  {mode:<11} per point {mean:5.2f} s (max {peak:5.2f} s)  target ≤ {target} s: "
+            f"{verdict}  | first point {first:5.2f} s incl. one-time imports; sweep wall "
+            f"{statistics.median(walls[mode]):.1f} s"
         )
 
 

@@ -31,7 +31,8 @@ HEADLINE = (
     "memory_pressure",
     "bound",
 )
-TIMING = ("held_device", "lease_wait_s", "measure_s", "point_s")  # copied from status.json
+# copied from status.json
+TIMING = ("held_device", "lease_wait_s", "measure_s", "window_s", "point_s")
 NO_STATUS = {
     "status": "failed",
     "reason": "no status recorded (the point stopped before it finished)",

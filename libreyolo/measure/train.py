@@ -187,35 +187,37 @@ def profile_training(
         recorder = TraceRecorder(plan, device.type, enabled=True)
         out = _Samples(phase_ms={name: [] for name in PHASES})
         batches = _epoch_batches(loader, plan, available, notes)
-        try:
-            for iteration in range(plan.num_total):
-                if iteration == plan.num_traced:
-                    recorder.close()
-                synced = plan.is_synced(iteration)
-                timer.begin(synced=synced)
-                start = time.perf_counter()
-                with timer("dataload"):
-                    batch = next(batches)
-                loaded = time.perf_counter()
-                losses = trainer.step(batch, timer)
-                # Reading the loss back is what a training loop does every step (1.6.0 called
-                # .item()); it also ends the step's device work, so wall time is not CPU run-ahead.
-                losses["total"]
-                if not synced:
-                    synchronize(device)
-                end = time.perf_counter()
-                if iteration < plan.num_traced:
-                    recorder.step()
-                if plan.is_bare(iteration):
-                    out.bare_ms.append(ms(end - start))
-                elif not plan.is_warmup(iteration):
-                    index = iteration - plan.num_warmup - (plan.num_bare if synced else 0)
-                    _record(out, index, synced, start, loaded, end, timer)
-                if on_progress is not None:
-                    on_progress(*plan.progress(iteration))
-        finally:
-            recorder.close()
-            batches.close()  # stops loader workers before the trace is analysed
+        with stage("measure", on_progress, hint="try a smaller --batch or --imgsz, or --workers 0"):
+            try:
+                for iteration in range(plan.num_total):
+                    if iteration == plan.num_traced:
+                        recorder.close()
+                    synced = plan.is_synced(iteration)
+                    timer.begin(synced=synced)
+                    start = time.perf_counter()
+                    with timer("dataload"):
+                        batch = next(batches)
+                    loaded = time.perf_counter()
+                    losses = trainer.step(batch, timer)
+                    # Reading the loss back is what a training loop does every step (1.6.0
+                    # called .item()); it also ends the step's device work, so wall time is
+                    # not CPU run-ahead.
+                    losses["total"]
+                    if not synced:
+                        synchronize(device)
+                    end = time.perf_counter()
+                    if iteration < plan.num_traced:
+                        recorder.step()
+                    if plan.is_bare(iteration):
+                        out.bare_ms.append(ms(end - start))
+                    elif not plan.is_warmup(iteration):
+                        index = iteration - plan.num_warmup - (plan.num_bare if synced else 0)
+                        _record(out, index, synced, start, loaded, end, timer)
+                    if on_progress is not None:
+                        on_progress(*plan.progress(iteration))
+            finally:
+                recorder.close()
+                batches.close()  # stops loader workers before the trace is analysed
 
         trace = None
         if recorder.export(run.path(TRACE_NAME)):

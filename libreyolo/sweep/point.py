@@ -1,12 +1,14 @@
 """One sweep point: measure a resolved config into its own folder and record how it went.
 
 Role: `run_point` writes `point.json` (resolved config + overrides), takes the device lease
-(`lease.py`: a free GPU, or the CPU), measures in a fresh child process (`python -m
-libreyolo.sweep.point point.json`, hydra-notes §9.3) or in this process (`sweep.isolate=false`)
-and leaves `status.json`: {status: ok|failed, reason, code, overrides, profile (the repeat
-aggregate when window.repeat > 1), pid (the measuring process), held_device, lease_acquired_at,
-lease_released_at (epoch s), lease_wait_s, measure_s (inside measure_config), point_s (the whole
-point)}. In `infer` mode the sweep's `amp` key means `--half`.
+(`lease.py`: a free GPU, or the CPU), measures in a fresh child process (forked from a server that
+has imported torch but never used it, hydra-notes §9.3; its stderr also lands in `point.log`) or in
+this process (`sweep.isolate=false`) and leaves `status.json`: {status: ok|failed, reason, code,
+overrides, profile (the repeat aggregate when window.repeat > 1), pid (the measuring process),
+held_device, lease_acquired_at, lease_released_at (epoch s), lease_wait_s, measure_s (inside
+measure_config), window_s (the measurement windows themselves: warmup and measured iterations),
+point_s (the whole point)}.
+In `infer` mode the sweep's `amp` key means `--half`.
 
 Must not: raise for an expected failure (a `ProfileError` such as a bad value or a dataset too
 small, or out of memory): it is recorded as `failed` with its reason and the sweep goes on.
@@ -16,9 +18,11 @@ Must not hand a `DictConfig` to the child: the request is plain JSON.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
+import multiprocessing
+import multiprocessing.context
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -38,6 +42,21 @@ from libreyolo.document.sweep_files import REQUEST_FILE, STATUS_FILE
 from libreyolo.errors import NoProfileError, ProfileError
 from libreyolo.sweep.lease import Lease, device_lease
 
+LOG_FILE = "point.log"  # an isolated point's stderr, also relayed to the sweep's stderr
+# Imported once by the fork server that isolated points start from: torch, torchvision (~3 s
+# here, most of it torch._dynamo pulled in by torchvision.ops), the collectors, the workload and
+# the trace analyser, everything a measurement imports lazily. Nothing Hydra.
+CHILD_PRELOAD = (
+    "libreyolo.measure.infer",
+    "libreyolo.measure.train",
+    "libreyolo.workload.api",
+    "libreyolo.workload.train",
+    "libreyolo.workload.yolo9.predict",
+    "libreyolo.workload.data.dataset",
+    "libreyolo.workload.data.loader",
+    "libreyolo.kineto.reduce",
+    "libreyolo.analysis.repeat",
+)
 _NESTED: dict[str, type[Any]] = {
     "model": ModelConfig,
     "dataset": DatasetConfig,
@@ -53,6 +72,7 @@ TIMING_KEYS = (
     "lease_released_at",
     "lease_wait_s",
     "measure_s",
+    "window_s",
     "point_s",
 )
 
@@ -90,31 +110,64 @@ def _is_oom(err: BaseException) -> bool:
 
 def measure_request(request_path: Path) -> dict[str, Any]:
     """Measure the point described by `request_path`; write and return its status record."""
-    from libreyolo.measure.from_config import measure_config  # torch: before the clock starts
+    from libreyolo.measure.from_config import measure_config
+
+    for module in CHILD_PRELOAD:  # torch and the collectors: imported before the clock starts
+        importlib.import_module(module)
 
     request = json.loads(request_path.read_text(encoding="utf-8"))
     point_dir = request_path.parent
-    clock: dict[str, float] = {}
+    clock = WindowClock()
     try:
         record = _measure(request, point_dir, measure_config, clock)
     except ProfileError as err:
-        record = _status(request, "failed", reason=err.message, code=err.code)
+        code = "oom" if _is_oom(err.__cause__) else err.code
+        record = _status(request, "failed", reason=err.message, code=code)
     except RuntimeError as err:
         if not _is_oom(err):
             raise
         record = _status(request, "failed", reason=f"out of memory: {err}", code="oom")
-    started = clock.get("start")
+    started = clock.started
     record |= {
         "pid": os.getpid(),
         "held_device": request.get("held_device"),
         "measure_s": None if started is None else time.perf_counter() - started,
+        "window_s": clock.window_s if started is not None else None,
     }
     _write_json(point_dir / STATUS_FILE, record)
     return record
 
 
+class WindowClock:
+    """Progress events in, the time spent inside measurement windows out: from each `measure`
+    stage start to the last iteration it reported (setup, analysis and saving stay outside)."""
+
+    def __init__(self) -> None:
+        self.started: float | None = None
+        self._closed_s = 0.0
+        self._window: tuple[float, float] | None = None
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        now = time.perf_counter()
+        if stage == "measure" and done == 0:
+            self._close()
+            self._window = (now, now)
+        elif self._window is not None and stage in ("warmup", "measured step"):
+            self._window = (self._window[0], now)
+
+    def _close(self) -> None:
+        if self._window is not None:
+            self._closed_s += self._window[1] - self._window[0]
+            self._window = None
+
+    @property
+    def window_s(self) -> float:
+        self._close()
+        return self._closed_s
+
+
 def _measure(
-    request: dict[str, Any], point_dir: Path, measure_config: Any, clock: dict[str, float]
+    request: dict[str, Any], point_dir: Path, measure_config: Any, clock: WindowClock
 ) -> dict[str, Any]:
     cfg = config_from_dict(request["config"])
     cfg = dataclasses.replace(cfg, project=str(point_dir))
@@ -122,9 +175,9 @@ def _measure(
         cfg = dataclasses.replace(cfg, device=DeviceConfig(name=request["device"]))
     if cfg.mode == Mode.infer:
         cfg = dataclasses.replace(cfg, half=cfg.amp)  # a sweep's `amp` means --half for infer
-    clock["start"] = time.perf_counter()
+    clock.started = time.perf_counter()
     _, path = measure_config(
-        cfg, list(request.get("overrides", [])), None, held_device=request.get("held_device")
+        cfg, list(request.get("overrides", [])), clock, held_device=request.get("held_device")
     )
     return _status(request, "ok", profile=str(path.relative_to(point_dir)))
 
@@ -178,28 +231,53 @@ def _measure_leased(
     _write_json(request_path, request)
     if not isolate:
         return measure_request(request_path)
-    child = subprocess.Popen(
-        [sys.executable, "-m", "libreyolo.sweep.point", str(request_path)],
-        stderr=subprocess.PIPE,
-        text=True,
-        env=os.environ | lease.child_env(),
+    log_path = request_path.parent / LOG_FILE
+    child = _isolated_context().Process(
+        target=_child_main,
+        args=(str(request_path), str(log_path), lease.child_env()),
+        name=f"libreyolo-point-{request_path.parent.name}",
     )
-    _, stderr = child.communicate()
-    if stderr:
-        sys.stderr.write(stderr)
+    child.start()
+    child.join()
+    log = log_path.read_text(encoding="utf-8", errors="replace") if log_path.is_file() else ""
+    if log:
+        sys.stderr.write(log)
     status_path = request_path.parent / STATUS_FILE
     if status_path.is_file():
         return dict(json.loads(status_path.read_text(encoding="utf-8")))
-    lines = [line for line in stderr.splitlines() if line.strip()]
+    lines = [line for line in log.splitlines() if line.strip()]
     last = lines[-1] if lines else "no output"
     record = _status(
         request,
         "failed",
-        reason=f"child process exited {child.returncode}: {last}",
+        reason=f"child process exited {child.exitcode}: {last}",
         code="crashed",
     )
     record["pid"] = child.pid
     return record
+
+
+def _isolated_context() -> multiprocessing.context.BaseContext:
+    """Where a point's fresh process comes from: a fork server that has imported torch and the
+    collectors once, but never touched CUDA or run an op (its children start with no CUDA
+    context, allocator cache, cuDNN autotune or oneDNN primitive state to inherit, and skip the
+    ~3 s of imports a fresh interpreter pays); a fresh interpreter where there is no fork."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(list(CHILD_PRELOAD))
+    return context
+
+
+def _child_main(request_path: str, log_path: str, env: dict[str, str]) -> None:
+    """A point's child process: its lease's environment (before CUDA starts), stderr into the
+    point's log, then the measurement."""
+    os.environ.update(env)
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(fd, 2)
+    os.close(fd)
+    measure_request(Path(request_path))
+    sys.stderr.flush()
 
 
 if __name__ == "__main__":

@@ -101,6 +101,8 @@ def test_an_isolated_point_measures_in_a_child_process(tmp_path: Path) -> None:
     # The measuring child ran inside the lease; the point also spent time starting it.
     held = status["lease_released_at"] - status["lease_acquired_at"]
     assert 0 < status["measure_s"] < held <= status["point_s"] + 0.01
+    # The windows (warmup + measured runs) are part of measure_s; model build and saving are not.
+    assert 0 < status["window_s"] < status["measure_s"]
     profile = json.loads(Path(point["profile"]).read_text(encoding="utf-8"))
     assert profile["run"]["held_device"] == "cpu"
 
@@ -134,6 +136,7 @@ def test_repeat_records_the_aggregate_profile(tmp_path: Path) -> None:
     status = json.loads((tmp_path / "b1_s64_amp1" / "status.json").read_text("utf-8"))
     assert status["status"] == "ok" and status["profile"] == "infer_repeat.json"
     assert status["pid"] != os.getpid() and status["measure_s"] > 0  # in-process: the sweep's pid
+    assert 0 < status["window_s"] < status["measure_s"]
     point = _load(tmp_path)["points"]["b1_s64_amp1"]
     assert Path(point["profile"]) == tmp_path / "b1_s64_amp1" / "infer_repeat.json"
     aggregate = json.loads(Path(point["profile"]).read_text(encoding="utf-8"))
@@ -183,3 +186,20 @@ def test_recommendation_skips_thrash_and_failures() -> None:
     lines = render_table(data).splitlines()
     assert [line.split()[0] for line in lines[1:5]] == ["b", "a", "d", "c"]
     assert "oom: boom" in lines[4]
+
+
+def test_a_crashed_child_is_recorded_with_the_last_line_of_its_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from libreyolo.sweep import point as point_module
+    from libreyolo.sweep.lease import device_lease
+
+    # The child reads point.json back: garbage there makes it die with a traceback.
+    monkeypatch.setattr(point_module, "_write_json", lambda path, data: path.write_text("{x"))
+    with device_lease("cpu", lock_dir=tmp_path / "locks") as lease:
+        record = point_module._measure_leased({}, tmp_path / "point.json", lease, "cpu", True)
+    assert (record["status"], record["code"]) == ("failed", "crashed")
+    assert record["reason"].startswith("child process exited 1: json.decoder.JSONDecodeError")
+    assert isinstance(record["pid"], int) and record["pid"] != os.getpid()
+    log = (tmp_path / "point.log").read_text(encoding="utf-8")
+    assert "Traceback" in log and "JSONDecodeError" in log
