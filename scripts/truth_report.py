@@ -88,13 +88,14 @@ def compare_calls(work: Path, device: str) -> Iterator[Row]:
         "2 % noise",
         power >= 0.95,
     )
-    from tests.truth.scenarios import plain_checkpoint
+    from tests.truth.scenarios import one_thread, plain_checkpoint
     from tests.truth.test_compare_real import _compare, _measure
 
     weights = plain_checkpoint(work)
-    a = _measure(weights, work / "cmp_a", 256)
-    b = _measure(weights, work / "cmp_b", 256)
-    c = _measure(weights, work / "cmp_c", 384)
+    with one_thread():
+        a = _measure(weights, work / "cmp_a", 256)
+        b = _measure(weights, work / "cmp_b", 256)
+        c = _measure(weights, work / "cmp_c", 384)
     for label, after, expected in (("same config twice", b, False), ("imgsz 256 vs 384", c, True)):
         call = _compare(a, after)
         yield Row(

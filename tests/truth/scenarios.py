@@ -12,7 +12,8 @@ from __future__ import annotations
 import io
 import json
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,22 @@ from typing import Any
 CONF_DIR = Path(__file__).resolve().parent / "conf"
 DATALOAD_SHARE_MIN = 0.20  # the issue's bar for "input-bound"
 COMPUTE_DATALOAD_SHARE_MAX = 0.10  # "small": the loader hides behind the step
+
+
+@contextmanager
+def one_thread() -> Iterator[None]:
+    """One intra-op thread for checks that compare runs with each other. On a shared 2-core
+    machine two OpenMP threads run either in parallel or stalled, run by run (seen: trials of one
+    config at 49 and at 66 img/s), a machine state no statistic over 3 trials can see through;
+    one thread measured 48-50 img/s every time. The planted verdicts need no such care."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def _noise_jpeg(path: Path, width: int, height: int, seed: int) -> None:

@@ -1,5 +1,7 @@
 """`compare` on real CPU runs: the same config measured twice is not a difference; a 2.25x
-larger input is. Both sides use `--repeat 3`, as the significance rule requires."""
+larger input is. Both sides use `--repeat 3`, as the significance rule requires, with one
+intra-op thread (see `one_thread`: with two on a shared 2-core machine, whole runs flip between
+two speeds)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import invoke
-from tests.truth.scenarios import plain_checkpoint
+from tests.truth.scenarios import one_thread, plain_checkpoint
 
 pytestmark = pytest.mark.slow
 
@@ -55,11 +57,12 @@ def _compare(before: str, after: str) -> dict[str, Any]:
 def measured(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     root = tmp_path_factory.mktemp("compare_real")
     weights = plain_checkpoint(root)
-    return {
-        "256": _measure(weights, root / "a", 256),
-        "256 again": _measure(weights, root / "b", 256),
-        "384": _measure(weights, root / "c", 384),
-    }
+    with one_thread():
+        return {
+            "256": _measure(weights, root / "a", 256),
+            "256 again": _measure(weights, root / "b", 256),
+            "384": _measure(weights, root / "c", 384),
+        }
 
 
 def test_the_same_config_twice_is_not_significant(measured: dict[str, str]) -> None:

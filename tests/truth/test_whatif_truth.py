@@ -10,8 +10,6 @@ output can never claim more accuracy than this test enforces.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,25 +17,11 @@ import pytest
 
 from libreyolo.analysis.whatif import CHECKED, NOT_CHECKED
 from tests.conftest import invoke
-from tests.truth.scenarios import plain_checkpoint
+from tests.truth.scenarios import one_thread, plain_checkpoint
 
 # 15 traced iterations per profile; imgsz 192 keeps one pair of profiles at ~3 s on one core.
 WINDOW = ["--device", "cpu", "--imgsz", "192", "--warmup", "3", "--runs", "30"]
 PAIRS = 3  # unfused / bn-folded pairs, interleaved so slow spells on the machine hit both sides
-
-
-@contextmanager
-def one_thread() -> Iterator[None]:
-    """One intra-op thread: two OpenMP threads on a shared 2-core machine spin and stall,
-    turning 20 ms steps into seconds at random; the projection is the same either way."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def _profile(weights: Path, fuse: str, project: Path) -> str:
