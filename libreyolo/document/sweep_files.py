@@ -63,6 +63,7 @@ def point_entry(folder: Path) -> dict[str, Any]:
         "batch": config.get("batch"),
         "imgsz": config.get("imgsz"),
         "amp": config.get("amp"),
+        "amp_effective": None,  # what the profile says ran: AMP/--half has no effect on a CPU
         "profile": None,
         "metrics": {},
         "verdict": None,
@@ -76,6 +77,8 @@ def point_entry(folder: Path) -> dict[str, Any]:
         entry["profile"] = str(profile_path)
         entry["metrics"] = {k: metrics.get(k) for k in HEADLINE}
         entry["verdict"] = verdict.get("bound") or metrics.get("bound")
+        run = raw.get("run") if isinstance(raw.get("run"), dict) else {}
+        entry["amp_effective"] = run.get("amp")
     return entry
 
 

@@ -37,6 +37,17 @@ def _powers_of_two(batches: set[int]) -> bool:
     return len(batches) > 1 and all(b > 0 and b & (b - 1) == 0 for b in batches)
 
 
+def _label(points: dict[str, dict[str, Any]], imgsz: object, amp: object) -> str:
+    """`imgsz 640, amp on`; AMP asked for but never in effect (a CPU) says so."""
+    label = f"imgsz {imgsz}, amp {'on' if amp else 'off'}"
+    ran = [
+        e.get("amp_effective")
+        for e in points.values()
+        if e["status"] == "ok" and (e.get("imgsz"), e.get("amp")) == (imgsz, amp)
+    ]
+    return label + " (no effect)" if amp and ran and not any(ran) else label
+
+
 def write_chart(
     points: dict[str, dict[str, Any]], path: Path, *, stderr: TextIO | None = None
 ) -> Path | None:
@@ -56,7 +67,7 @@ def write_chart(
     try:
         for (imgsz, amp), values in series.items():
             batches, ips = zip(*values, strict=True)
-            ax.plot(batches, ips, marker="o", label=f"imgsz {imgsz}, amp {'on' if amp else 'off'}")
+            ax.plot(batches, ips, marker="o", label=_label(points, imgsz, amp))
         batches_seen = {b for values in series.values() for b, _ in values}
         if _powers_of_two(batches_seen):
             ax.set_xscale("log", base=2)

@@ -37,6 +37,7 @@ POINT_KEYS = {
     "batch",
     "imgsz",
     "amp",
+    "amp_effective",
     "profile",
     "metrics",
     "verdict",
@@ -50,6 +51,7 @@ def make_point(
     ips: float | None,
     *,
     amp: bool = True,
+    amp_ran: bool | None = None,
     thrash: bool = False,
     status: dict[str, Any] | None = None,
 ) -> str:
@@ -72,7 +74,8 @@ def make_point(
             "bound": "compute",
             "not_headline": 1,
         }
-        profile = {"metrics": metrics, "verdict": {"bound": "compute"}}
+        ran = amp if amp_ran is None else amp_ran
+        profile = {"metrics": metrics, "verdict": {"bound": "compute"}, "run": {"amp": ran}}
         (folder / "infer" / "profile.json").write_text(json.dumps(profile), encoding="utf-8")
         record = {"status": "ok", "reason": "", "code": "", "profile": "infer/profile.json"}
     record |= {"overrides": overrides, **(status or {})}
@@ -141,6 +144,17 @@ def test_chart_series_drops_failed_points_and_sorts_by_batch(tmp_path: Path) -> 
         (64, True): [(1, 50.0), (2, 80.0), (4, 120.0)],
         (96, True): [(1, 30.0)],
     }
+
+
+def test_chart_labels_say_when_amp_had_no_effect(tmp_path: Path) -> None:
+    make_point(tmp_path, 1, 64, 50.0, amp=True, amp_ran=False)  # a CPU: --half did nothing
+    make_point(tmp_path, 1, 64, 51.0, amp=False)
+    make_point(tmp_path, 1, 96, 40.0, amp=True)
+    points = collect_points(tmp_path, point_folders(tmp_path))
+    assert points["b1_s64_amp1"]["amp_effective"] is False
+    assert chart_module._label(points, 64, True) == "imgsz 64, amp on (no effect)"
+    assert chart_module._label(points, 64, False) == "imgsz 64, amp off"
+    assert chart_module._label(points, 96, True) == "imgsz 96, amp on"
 
 
 def test_no_ok_point_means_no_chart_and_no_message(
