@@ -108,7 +108,7 @@ def _finish(
         None if bound is None else str(bound),
         regime,
         mechanism,
-        round(removed_gpu_ms, 2),  # type: ignore[arg-type]
+        round(removed_gpu_ms, 2),
         removed_launches,
         step,
         round(projected, 1),

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,7 @@ def compose_config(
         user_primary = (directory / f"{config_name}.yaml").is_file()
         searchpath = PACKAGED_SEARCHPATH if user_primary else directory.as_uri()
         extra = [f"hydra.searchpath=[{searchpath}]"]
+    context: AbstractContextManager[object]
     try:
         if user_primary:
             context = initialize_config_dir(

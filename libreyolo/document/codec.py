@@ -44,12 +44,22 @@ def to_builtins(profile: Profile) -> dict[str, Any]:
     return raw
 
 
+MODE_OF_KIND = {"train": "training", "infer": "inference"}  # the two must agree
+
+
 def from_builtins(raw: dict[str, Any], *, origin: str) -> Profile:
     """Validate a current-schema dict into a Profile; a bad key or type is one error line."""
     try:
-        return convert(raw, Profile)
+        profile = convert(raw, Profile)
     except ConversionError as err:
         raise AnalysisError(
             f"failed to analyse {origin}: invalid profile: {err}",
             hint="the file is not a valid libreyolo.profile/v2 document",
         ) from err
+    if MODE_OF_KIND[profile.kind] != profile.run.mode:
+        raise AnalysisError(
+            f"failed to analyse {origin}: invalid profile: kind {profile.kind!r} does not match "
+            f"run.mode {profile.run.mode!r}",
+            hint="the file is not a valid libreyolo.profile/v2 document",
+        )
+    return profile

@@ -63,7 +63,7 @@ def _plan(kind: Any) -> Check:
     if kind is Any:
         return lambda value, path: value
     if dataclasses.is_dataclass(kind):
-        return _dataclass_plan(kind)  # type: ignore[arg-type]
+        return _dataclass_plan(kind)
     origin, args = get_origin(kind), get_args(kind)
     if origin in (Union, types.UnionType):
         return _union_plan(args)
@@ -137,7 +137,7 @@ def _dataclass_plan(cls: Any) -> Check:
             spec.name,
             spec.default is dataclasses.MISSING and spec.default_factory is dataclasses.MISSING,
         )
-        for spec in dataclasses.fields(cls)  # type: ignore[arg-type]
+        for spec in dataclasses.fields(cls)
     ]
     checks = {name: _plan(hints[name]) for name, _ in specs}
 

@@ -132,6 +132,14 @@ def _v1_phases(raw: dict[str, Any], n: int) -> list[dict[str, Any]]:
     ]
 
 
+# A 1.6.0 run without a trace (--no-trace, or a failed export) still stored per-stage walls; they
+# are kept as phases so `phases` reads them as 1.6.0 did, but nothing here was traced.
+NO_TRACE_NOTE = (
+    "1.6.0 recorded no trace for this run: the phases hold its synced stage walls only, and "
+    "every GPU figure is 0 by construction"
+)
+
+
 def _v1_trace(raw: dict[str, Any]) -> dict[str, Any]:
     window = raw.get("window") or {}
     n = max(int(_num(window.get("real_steps"), 1.0)), 1)
@@ -167,7 +175,8 @@ def _v1_trace(raw: dict[str, Any]) -> dict[str, Any]:
         ],
         "kernels": _v1_kernels(raw, n),
         "ops": _v1_ops(raw, n),
-        "notes": ["migrated from a libreyolo 1.6.0 profile: op times are inclusive"],
+        "notes": ["migrated from a libreyolo 1.6.0 profile: op times are inclusive"]
+        + ([] if raw.get("trace") else [NO_TRACE_NOTE]),
     }
 
 

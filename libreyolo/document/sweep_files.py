@@ -33,7 +33,7 @@ HEADLINE = (
 )
 # copied from status.json
 TIMING = ("held_device", "lease_wait_s", "measure_s", "window_s", "point_s")
-NO_STATUS = {
+NO_STATUS: dict[str, Any] = {
     "status": "failed",
     "reason": "no status recorded (the point stopped before it finished)",
     "code": "crashed",
@@ -48,6 +48,11 @@ def read_json(path: Path) -> dict[str, Any]:
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def _object(data: dict[str, Any], key: str) -> dict[str, Any]:
+    value = data.get(key)
+    return value if isinstance(value, dict) else {}
 
 
 def point_entry(folder: Path) -> dict[str, Any]:
@@ -72,13 +77,12 @@ def point_entry(folder: Path) -> dict[str, Any]:
     if entry["status"] == "ok" and status.get("profile"):
         profile_path = folder / status["profile"]
         raw = read_json(profile_path)
-        metrics = raw.get("metrics") if isinstance(raw.get("metrics"), dict) else {}
-        verdict = raw.get("verdict") if isinstance(raw.get("verdict"), dict) else {}
+        metrics = _object(raw, "metrics")
+        verdict = _object(raw, "verdict")
         entry["profile"] = str(profile_path)
         entry["metrics"] = {k: metrics.get(k) for k in HEADLINE}
         entry["verdict"] = verdict.get("bound") or metrics.get("bound")
-        run = raw.get("run") if isinstance(raw.get("run"), dict) else {}
-        entry["amp_effective"] = run.get("amp")
+        entry["amp_effective"] = _object(raw, "run").get("amp")
     return entry
 
 

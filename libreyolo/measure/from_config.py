@@ -33,7 +33,7 @@ def one_line_warnings() -> Iterator[None]:
 
     with warnings.catch_warnings():
         warnings.simplefilter("default")
-        warnings.showwarning = show  # type: ignore[assignment]
+        warnings.showwarning = show
         yield
 
 

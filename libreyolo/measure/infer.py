@@ -17,6 +17,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -33,9 +34,13 @@ from libreyolo.measure.phases import PhaseTimer, attach_phase_walls, ms
 from libreyolo.measure.stages import stage
 from libreyolo.measure.window import TraceRecorder, WindowPlan, plan_window
 
+if TYPE_CHECKING:
+    from libreyolo.workload.yolo9.model import FuseMode, YOLOv9
+
 Progress = Callable[[str, int, int], None]  # (stage, done, total): "measure" per iteration
 STAGES = ("preprocess", "forward", "postprocess")
-FUSE_CHOICES = ("full", "bn", "none")
+# --fuse: the model's fusion mode, or None to measure the model as loaded.
+FUSE_CHOICES: dict[str, FuseMode | None] = {"full": "full", "bn": "bn", "none": None}
 DEFAULT_IMGSZ = 640  # --imgsz 0 means the model's default input side
 AMP_DTYPES = {"float16": torch.float16, "fp16": torch.float16}
 AMP_DTYPES |= {"bfloat16": torch.bfloat16, "bf16": torch.bfloat16}
@@ -88,7 +93,7 @@ def _validate(s: InferSettings) -> None:
 
 def load_workload_model(
     weights: str, size: str | None, device: torch.device, notes: list[str]
-) -> torch.nn.Module:
+) -> YOLOv9:
     """The model on `device`; a random-init fallback is announced again and noted."""
     from libreyolo.workload.api import RandomWeightsWarning, load_model
 
@@ -122,8 +127,9 @@ def profile_inference(
         model = load_workload_model(settings.weights, settings.size, device, notes)
         reset_peaks(device)
         random_init = bool(getattr(model, "random_init", False))
-        if settings.fuse != "none":
-            model = model.fuse(settings.fuse)
+        fuse_mode = FUSE_CHOICES[settings.fuse]
+        if fuse_mode is not None:
+            model = model.fuse(fuse_mode)
     amp_effective = settings.half and device.type == "cuda"
     if settings.half and not amp_effective:
         notes.append(f"--half has no effect on {device.type}: the forward ran in float32")

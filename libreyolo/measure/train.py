@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -115,7 +115,7 @@ def check_window_fits(num_images: int, available: int, plan: WindowPlan, batch: 
 
 def _epoch_batches(
     loader: Iterable[Any], plan: WindowPlan, available: int, notes: list[str]
-) -> Iterator[Any]:
+) -> Generator[Any, None, None]:
     """Batches for every iteration; epochs end only inside warmup, never inside the window.
 
     A generator, so each loader restart happens inside the `next()` timed as `dataload`.

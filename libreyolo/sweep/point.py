@@ -101,7 +101,7 @@ def _status(
     } | dict.fromkeys(TIMING_KEYS)
 
 
-def _is_oom(err: BaseException) -> bool:
+def _is_oom(err: BaseException | None) -> bool:
     oom = getattr(sys.modules.get("torch"), "OutOfMemoryError", None)
     return (oom is not None and isinstance(err, oom)) or (
         isinstance(err, RuntimeError) and "out of memory" in str(err).lower()
@@ -257,7 +257,9 @@ def _measure_leased(
     return record
 
 
-def _isolated_context() -> multiprocessing.context.BaseContext:
+def _isolated_context() -> (
+    multiprocessing.context.ForkServerContext | multiprocessing.context.SpawnContext
+):
     """Where a point's fresh process comes from: a fork server that has imported torch and the
     collectors once, but never touched CUDA or run an op (its children start with no CUDA
     context, allocator cache, cuDNN autotune or oneDNN primitive state to inherit, and skip the
@@ -265,6 +267,7 @@ def _isolated_context() -> multiprocessing.context.BaseContext:
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
+    assert isinstance(context, multiprocessing.context.ForkServerContext)
     context.set_forkserver_preload(list(CHILD_PRELOAD))
     return context
 

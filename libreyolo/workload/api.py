@@ -10,7 +10,6 @@ import os
 import warnings
 
 import torch
-from torch import nn
 
 from libreyolo.workload.weights import resolve_weights
 from libreyolo.workload.yolo9.checkpoint import load_checkpoint
@@ -25,7 +24,7 @@ def load_model(
     weights: str | os.PathLike[str],
     size: str | None = None,
     device: str | torch.device = "cpu",
-) -> nn.Module:
+) -> YOLOv9:
     """A LibreYOLO model in eval mode from a checkpoint path or a known name (`LibreYOLO9t.pt`).
 
     A known name that is neither cached nor downloadable gives a randomly initialised model of

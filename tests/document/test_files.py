@@ -291,3 +291,15 @@ def test_save_gives_the_file_a_normal_mode(tmp_path: Path) -> None:
     mask = os.umask(0)
     os.umask(mask)
     assert path.stat().st_mode & 0o777 == 0o666 & ~mask
+
+
+@pytest.mark.parametrize(("kind", "mode"), [("train", "inference"), ("infer", "training")])
+def test_kind_and_run_mode_must_agree(tmp_path: Path, kind: str, mode: str) -> None:
+    raw = to_builtins(_profile())
+    raw["kind"], raw["run"]["mode"] = kind, mode
+    path = _write(tmp_path, "p.json", json.dumps(raw))
+    err = _load_error(path, AnalysisError)
+    assert err.message == (
+        f"failed to analyse {path}: invalid profile: kind '{kind}' does not match run.mode '{mode}'"
+    )
+    assert err.hint == INVALID_HINT

@@ -285,3 +285,14 @@ def test_schema_file_rejects_other_tags_and_mistyped_fields() -> None:
     raw = to_builtins(_migrated("infer_b1.profile.json"))
     assert not _validator().is_valid(raw | {"schema": "libreyolo.profile/v3"})
     assert not _validator().is_valid(raw | {"run": raw["run"] | {"mode": 3}})
+
+
+def test_upgrade_v1_without_a_trace_says_nothing_was_traced() -> None:
+    from libreyolo.document.migrations import NO_TRACE_NOTE
+
+    traced = upgrade(_v1_raw("infer_b1.profile.json"), origin="x")
+    assert NO_TRACE_NOTE not in traced["trace"]["notes"]
+    raw = _v1_raw("infer_b1.profile.json") | {"trace": None}  # a 1.6.0 --no-trace fallback
+    untraced = upgrade(raw, origin="x")
+    assert NO_TRACE_NOTE in untraced["trace"]["notes"]
+    assert untraced["artifacts"]["trace"] is None

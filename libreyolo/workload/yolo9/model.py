@@ -314,7 +314,7 @@ class YOLOv9(nn.Module):
 
     def _neck_features(self, x: Tensor) -> list[Tensor]:
         b3, b4, _, p5 = self.backbone(x)
-        return self.neck(b3, b4, p5)  # type: ignore[no-any-return]
+        return self.neck(b3, b4, p5)
 
     def anchor_points(self, maps: Sequence[Tensor]) -> tuple[Tensor, Tensor]:
         """(anchor_points (A, 2) in grid units, stride_tensor (A, 1)), cached per map sizes."""
