@@ -16,10 +16,8 @@ from libreyolo.workload.data.augment import (
     hflip,
     hsv_jitter,
     letterbox,
-    letterbox_boxes,
     mosaic,
     random_affine,
-    unletterbox_boxes,
 )
 from libreyolo.workload.data.dataset import YoloDataset
 from libreyolo.workload.data.dataset_config import DatasetSpec, load_dataset_yaml
@@ -48,8 +46,8 @@ def test_letterbox_round_trips_boxes_and_moves_pixels_with_them(pad: str) -> Non
     assert out.size == (64, 64)
     assert info.scale == pytest.approx(0.32)
     assert (info.pad_x, info.pad_y) == ((0, 0) if pad == "topleft" else (0, 16))
-    boxes = letterbox_boxes(tile.boxes, info)
-    assert torch.allclose(unletterbox_boxes(boxes, info), tile.boxes, atol=1e-5)
+    boxes = info.to_input(tile.boxes)
+    assert torch.allclose(info.to_original(boxes), tile.boxes, atol=1e-5)
     x1, y1, x2, y2 = boxes[0].tolist()
     assert _is_red(out, (x1 + x2) / 2, (y1 + y2) / 2)
     assert not _is_red(out, x2 + 2, y2 + 2)

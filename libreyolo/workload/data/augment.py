@@ -13,30 +13,25 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, replace
-from typing import Literal, NamedTuple
+from typing import NamedTuple
 
 import torch
 from PIL import Image
 
 from libreyolo.errors import UsageError
+from libreyolo.workload.letterbox import PAD_VALUE, Letterbox, PadMode
 
 __all__ = [
-    "PAD_VALUE",
     "AugmentConfig",
-    "Letterbox",
     "Tile",
     "augment_tiles",
     "hflip",
     "hsv_jitter",
     "letterbox",
-    "letterbox_boxes",
     "mosaic",
     "random_affine",
-    "unletterbox_boxes",
 ]
 
-PAD_VALUE = 114
-PadMode = Literal["topleft", "center"]
 _FILL = (PAD_VALUE, PAD_VALUE, PAD_VALUE)
 _AFFINE_MIN_PX = 2.0  # after the affine, boxes with w or h <= 2 px are dropped (1.6.0)
 _FINAL_MIN_PX = 1.0  # and after everything, boxes with w or h <= 1 px
@@ -48,14 +43,6 @@ class Tile(NamedTuple):
     image: Image.Image
     boxes: torch.Tensor
     classes: torch.Tensor
-
-
-class Letterbox(NamedTuple):
-    """How a letterbox mapped the source: out = src * scale + (pad_x, pad_y)."""
-
-    scale: float
-    pad_x: int
-    pad_y: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +106,7 @@ def augment_tiles(tiles: list[Tile], size: int, cfg: AugmentConfig, rng: random.
         image, boxes = hflip(image, boxes)
     # Flip before the letterbox, so the padding stays where the pad mode puts it.
     image, info = letterbox(image, size, pad=cfg.pad)
-    boxes = _clip(letterbox_boxes(boxes, info), size, size)
+    boxes = _clip(info.to_input(boxes), size, size)
     keep = _big_enough(boxes, _FINAL_MIN_PX)
     return Tile(image, boxes[keep], out.classes[keep])
 
@@ -128,29 +115,14 @@ def letterbox(
     image: Image.Image, size: int, *, pad: PadMode = "topleft"
 ) -> tuple[Image.Image, Letterbox]:
     """Resize (bilinear) so the image fits size x size, keep the aspect, pad the rest with 114."""
-    w, h = image.size
-    r = min(size / w, size / h)
-    nw, nh = max(1, round(w * r)), max(1, round(h * r))
-    if (nw, nh) != (w, h):
-        image = image.resize((nw, nh), Image.Resampling.BILINEAR)
-    if (nw, nh) == (size, size):
-        return image, Letterbox(r, 0, 0)
-    px, py = ((size - nw) // 2, (size - nh) // 2) if pad == "center" else (0, 0)
+    box = Letterbox.fit(image.width, image.height, size, pad)
+    if (box.new_w, box.new_h) != image.size:
+        image = image.resize((box.new_w, box.new_h), Image.Resampling.BILINEAR)
+    if image.size == (size, size):
+        return image, box
     canvas = Image.new("RGB", (size, size), _FILL)
-    canvas.paste(image, (px, py))
-    return canvas, Letterbox(r, px, py)
-
-
-def letterbox_boxes(boxes: torch.Tensor, info: Letterbox) -> torch.Tensor:
-    """Map source-pixel xyxy boxes into the letterboxed image."""
-    offset = boxes.new_tensor([info.pad_x, info.pad_y, info.pad_x, info.pad_y])
-    return boxes * info.scale + offset
-
-
-def unletterbox_boxes(boxes: torch.Tensor, info: Letterbox) -> torch.Tensor:
-    """Map letterboxed-pixel xyxy boxes back to the source image (the inverse of the above)."""
-    offset = boxes.new_tensor([info.pad_x, info.pad_y, info.pad_x, info.pad_y])
-    return (boxes - offset) / info.scale
+    canvas.paste(image, (box.pad_x, box.pad_y))
+    return canvas, box
 
 
 def mosaic(tiles: list[Tile], size: int, rng: random.Random) -> Tile:

@@ -12,9 +12,8 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, NamedTuple
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -22,6 +21,7 @@ from PIL import Image, UnidentifiedImageError
 from torchvision.ops import batched_nms
 
 from libreyolo.errors import MissingFileError, UsageError
+from libreyolo.workload.letterbox import PAD_VALUE, Letterbox, PadMode
 
 # Our own synthetic scene (scripts/make_sample_image.py, CC0); 1.6.0's photo is not shipped.
 SAMPLE_IMAGE: Path = Path(__file__).resolve().parents[2] / "assets" / "sample.jpg"
@@ -31,11 +31,8 @@ IMAGE_SUFFIXES: frozenset[str] = frozenset(
     {".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff"}
 )
 
-PAD_VALUE = 114  # grey used by every YOLO letterbox, in 0..255
 STRIDE = 32  # the largest head stride; input sides must be multiples of it
 MAX_CANDIDATES = 30_000  # top-k cap on (anchor, class) candidates before NMS, as in 1.6.0
-
-PadMode = Literal["topleft", "center"]
 
 # What PIL raises on bad files; SyntaxError comes from a few plugins on garbage headers.
 _DECODE_ERRORS = (
@@ -80,52 +77,6 @@ def decode_image(path: str | os.PathLike[str]) -> Image.Image:
         raise MissingFileError(f"not found: {os.fspath(path)}") from exc
     except _DECODE_ERRORS as exc:
         raise UsageError(f"cannot decode image: {os.fspath(path)} ({exc})") from exc
-
-
-@dataclass(frozen=True, slots=True)
-class Letterbox:
-    """How one image was placed in the square network input; enough to map boxes back.
-
-    input = original × scale + (pad_x, pad_y); the resized image occupies new_w × new_h pixels.
-    """
-
-    orig_w: int
-    orig_h: int
-    imgsz: int
-    scale: float
-    new_w: int
-    new_h: int
-    pad_x: int
-    pad_y: int
-
-    @classmethod
-    def fit(cls, orig_w: int, orig_h: int, imgsz: int, pad: PadMode = "topleft") -> Letterbox:
-        """The placement of an orig_w × orig_h image in an imgsz² input (up- or down-scaling)."""
-        if orig_w <= 0 or orig_h <= 0:
-            raise UsageError(f"image has no pixels: {orig_w}x{orig_h}")
-        scale = min(imgsz / orig_h, imgsz / orig_w)
-        new_w = min(imgsz, max(1, round(orig_w * scale)))
-        new_h = min(imgsz, max(1, round(orig_h * scale)))
-        if pad == "topleft":
-            pad_x = pad_y = 0
-        elif pad == "center":
-            pad_x, pad_y = (imgsz - new_w) // 2, (imgsz - new_h) // 2
-        else:
-            raise UsageError(f"letterbox pad must be 'topleft' or 'center'; got {pad!r}")
-        return cls(orig_w, orig_h, imgsz, scale, new_w, new_h, pad_x, pad_y)
-
-    def to_original(self, boxes: torch.Tensor) -> torch.Tensor:
-        """Map (K, 4) xyxy input-pixel boxes to original pixels, clipped to the image."""
-        offset = boxes.new_tensor([self.pad_x, self.pad_y, self.pad_x, self.pad_y])
-        out = (boxes - offset) / self.scale
-        out[:, 0::2] = out[:, 0::2].clamp(0, self.orig_w)
-        out[:, 1::2] = out[:, 1::2].clamp(0, self.orig_h)
-        return out
-
-    def to_input(self, boxes: torch.Tensor) -> torch.Tensor:
-        """Map (K, 4) xyxy original-pixel boxes into the network input (inverse of to_original)."""
-        offset = boxes.new_tensor([self.pad_x, self.pad_y, self.pad_x, self.pad_y])
-        return boxes * self.scale + offset
 
 
 def input_size(imgsz: int) -> int:
