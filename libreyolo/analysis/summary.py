@@ -13,9 +13,12 @@ from typing import ClassVar
 from libreyolo.analysis import stats
 from libreyolo.analysis.kernels import KernelRow, top_kernels
 from libreyolo.analysis.metrics import per_step_divisor, unsynced_walls
+from libreyolo.analysis.opclass import op_category_ms
+from libreyolo.analysis.ops import OpRow, top_ops
 from libreyolo.document.model import Profile, Scalar, Verdict
 
 TOP_KERNELS = 8
+TOP_OPS = 5
 NOISY_IQR_SHARE = 0.10  # IQR/median above this: the run was noisy (torch.utils.benchmark's 10 %)
 VERY_NOISY_IQR_SHARE = 0.25  # above this: single-run numbers are too noisy to read much into
 P90_MIN_SAMPLES = 64  # fewer samples make p90 weak (MLPerf early-stopping floors)
@@ -53,6 +56,10 @@ class Summary:
     stages_ms: dict[str, float | None] | None
     categories: tuple[CategoryShare, ...]
     top_kernels: tuple[KernelRow, ...]
+    # CPU-only profiles: where the CPU's op self time goes (empty with a GPU, or for 1.6.0
+    # files, whose inclusive op times count nested ops several times).
+    op_categories: tuple[CategoryShare, ...]
+    top_ops: tuple[OpRow, ...]
     num_trials: int
     notes: tuple[str, ...]
 
@@ -107,6 +114,20 @@ def _categories(profile: Profile) -> tuple[CategoryShare, ...]:
     )
 
 
+def _op_mix(profile: Profile) -> tuple[tuple[CategoryShare, ...], tuple[OpRow, ...]]:
+    trace = profile.trace
+    if trace is None or trace.has_gpu or not trace.ops:
+        return (), ()
+    if any(op.self_ms is None for op in trace.ops):
+        return (), ()
+    n = per_step_divisor(trace)
+    totals = op_category_ms(trace.ops)
+    total = sum(totals.values()) or 1.0
+    ordered = sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))
+    shares = tuple(CategoryShare(name, ms / total, ms / n) for name, ms in ordered if ms > 0)
+    return shares, top_ops(profile, top=TOP_OPS).rows
+
+
 def _noise_notes(profile: Profile) -> tuple[str, ...]:
     share = stats.iqr_share(unsynced_walls(profile))
     if share is None or share <= NOISY_IQR_SHARE:
@@ -130,6 +151,7 @@ def _overhead_notes(profile: Profile) -> tuple[str, ...]:
 def summarize(profile: Profile) -> Summary:
     """Everything `summary` shows, derived from one profile."""
     verdict = profile.verdict or Verdict(bound=str(profile.metrics.get("bound")), why="")
+    op_categories, ops = _op_mix(profile)
     notes = (
         _overhead_notes(profile)
         + _noise_notes(profile)
@@ -146,6 +168,8 @@ def summarize(profile: Profile) -> Summary:
         stages_ms=_stages(profile),
         categories=_categories(profile),
         top_kernels=top_kernels(profile, top=TOP_KERNELS).rows,
+        op_categories=op_categories,
+        top_ops=ops,
         num_trials=len(profile.trials),
         notes=notes,
     )

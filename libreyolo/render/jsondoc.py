@@ -218,6 +218,19 @@ def _(result: Summary, source: Source) -> Any:
             for c in result.categories
         ],
         "top_kernels": [kernel_row(row) for row in result.top_kernels],
+        "op_categories": [
+            {"name": c.name, "pct": round(c.share * 100, 1), "ms_per_step": round(c.ms_per_step, 3)}
+            for c in result.op_categories
+        ],
+        "top_ops": [
+            {
+                "name": row.name,
+                "pct": round(row.share * 100, 1),
+                "self_ms_per_step": row.self_ms_per_step,
+                "num_per_step": row.num_per_step,
+            }
+            for row in result.top_ops
+        ],
         "verdict": {
             "bound": result.verdict.bound,
             "why": result.verdict.why,

@@ -86,6 +86,23 @@ def _mix_lines(s: Summary) -> list[str]:
     return lines
 
 
+def _op_mix_lines(s: Summary) -> list[str]:
+    if not s.op_categories:
+        return []
+    lines = ["op mix (CPU self time):"]
+    for c in s.op_categories:
+        lines.append(
+            f"  {c.name:<17} {c.share * 100:5.1f}%   {c.ms_per_step:.1f} ms/step  {bar(c.share)}"
+        )
+    lines.append("top ops/step (self time):")
+    for row in s.top_ops:
+        lines.append(
+            f"  {row.share * 100:5.1f}%  {row.self_ms_per_step or 0.0:6.3f} ms  "
+            f"x{row.num_per_step:<4.0f} {row.name}"
+        )
+    return lines
+
+
 def summary_lines(s: Summary) -> list[str]:
     """Every line of the summary view, in order."""
     lines: list[str] = [_headline(s), *_inference_lines(s), *_device_lines(s)]
@@ -97,5 +114,6 @@ def summary_lines(s: Summary) -> list[str]:
     if s.num_trials >= 2:
         lines.append(f"trials   {s.num_trials}: scalar metrics are means over the trials")
     lines += _mix_lines(s)
+    lines += _op_mix_lines(s)
     lines += [f"note: {note}" for note in s.notes]
     return lines

@@ -165,6 +165,14 @@ def test_run_on_the_synthetic_dataset(weights, synthetic_yaml, tmp_path: Path) -
     phases = invoke(["profile", "phases", out["profile"], "--json"]).json()
     names = [row["phase"] for row in phases["phases"]]
     assert {"dataload", "to_device", "forward", "backward", "optimizer"} <= set(names)
+    # A CPU summary says where the CPU's op time goes, since there is no kernel mix.
+    summary = invoke(["profile", "summary", out["profile"], "--json"]).json()
+    mix = {row["name"]: row["pct"] for row in summary["op_categories"]}
+    assert sum(mix.values()) == pytest.approx(100.0, abs=0.5)
+    assert mix["gemm / conv"] > 0 and mix["norm"] > 0
+    assert summary["top_ops"] and summary["top_ops"][0]["self_ms_per_step"] > 0
+    text = invoke(["profile", "summary", out["profile"]]).stdout
+    assert "op mix (CPU self time):" in text and "top ops/step (self time):" in text
 
 
 def test_run_with_a_dataset_too_small_exits_3(weights, synthetic_yaml, tmp_path: Path) -> None:
