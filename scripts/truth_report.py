@@ -50,7 +50,7 @@ def planted(work: Path, device: str) -> Iterator[Row]:
         problems = outcome.problems
         got = str(outcome.bound) + ("" if not problems else f" ({'; '.join(problems)})")
         yield Row(
-            f"{scenario.name} [{device}]", scenario.expected_bound, got, evidence, not problems
+            f"{scenario.name} [{device}]", scenario.expected(device), got, evidence, not problems
         )
 
 

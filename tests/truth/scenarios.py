@@ -125,8 +125,9 @@ class Scenario:
     expected_bound_cuda: str | None = None  # where a GPU changes the answer
 
     def expected(self, device: str) -> str:
-        on_cuda = device != "cpu" and self.expected_bound_cuda is not None
-        return self.expected_bound_cuda if on_cuda else self.expected_bound  # type: ignore[return-value]
+        if device != "cpu" and self.expected_bound_cuda is not None:
+            return self.expected_bound_cuda
+        return self.expected_bound
 
 
 def _metric(doc: dict[str, Any], name: str) -> float:
