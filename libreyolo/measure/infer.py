@@ -129,7 +129,7 @@ def profile_inference(
         random_init = bool(getattr(model, "random_init", False))
         fuse_mode = FUSE_CHOICES[settings.fuse]
         if fuse_mode is not None:
-            model = model.fuse(fuse_mode)
+            model = model.fuse(fuse_mode, in_place=True)  # the unfused model is not used again
     amp_effective = settings.half and device.type == "cuda"
     if settings.half and not amp_effective:
         notes.append(f"--half has no effect on {device.type}: the forward ran in float32")

@@ -196,3 +196,16 @@ def test_bn_only_fusion_removes_the_norms_and_nothing_else() -> None:
 def test_unknown_fuse_mode_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match="fuse must be one of full, bn"):
         YOLOv9("t", nc=1).fuse("fast")  # type: ignore[arg-type]
+
+
+def test_in_place_fusion_fuses_the_model_itself() -> None:
+    torch.manual_seed(0)
+    model = YOLOv9("t", nc=3).eval()
+    x = torch.rand(1, 3, 64, 64)
+    with torch.no_grad():
+        ref = model(x)
+        fused = model.fuse(in_place=True)
+        got = fused(x)
+    assert fused is model and model.is_fused
+    assert not any(isinstance(m, nn.BatchNorm2d) for m in model.modules())
+    torch.testing.assert_close(got, ref, atol=1e-4, rtol=0)

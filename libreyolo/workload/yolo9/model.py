@@ -357,8 +357,9 @@ class YOLOv9(nn.Module):
         self.nc = nc
         self.names = dict(names) if names is not None else default_names(nc)
 
-    def fuse(self, mode: FuseMode = "full") -> YOLOv9:
-        """A fused deep copy in eval mode, for inference only.
+    def fuse(self, mode: FuseMode = "full", *, in_place: bool = False) -> YOLOv9:
+        """A fused deep copy in eval mode, for inference only (`in_place`: this model itself,
+        when nothing needs the unfused one: a copy costs ~65 ms for yolo9t on a CPU).
 
         `full`: conv+BN folded, RepConvN merged, weights channels-last (with them PyTorch runs
         every convolution in NHWC, which oneDNN and cuDNN are fastest at). `bn`: only the
@@ -366,7 +367,7 @@ class YOLOv9(nn.Module):
         """
         if mode not in FUSE_MODES:
             raise UsageError(f"fuse must be one of {', '.join(FUSE_MODES)}; got {mode!r}")
-        fused = copy.deepcopy(self).eval()
+        fused = (self if in_place else copy.deepcopy(self)).eval()
         fuse_model(fused, reparameterise=mode == "full")
         if mode == "full":
             fused = fused.to(memory_format=torch.channels_last)
