@@ -340,3 +340,14 @@ def test_importing_config_does_not_import_hydra() -> None:
         "sys.exit('hydra' in sys.modules or 'omegaconf' in sys.modules)"
     )
     assert subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=False).returncode == 0
+
+
+def test_repo_experiment_group_adds_onto_the_packaged_config() -> None:
+    import yaml
+
+    cfg = compose_config(["+experiment=deploy_grid"], config_dir=REPO_CONF)
+    assert (cfg.mode, cfg.model.size, cfg.window.runs) == (Mode.infer, "s", 500)
+    overridden = compose_config(["+experiment=deploy_grid", "batch=2"], config_dir=REPO_CONF)
+    assert overridden.batch == 2
+    params = yaml.safe_load((REPO_CONF / "experiment" / "deploy_grid.yaml").read_text())
+    assert set(params["hydra"]["sweeper"]["params"]) == {"batch", "imgsz", "amp"}

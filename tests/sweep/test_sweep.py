@@ -69,6 +69,8 @@ def test_grid_writes_one_folder_per_point_and_a_recommendation(tmp_path: Path) -
     assert data["recommended"]["64"].endswith("_s64_amp1")
     assert "recommended for imgsz 64" in done.stdout
     assert "all 4 points ok" in done.stdout
+    assert data["chart"] == "sweep.png"  # matplotlib comes with the dev extra
+    assert (tmp_path / "sweep.png").read_bytes().startswith(b"\x89PNG")
 
 
 @needs_checkpoint
