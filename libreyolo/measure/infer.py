@@ -21,16 +21,13 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from libreyolo import __version__
-from libreyolo.analysis.build import finalize
-from libreyolo.document.files import save
-from libreyolo.document.model import Artifacts, Profile, RunInfo, Samples, StepSample, Tool
-from libreyolo.errors import AnalysisError, UsageError
-from libreyolo.measure.artifacts import PROFILE_NAME, TRACE_NAME, StagedRun, utc_now
+from libreyolo.document.model import Profile, RunInfo, Samples, StepSample
+from libreyolo.errors import UsageError
+from libreyolo.measure.artifacts import StagedRun
+from libreyolo.measure.assemble import analysed_trace, commit_profile
 from libreyolo.measure.device import resolve_device, synchronize
-from libreyolo.measure.environment import collect_environment
-from libreyolo.measure.memory import reset_peaks, with_device_memory
-from libreyolo.measure.phases import PhaseTimer, attach_phase_walls, ms
+from libreyolo.measure.memory import reset_peaks
+from libreyolo.measure.phases import PhaseTimer, ms
 from libreyolo.measure.stages import stage
 from libreyolo.measure.window import TraceRecorder, WindowPlan, plan_window
 
@@ -161,15 +158,7 @@ def profile_inference(
     with StagedRun(target) as run, torch.inference_mode():
         with stage("measure", on_progress, hint="try --no-trace, a smaller --batch or --imgsz"):
             samples = _measure(plan, device, settings.trace, run_once, on_progress)
-        trace = None
-        if samples.recorder.export(run.path(TRACE_NAME)):
-            try:
-                from libreyolo.kineto import analyse_trace
-
-                trace = analyse_trace(run.path(TRACE_NAME))
-            except AnalysisError as err:
-                notes.append(f"trace not analysed: {err.message}")
-        notes.extend(samples.recorder.notes)
+        trace = analysed_trace(samples.recorder, run, samples.stage_ms, device, notes)
         config = asdict(settings) | {
             "amp_dtype": str(amp_dtype).removeprefix("torch."),
             "imgsz_input": imgsz,
@@ -181,39 +170,25 @@ def profile_inference(
             "fuse": settings.fuse,
             "notes": list(notes),
         }
-        if trace is not None:
-            trace = with_device_memory(attach_phase_walls(trace, samples.stage_ms, notes), device)
-        profile = Profile(
-            kind="infer",
-            created=utc_now(),
-            tool=Tool(version=__version__),
-            run=RunInfo(
-                mode="inference",
-                model=f"LibreYOLO9{getattr(model, 'size', settings.size or '')}",
-                weights=os.fspath(settings.weights),
-                device=str(device),
-                batch=settings.batch,
-                imgsz=imgsz,
-                amp=amp_effective,
-                config=config,
-            ),
-            environment=collect_environment(device),
-            window=plan.document(),
-            samples=Samples(
-                steps=samples.steps,
-                latency_ms=samples.latency_ms,
-                stage_ms=samples.stage_ms,
-                bare_ms=samples.bare_ms,
-            ),
-            trace=trace,
-            artifacts=Artifacts(trace=TRACE_NAME if trace is not None else None),
+        info = RunInfo(
+            mode="inference",
+            model=f"LibreYOLO9{getattr(model, 'size', settings.size or '')}",
+            weights=os.fspath(settings.weights),
+            device=str(device),
+            batch=settings.batch,
+            imgsz=imgsz,
+            amp=amp_effective,
+            config=config,
         )
-        profile = finalize(profile)
-        if trace is None and run.path(TRACE_NAME).exists():
-            run.path(TRACE_NAME).unlink()  # an unanalysable trace is not part of the set
-        save(profile, run.path(PROFILE_NAME))
-        run.commit()
-    return profile, run.final(PROFILE_NAME)
+        recorded = Samples(
+            steps=samples.steps,
+            latency_ms=samples.latency_ms,
+            stage_ms=samples.stage_ms,
+            bare_ms=samples.bare_ms,
+        )
+        return commit_profile(
+            run, kind="infer", info=info, device=device, plan=plan, samples=recorded, trace=trace
+        )
 
 
 @dataclass

@@ -22,17 +22,14 @@ from typing import Any, NamedTuple
 
 import torch
 
-from libreyolo import __version__
-from libreyolo.analysis.build import finalize
-from libreyolo.document.files import save
-from libreyolo.document.model import Artifacts, Profile, RunInfo, Samples, StepSample, Tool
-from libreyolo.errors import AnalysisError, NoProfileError, UsageError
-from libreyolo.measure.artifacts import PROFILE_NAME, TRACE_NAME, StagedRun, utc_now
+from libreyolo.document.model import Profile, RunInfo, Samples, StepSample
+from libreyolo.errors import NoProfileError, UsageError
+from libreyolo.measure.artifacts import StagedRun
+from libreyolo.measure.assemble import analysed_trace, commit_profile
 from libreyolo.measure.device import resolve_device, synchronize
-from libreyolo.measure.environment import collect_environment
 from libreyolo.measure.infer import Progress, load_workload_model
-from libreyolo.measure.memory import reset_peaks, with_device_memory
-from libreyolo.measure.phases import MS_DIGITS, PhaseTimer, attach_phase_walls, ms
+from libreyolo.measure.memory import reset_peaks
+from libreyolo.measure.phases import MS_DIGITS, PhaseTimer, ms
 from libreyolo.measure.stages import stage
 from libreyolo.measure.window import TraceRecorder, WindowPlan, plan_window
 
@@ -219,19 +216,7 @@ def profile_training(
                 recorder.close()
                 batches.close()  # stops loader workers before the trace is analysed
 
-        trace = None
-        if recorder.export(run.path(TRACE_NAME)):
-            try:
-                from libreyolo.kineto import analyse_trace
-
-                trace = analyse_trace(run.path(TRACE_NAME))
-            except AnalysisError as err:
-                notes.append(f"trace not analysed: {err.message}")
-        notes.extend(recorder.notes)
-        if trace is not None:
-            trace = with_device_memory(attach_phase_walls(trace, out.phase_ms, notes), device)
-        else:
-            run.path(TRACE_NAME).unlink(missing_ok=True)
+        trace = analysed_trace(recorder, run, out.phase_ms, device, notes)
         config = asdict(settings) | {
             "device_resolved": str(device),
             "dataset_yaml": os.fspath(spec.yaml_path) if spec.yaml_path else None,
@@ -241,30 +226,20 @@ def profile_training(
             "random_init": random_init,
             "notes": list(notes),
         }
-        profile = Profile(
-            kind="train",
-            created=utc_now(),
-            tool=Tool(version=__version__),
-            run=RunInfo(
-                mode="training",
-                model=f"LibreYOLO9{getattr(model, 'size', settings.size or '')}",
-                weights=os.fspath(settings.weights),
-                device=str(device),
-                batch=settings.batch,
-                imgsz=settings.imgsz,
-                amp=trainer.amp_effective,
-                config=config,
-            ),
-            environment=collect_environment(device),
-            window=plan.document(),
-            samples=Samples(steps=out.steps, bare_ms=out.bare_ms),
-            trace=trace,
-            artifacts=Artifacts(trace=TRACE_NAME if trace is not None else None),
+        info = RunInfo(
+            mode="training",
+            model=f"LibreYOLO9{getattr(model, 'size', settings.size or '')}",
+            weights=os.fspath(settings.weights),
+            device=str(device),
+            batch=settings.batch,
+            imgsz=settings.imgsz,
+            amp=trainer.amp_effective,
+            config=config,
         )
-        profile = finalize(profile)
-        save(profile, run.path(PROFILE_NAME))
-        run.commit()
-    return profile, run.final(PROFILE_NAME)
+        samples = Samples(steps=out.steps, bare_ms=out.bare_ms)
+        return commit_profile(
+            run, kind="train", info=info, device=device, plan=plan, samples=samples, trace=trace
+        )
 
 
 def _record(
