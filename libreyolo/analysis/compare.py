@@ -24,6 +24,7 @@ from typing import ClassVar
 from libreyolo.analysis import stats
 from libreyolo.document.model import Profile, Scalar
 
+NOISY_TRIALS_CV = 0.10  # trials spreading more than this were measured on a changing machine
 SE_MULTIPLE = 2.0  # "exceeds twice the combined standard error": the floor of the threshold
 CONFIDENCE = 0.975  # two-sided 5 % Welch t-test
 SINGLE_RUN = "single run, use 'run --repeat N' for a significance call"  # libreyolo 1.6.0 wording
@@ -110,6 +111,19 @@ def significance(before: Profile, after: Profile) -> Significance:
     )
 
 
+def _noisy_trials(profile: Profile, side: str) -> tuple[str, ...]:
+    """A warning when one side's trials spread widely: the significance call assumes the
+    machine stayed the same within and between the runs, and such a spread says it did not."""
+    values = _trial_values(profile)
+    mean, sd = stats.mean(values), stats.sample_sd(values)
+    if mean is None or sd is None or mean <= 0 or sd / mean <= NOISY_TRIALS_CV:
+        return ()
+    return (
+        f"the {side} trials vary by {sd / mean:.0%} (sample SD / mean): the machine was noisy, "
+        "so treat the significance call with care",
+    )
+
+
 def _setting(profile: Profile, name: str) -> object:
     value = getattr(profile.run, name)
     return value if value is not None else profile.run.config.get(name)
@@ -130,11 +144,15 @@ def compare(before: Profile, after: Profile) -> Comparison:
         return Delta(a.get(key), b.get(key))
 
     inference = before.run.mode == after.run.mode == "inference"
-    warnings = tuple(
-        f"the profiles differ in {name}: {json.dumps(_setting(before, name))} vs "
-        f"{json.dumps(_setting(after, name))}"
-        for name in MATCHED_SETTINGS
-        if _setting(before, name) != _setting(after, name)
+    warnings = (
+        tuple(
+            f"the profiles differ in {name}: {json.dumps(_setting(before, name))} vs "
+            f"{json.dumps(_setting(after, name))}"
+            for name in MATCHED_SETTINGS
+            if _setting(before, name) != _setting(after, name)
+        )
+        + _noisy_trials(before, "before")
+        + _noisy_trials(after, "after")
     )
     return Comparison(
         img_per_s=delta("img_per_s"),

@@ -136,3 +136,15 @@ def test_one_side_without_spread_uses_the_other_sides_df() -> None:
     result = significance(_profile([50.0, 50.0, 50.0]), _profile([49.0, 50.0, 51.0, 52.0]))
     assert result.df == pytest.approx(3.0)
     assert result.multiplier == pytest.approx(t_quantile(0.975, 3.0))
+
+
+def test_widely_spread_trials_are_flagged() -> None:
+    from libreyolo.analysis.compare import compare
+
+    steady, noisy = _profile([100.0, 101.0, 99.0]), _profile([66.0, 49.0, 50.0])
+    assert compare(steady, steady).warnings == ()
+    warnings = compare(steady, noisy).warnings
+    assert warnings == (
+        "the after trials vary by 17% (sample SD / mean): the machine was noisy, so treat the "
+        "significance call with care",
+    )
