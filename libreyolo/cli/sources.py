@@ -53,12 +53,12 @@ def open_sweep(path: str) -> SweepView | None:
     from libreyolo.analysis.sweep import SweepView, sweep_record
     from libreyolo.document import sweep_files as files
 
-    if not files.is_sweep_dir(path):
-        return None
     root = Path(path).resolve()
     if (root / files.SWEEP_FILE).is_file():
         return SweepView(files.read_sweep_record(root / files.SWEEP_FILE))
     # A sweep still running (or one without its record): its point folders, read now.
+    folders = files.point_folders(root)
+    if not folders:
+        return None
     chart = files.CHART_FILE if (root / files.CHART_FILE).is_file() else None
-    points = files.collect_points(root, files.point_folders(root))
-    return SweepView(sweep_record(str(root), points, chart))
+    return SweepView(sweep_record(str(root), files.collect_points(root, folders), chart))

@@ -107,12 +107,6 @@ def collect_points(root: Path, folders: list[Path]) -> dict[str, dict[str, Any]]
     }
 
 
-def is_sweep_dir(path: str | Path) -> bool:
-    """Whether `path` is a folder holding a sweep record or point folders."""
-    path = Path(path)
-    return path.is_dir() and ((path / SWEEP_FILE).is_file() or bool(point_folders(path)))
-
-
 def read_sweep_record(record_path: Path) -> dict[str, Any]:
     """A `sweep.json` read back; AnalysisError (exit 1) when it is not a sweep record."""
     try:

@@ -110,8 +110,6 @@ def _is_oom(err: BaseException | None) -> bool:
 
 def measure_request(request_path: Path) -> dict[str, Any]:
     """Measure the point described by `request_path`; write and return its status record."""
-    from libreyolo.measure.from_config import measure_config
-
     for module in CHILD_PRELOAD:  # torch and the collectors: imported before the clock starts
         importlib.import_module(module)
 
@@ -119,7 +117,7 @@ def measure_request(request_path: Path) -> dict[str, Any]:
     point_dir = request_path.parent
     clock = WindowClock()
     try:
-        record = _measure(request, point_dir, measure_config, clock)
+        record = _measure(request, point_dir, clock)
     except ProfileError as err:
         code = "oom" if _is_oom(err.__cause__) else err.code
         record = _status(request, "failed", reason=err.message, code=code)
@@ -166,9 +164,9 @@ class WindowClock:
         return self._closed_s
 
 
-def _measure(
-    request: dict[str, Any], point_dir: Path, measure_config: Any, clock: WindowClock
-) -> dict[str, Any]:
+def _measure(request: dict[str, Any], point_dir: Path, clock: WindowClock) -> dict[str, Any]:
+    from libreyolo.measure.from_config import measure_config
+
     cfg = config_from_dict(request["config"])
     cfg = dataclasses.replace(cfg, project=str(point_dir))
     if request.get("device"):  # the leased GPU as this process numbers it

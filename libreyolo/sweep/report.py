@@ -18,17 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from libreyolo.analysis.sweep import recommend, sweep_record
-from libreyolo.document.sweep_files import (
-    CHART_FILE,
-    HEADLINE,
-    SWEEP_FILE,
-    collect_points,
-    point_folders,
-)
+from libreyolo.document.sweep_files import CHART_FILE, SWEEP_FILE, collect_points, point_folders
 from libreyolo.render.sweep_text import sweep_table as render_table
 from libreyolo.sweep.chart import write_chart
 
-__all__ = ["HEADLINE", "SWEEP_FILE", "SweepReport", "recommend", "render_table", "write_report"]
+__all__ = ["SweepReport", "recommend", "render_table", "write_report"]
 
 
 @dataclass(frozen=True)

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import invoke
+from tests.sweep.helpers import CHECKPOINT, tiny_sweep_argv
 from tests.sweep.test_report import RECORD_KEYS, make_sweep
 from tests.test_architecture import _run_blocked
 
 ROOT = Path(__file__).resolve().parents[2]
-CHECKPOINT = ROOT.parent / "shared/fixtures/libreyolo_v1_checkpoints/LibreYOLO9t_nc80_seed0.pt"
 TABLE = [
     "point        status  img/s  peak MB  thrash  verdict",
     "b4_s64_amp1  ok      120.0  400.0    yes     compute",
@@ -115,23 +114,7 @@ def real_sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if not CHECKPOINT.is_file():
         pytest.skip("fixture checkpoint absent")
     sweep_dir = tmp_path_factory.mktemp("real_sweep")
-    argv = [
-        sys.executable,
-        "-m",
-        "libreyolo.sweep",
-        "-m",
-        "mode=infer",
-        "device=cpu",
-        "window.warmup=1",
-        "window.runs=2",
-        "trace=false",
-        f"model.weights={CHECKPOINT}",
-        f"hydra.sweep.dir={sweep_dir}",
-        "batch=1,2",
-        "imgsz=64",
-        "sweep.isolate=false",
-        f"sweep.lock_dir={sweep_dir / 'locks'}",
-    ]
+    argv = tiny_sweep_argv(sweep_dir, "batch=1,2", "imgsz=64")
     done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, timeout=300, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     return sweep_dir

@@ -10,17 +10,12 @@ import itertools
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-CHECKPOINT = (
-    Path(__file__).resolve().parents[2].parent
-    / "shared/fixtures/libreyolo_v1_checkpoints/LibreYOLO9t_nc80_seed0.pt"
-)
-needs_checkpoint = pytest.mark.skipif(not CHECKPOINT.is_file(), reason="fixture checkpoint absent")
+from tests.sweep.helpers import needs_checkpoint, tiny_sweep_argv
 
 
 def _sweep(sweep_dir: Path, *overrides: str) -> tuple[int, subprocess.CompletedProcess[str]]:
@@ -29,23 +24,8 @@ def _sweep(sweep_dir: Path, *overrides: str) -> tuple[int, subprocess.CompletedP
     home.mkdir(parents=True)
     env = {k: v for k, v in os.environ.items() if k not in {"RAY_AUTH_MODE", "RAY_ADDRESS"}}
     env["HOME"] = str(home)  # where ray would write .ray/auth_token
-    argv = [
-        sys.executable,
-        "-m",
-        "libreyolo.sweep",
-        "-m",
-        "mode=infer",
-        "device=cpu",
-        "window.warmup=1",
-        "window.runs=2",
-        "trace=false",
-        "imgsz=64",
-        f"model.weights={CHECKPOINT}",
-        f"hydra.sweep.dir={sweep_dir}",
-        f"sweep.lock_dir={sweep_dir / 'locks'}",
-        "sweep.isolate=false",  # each launcher worker is a fresh process already
-        *overrides,
-    ]
+    # Each launcher worker is a fresh process already: no second isolation layer.
+    argv = tiny_sweep_argv(sweep_dir, "imgsz=64", *overrides)
     proc = subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
     )

@@ -12,33 +12,13 @@ from typing import Any
 import pytest
 
 from libreyolo.sweep.report import recommend, render_table
-
-CHECKPOINT = (
-    Path(__file__).resolve().parents[2].parent
-    / "shared/fixtures/libreyolo_v1_checkpoints/LibreYOLO9t_nc80_seed0.pt"
-)
-needs_checkpoint = pytest.mark.skipif(not CHECKPOINT.is_file(), reason="fixture checkpoint absent")
+from tests.sweep.helpers import needs_checkpoint, tiny_sweep_argv
 
 
 def _sweep(
     sweep_dir: Path, *overrides: str, isolate: bool = False
 ) -> subprocess.CompletedProcess[str]:
-    argv = [
-        sys.executable,
-        "-m",
-        "libreyolo.sweep",
-        "-m",
-        "mode=infer",
-        "device=cpu",
-        "window.warmup=1",
-        "window.runs=2",
-        "trace=false",
-        f"model.weights={CHECKPOINT}",
-        f"hydra.sweep.dir={sweep_dir}",
-        f"sweep.isolate={str(isolate).lower()}",
-        f"sweep.lock_dir={sweep_dir / 'locks'}",
-        *overrides,
-    ]
+    argv = tiny_sweep_argv(sweep_dir, *overrides, isolate=isolate)
     return subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
 
 

@@ -1,0 +1,34 @@
+"""What the sweep tests share: the fixture checkpoint and the argv of a tiny CPU sweep."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SHARED_FIXTURES
+
+CHECKPOINT = SHARED_FIXTURES / "libreyolo_v1_checkpoints" / "LibreYOLO9t_nc80_seed0.pt"
+needs_checkpoint = pytest.mark.skipif(not CHECKPOINT.is_file(), reason="fixture checkpoint absent")
+
+
+def tiny_sweep_argv(sweep_dir: Path, *overrides: str, isolate: bool = False) -> list[str]:
+    """`libreyolo-sweep -m` over a 2-run CPU inference window into `sweep_dir`, with its own
+    lock folder; `overrides` add the grid and anything else."""
+    return [
+        sys.executable,
+        "-m",
+        "libreyolo.sweep",
+        "-m",
+        "mode=infer",
+        "device=cpu",
+        "window.warmup=1",
+        "window.runs=2",
+        "trace=false",
+        f"model.weights={CHECKPOINT}",
+        f"hydra.sweep.dir={sweep_dir}",
+        f"sweep.isolate={str(isolate).lower()}",
+        f"sweep.lock_dir={sweep_dir / 'locks'}",
+        *overrides,
+    ]
