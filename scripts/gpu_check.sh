@@ -60,7 +60,8 @@ profile() {  # profile NAME ARGS...: one measurement, its JSON outcome and its s
 
 profile infer_fp16 infer --device 0 --warmup 5 --runs 20 --half
 profile infer_b8 infer --device 0 --warmup 5 --runs 20 --batch 8
-profile run_amp run synthetic --device 0 --batch 8 --imgsz 320 --steps 6 --warmup 2 --workers 2
+# 64 synthetic images: 8 batches of 8 hold the 4 measured and 2 calibration steps
+profile run_amp run synthetic --device 0 --batch 8 --imgsz 320 --steps 4 --warmup 2 --workers 2
 
 "$py" - "$runs" <<'PY' | tee "$out/checks.txt" || status=1
 import json, sys

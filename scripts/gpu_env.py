@@ -75,10 +75,11 @@ def read_pins(path: Path = PINS) -> dict[str, str]:
     return pins
 
 
-def _fits_target(py_tag: str, plat_tag: str) -> bool:
+def _fits(py_tag: str, plat_tag: str, python: str) -> bool:
     pythons = set(py_tag.split("."))
     platforms = set(plat_tag.split("."))
-    py_ok = bool(pythons & {"py3", "cp312", "py312"})
+    digits = python.replace(".", "")
+    py_ok = bool(pythons & {"py3", f"cp{digits}", f"py{digits}"})
     plat_ok = "any" in platforms or any(p.endswith("_x86_64") and "linux" in p for p in platforms)
     return py_ok and plat_ok
 
@@ -95,8 +96,8 @@ def _requirements(wheel: Path) -> list[str]:
     return names
 
 
-def wheel_problems(wheels: Path, pins: dict[str, str]) -> list[str]:
-    """Why the wheel folder cannot serve the GPU machine (empty when it can)."""
+def wheel_problems(wheels: Path, pins: dict[str, str], python: str = TARGET_PYTHON) -> list[str]:
+    """Why the wheel folder cannot serve CPython `python` on x86-64 Linux (empty when it can)."""
     if not wheels.is_dir():
         return [f"no wheel folder at {wheels} (run scripts/fetch_gpu_wheels.sh)"]
     found: dict[str, list[tuple[str, Path]]] = {}
@@ -108,8 +109,8 @@ def wheel_problems(wheels: Path, pins: dict[str, str]) -> list[str]:
             continue
         name = _norm(match["name"])
         found.setdefault(name, []).append((match["version"], path))
-        if not _fits_target(match["py"], match["plat"]):
-            problems.append(f"{path.name} does not install on CPython {TARGET_PYTHON} x86-64 Linux")
+        if not _fits(match["py"], match["plat"], python):
+            problems.append(f"{path.name} does not install on CPython {python} x86-64 Linux")
     for name, version in pins.items():
         have = found.get(name, [])
         if not have:
@@ -188,7 +189,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--wheels", type=Path, default=ROOT / ".whl")
     parser.add_argument("--site", type=Path, help="install target (install: required)")
     args = parser.parse_args(argv)
-    problems = wheel_problems(args.wheels, read_pins())
+    # check: for the GPU machine's interpreter; install: for the one running this script.
+    running = f"{sys.version_info.major}.{sys.version_info.minor}"
+    python = TARGET_PYTHON if args.action == "check" else running
+    problems = wheel_problems(args.wheels, read_pins(), python)
     modules = imported_modules()
     if not problems and args.action == "check":
         with tempfile.TemporaryDirectory(prefix="gpu-site-") as scratch:
