@@ -1,0 +1,54 @@
+"""Stopping a sweep: SIGINT and SIGTERM become one `Stopped` (a `KeyboardInterrupt`) that
+unwinds the point in flight, so it is recorded as interrupted and no further point starts.
+
+Role: `stop_on_signals` holds the launcher's handlers while Hydra runs the points: the first
+SIGINT or SIGTERM raises `Stopped(signum)` in the main thread and later ones are ignored, so the
+clean-up (stopping the child, writing the report) runs to its end. `raise_stopped` is the same
+handler for a point's child process.
+
+Must not: exit the process (the entry point sets the status: 128 + the signal).
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import NoReturn
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class Stopped(KeyboardInterrupt):
+    """SIGINT (Ctrl-C) or SIGTERM reached the sweep; `signum` says which."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def signal_of(stop: BaseException) -> signal.Signals:
+    """The signal behind an interrupt: `Stopped`'s, else SIGINT (Python's own Ctrl-C)."""
+    return signal.Signals(getattr(stop, "signum", signal.SIGINT))
+
+
+def raise_stopped(signum: int, frame: object) -> NoReturn:
+    """A signal handler: raise `Stopped(signum)`."""
+    raise Stopped(signum)
+
+
+def _first_only(signum: int, frame: object) -> NoReturn:
+    for each in SIGNALS:
+        signal.signal(each, signal.SIG_IGN)
+    raise Stopped(signum)
+
+
+@contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """SIGINT and SIGTERM raise `Stopped` once inside the body; the old handlers come back."""
+    old = {each: signal.signal(each, _first_only) for each in SIGNALS}
+    try:
+        yield
+    finally:
+        for each, handler in old.items():
+            signal.signal(each, handler)
