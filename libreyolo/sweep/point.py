@@ -34,6 +34,7 @@ import os
 import re
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -370,16 +371,32 @@ def _isolated_context() -> (
     return context
 
 
+def _stop_with_the_sweep() -> None:
+    """Send this child SIGTERM once the sweep process that started it is gone (killed outright,
+    so no SIGTERM of its own came): a thread waits on the parent's sentinel pipe. (The fork
+    server, its parent in the process tree, lives on while any child holds its pipe.)"""
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+
+    def watch() -> None:
+        parent.join()
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="libreyolo-sweep-watch", daemon=True).start()
+
+
 def _child_main(request_path: str, log_path: str, env: dict[str, str]) -> None:
     """A point's child process: its lease's environment (before CUDA starts), stderr into the
     point's log, then the measurement. SIGTERM (the sweep stopping it) unwinds like Ctrl-C, so
     the measurement cleans up; either ends the child quietly with 128 + the signal: the sweep
-    records the point."""
+    records the point. A sweep killed outright (SIGKILL) stops it too (`_stop_with_the_sweep`)."""
     os.environ.update(env)
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     os.dup2(fd, 2)
     os.close(fd)
     signal.signal(signal.SIGTERM, raise_stopped)
+    _stop_with_the_sweep()
     try:
         measure_request(Path(request_path))
     except KeyboardInterrupt as stop:

@@ -15,6 +15,7 @@ import pytest
 
 from libreyolo.config.compose import as_plain_dict
 from libreyolo.config.schema import ProfileConfig
+from libreyolo.document.sweep_files import collect_sweep
 from libreyolo.sweep import point as point_module
 from libreyolo.sweep.point import run_point
 from libreyolo.sweep.stop import Stopped
@@ -133,3 +134,26 @@ def test_a_point_that_finished_as_the_signal_came_keeps_its_status(
         run_point(_cfg(tmp_path), tmp_path / "p", isolate=False)
     status = json.loads((tmp_path / "p" / "status.json").read_text(encoding="utf-8"))
     assert status["status"] == "ok"
+
+
+@pytest.mark.slow
+@needs_checkpoint
+def test_a_sweep_killed_outright_leaves_no_point_measuring(tmp_path: Path) -> None:
+    argv = tiny_sweep_argv(tmp_path, *GRID, isolate=True)
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    try:
+        _wait_for(tmp_path / "p1_r5000" / "point.log")
+        time.sleep(1.5)
+        os.kill(proc.pid, signal.SIGKILL)  # nothing of the sweep's own runs any more
+        proc.wait(timeout=10)
+        assert _no_process_left(proc.pid)  # the child noticed and stopped; the fork server went
+    finally:
+        if _session(proc.pid):
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert not (tmp_path / "p1_r5000" / "status.json").exists()
+    assert "Traceback" not in (tmp_path / "p1_r5000" / "point.log").read_text(encoding="utf-8")
+    data = collect_sweep(tmp_path.resolve())  # what summary shows: the plan knows the grid
+    assert [p["status"] for p in data.values()] == ["ok", "failed", "missing"]
+    assert data["p1_r5000"]["code"] == "crashed"
