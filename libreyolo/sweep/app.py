@@ -23,6 +23,7 @@ pickle the task with the globals it touches, hydra-notes §9.6).
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import sys
 from pathlib import Path
@@ -41,10 +42,11 @@ from libreyolo.sweep.owned import refuse_foreign
 from libreyolo.sweep.plan import grid_plan, write_plan
 from libreyolo.sweep.point import run_point
 from libreyolo.sweep.report import SweepReport, write_report
-from libreyolo.sweep.stop import SIGNALS, signal_of, stop_on_signals
+from libreyolo.sweep.stop import signal_of, signals_ignored, stop_on_signals
 
 _RAN: list[tuple[Path, Path, str]] = []  # (sweep root, point dir, status) per job in-process
 _ROOTS: list[Path] = []  # sweep roots of the multiruns this (parent) process started
+_DATED: list[bool] = []  # per root: its template holds ${now:...}, so a re-run goes elsewhere
 
 
 class Refused(BaseException):  # not an Exception: Hydra would print it with a traceback
@@ -67,6 +69,9 @@ class SweepReportCallback(Callback):
         except UsageError as err:
             raise Refused(err) from None
         _ROOTS.append(root)
+        sweep = OmegaConf.to_container(config.hydra.sweep, resolve=False)
+        assert isinstance(sweep, dict)
+        _DATED.append("${now:" in str(sweep.get("dir")))
         root.mkdir(parents=True, exist_ok=True)
         write_plan(root, plan)
 
@@ -104,6 +109,7 @@ def main() -> None:
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # ray_gpus: no ~/.ray/auth_token
     _RAN.clear()
     _ROOTS.clear()
+    _DATED.clear()
     stopped: signal.Signals | None = None
     try:
         with stop_on_signals():
@@ -112,19 +118,25 @@ def main() -> None:
         stopped = signal_of(stop)
     except Refused as refused:
         _fail(f"{refused.error.message} ({refused.error.hint})", refused.error.status)
-    for each in SIGNALS:  # the report is written whole
-        signal.signal(each, signal.SIG_IGN)
-    report = _report()
-    if stopped is not None and report is None:
-        _fail("interrupted before the first point: nothing was measured", 128 + stopped)
-    if stopped is not None and report is not None:
-        done = f"{report.data['num_ok']} of {report.data['num_points']}"
-        _fail(
-            f"interrupted: {done} points done; run the same command again to resume",
-            128 + stopped,
-        )
+    with signals_ignored():
+        report = _report()
+    if stopped is not None:
+        _fail(_stopped_line(report), 128 + stopped)
     if report is not None:
         sys.exit(0 if report.complete else 1)
+
+
+def _stopped_line(report: SweepReport | None) -> str:
+    """`interrupted: 2 of 4 points done; ...` and how to resume: the same command, or with the
+    sweep folder pinned when its name is dated (the same command would start a new sweep)."""
+    if report is None:
+        return "interrupted before the first point: nothing was measured"
+    done = f"{report.data['num_ok']} of {report.data['num_points']}"
+    again = "run the same command again to resume"
+    if _DATED and _DATED[0]:
+        pin = shlex.quote(f"hydra.sweep.dir={report.path.parent}")
+        again = f"add {pin} to the same command to resume"
+    return f"interrupted: {done} points done; {again}"
 
 
 def _report() -> SweepReport | None:

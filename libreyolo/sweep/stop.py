@@ -3,8 +3,8 @@ unwinds the point in flight, so it is recorded as interrupted and no further poi
 
 Role: `stop_on_signals` holds the launcher's handlers while Hydra runs the points: the first
 SIGINT or SIGTERM raises `Stopped(signum)` in the main thread and later ones are ignored, so the
-clean-up (stopping the child, writing the report) runs to its end. `raise_stopped` is the same
-handler for a point's child process.
+clean-up (stopping the child) runs to its end; `signals_ignored` covers the report after it.
+`raise_stopped` is the same handler for a point's child process.
 
 Must not: exit the process (the entry point sets the status: 128 + the signal).
 """
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import NoReturn
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any, NoReturn
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -44,11 +44,20 @@ def _first_only(signum: int, frame: object) -> NoReturn:
 
 
 @contextmanager
-def stop_on_signals() -> Iterator[None]:
-    """SIGINT and SIGTERM raise `Stopped` once inside the body; the old handlers come back."""
-    old = {each: signal.signal(each, _first_only) for each in SIGNALS}
+def _handling(handler: Any) -> Iterator[None]:
+    old = {each: signal.signal(each, handler) for each in SIGNALS}
     try:
         yield
     finally:
-        for each, handler in old.items():
-            signal.signal(each, handler)
+        for each, previous in old.items():
+            signal.signal(each, previous)
+
+
+def stop_on_signals() -> AbstractContextManager[None]:
+    """SIGINT and SIGTERM raise `Stopped` once inside the body; the old handlers come back."""
+    return _handling(_first_only)
+
+
+def signals_ignored() -> AbstractContextManager[None]:
+    """SIGINT and SIGTERM do nothing inside the body (the report is written whole)."""
+    return _handling(signal.SIG_IGN)

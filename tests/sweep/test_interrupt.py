@@ -157,3 +157,53 @@ def test_a_sweep_killed_outright_leaves_no_point_measuring(tmp_path: Path) -> No
     data = collect_sweep(tmp_path.resolve())  # what summary shows: the plan knows the grid
     assert [p["status"] for p in data.values()] == ["ok", "failed", "missing"]
     assert data["p1_r5000"]["code"] == "crashed"
+
+
+@pytest.mark.parametrize("dated", [False, True])
+def test_the_stop_line_says_how_to_resume(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    dated: bool,
+) -> None:
+    from libreyolo.sweep import app
+    from tests.sweep.test_report import make_point
+
+    root = tmp_path / "sweep dir"
+    make_point(root, 1, 64, 50.0)
+    plan = {"schema": "libreyolo.sweep-plan/v1", "points": {"b1_s64_amp1": [], "b2_s64_amp1": []}}
+    (root / "sweep_plan.json").write_text(json.dumps(plan), encoding="utf-8")
+
+    def stopped_sweep() -> None:  # the multirun started into `root`, then SIGTERM came
+        app._ROOTS.append(root.resolve())
+        app._DATED.append(dated)
+        raise Stopped(signal.SIGTERM)
+
+    monkeypatch.setattr(app, "sweep_task", stopped_sweep)
+    with pytest.raises(SystemExit) as caught:
+        app.main()
+    assert caught.value.code == 143
+    out, err = capsys.readouterr()
+    assert out.splitlines()[-2:] == ["1 of 2 points ok, 1 missing", f"sweep: {root / 'sweep.json'}"]
+    again = (
+        f"add 'hydra.sweep.dir={root}' to the same command to resume"
+        if dated
+        else "run the same command again to resume"
+    )
+    assert err == f"interrupted: 1 of 2 points done; {again}\n"
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handlers restored
+
+
+def test_a_stop_before_the_first_point_says_nothing_was_measured(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from libreyolo.sweep import app
+
+    def stopped_early() -> None:
+        raise Stopped(signal.SIGINT)
+
+    monkeypatch.setattr(app, "sweep_task", stopped_early)
+    with pytest.raises(SystemExit) as caught:
+        app.main()
+    assert caught.value.code == 130
+    assert capsys.readouterr().err == "interrupted before the first point: nothing was measured\n"
