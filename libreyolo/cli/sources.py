@@ -56,9 +56,9 @@ def open_sweep(path: str) -> SweepView | None:
     root = Path(path).resolve()
     if (root / files.SWEEP_FILE).is_file():
         return SweepView(files.read_sweep_record(root / files.SWEEP_FILE))
-    # A sweep still running (or one without its record): its point folders, read now.
-    folders = files.point_folders(root)
-    if not folders:
+    # A sweep still running (or stopped before its record): its planned grid or point folders.
+    points = files.collect_sweep(root)
+    if not points:
         return None
     chart = files.CHART_FILE if (root / files.CHART_FILE).is_file() else None
-    return SweepView(sweep_record(str(root), files.collect_points(root, folders), chart))
+    return SweepView(sweep_record(str(root), points, chart))

@@ -79,13 +79,16 @@ class SweepConfig:
     lease files live; every process on the machine must agree (None: `libreyolo-gpu-locks` under
     the system temp dir). `lease_timeout_s`: how long a point waits for its device before it
     fails. `gpus`: physical GPU indices a CUDA point may lease (None: those in
-    CUDA_VISIBLE_DEVICES, else the point's own device index).
+    CUDA_VISIBLE_DEVICES, else the point's own device index). `resume`: keep a point that a
+    previous sweep into the same folder measured with the same config and overrides and whose
+    profile is complete (false: measure every point again).
     """
 
     isolate: bool = True
     lock_dir: str | None = None
     lease_timeout_s: float = 3600.0
     gpus: list[int] | None = None
+    resume: bool = True
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,13 @@
-"""A sweep's files: the point folders (`point.json`, `status.json`, the profile) and the sweep
-record `sweep.json` at the sweep root.
+"""A sweep's files: the point folders (`point.json`, `status.json`, the profile), the grid
+`sweep_plan.json` written when the sweep starts and the sweep record `sweep.json` at the end.
 
-Role: the names of those files; `collect_points` reads each point folder into its row of the
-sweep record; `read_sweep_record` reads a `sweep.json` back, refusing one that is not a record.
-Only small JSON files are read; nothing is written here (the sweep's report writer does that).
+Role: the names of those files and how to tell ours from someone else's (`is_request`,
+`is_status`, `is_plan`, `is_sweep_record`); `collect_sweep` reads the planned (else the found)
+point folders into the rows of the sweep record, a planned point without a folder being
+`missing`; `read_sweep_record` reads a `sweep.json` back, refusing one that is not a record.
+Every path taken from these files stays inside the sweep folder (symlinks resolved): a point
+folder or a profile that leads elsewhere makes that point `failed`, and nothing outside is read.
+Only small regular JSON files are read; nothing is written here (the sweep's writers do that).
 
 Must not: import torch, numpy, Hydra or OmegaConf (readers run on a laptop), or print.
 """
@@ -12,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +24,18 @@ from libreyolo.errors import AnalysisError
 
 REQUEST_FILE = "point.json"  # a point's request: {config, overrides}
 STATUS_FILE = "status.json"  # a point's outcome: {status, reason, code, overrides, profile, ...}
+LOG_FILE = "point.log"  # an isolated point's stderr, also relayed to the sweep's stderr
+PLAN_FILE = "sweep_plan.json"  # the grid, written before the first point: {schema, points}
 SWEEP_FILE = "sweep.json"  # the sweep record at the sweep root
 CHART_FILE = "sweep.png"  # the throughput chart next to it
 SWEEP_SCHEMA = "libreyolo.sweep/v1"
+PLAN_SCHEMA = "libreyolo.sweep-plan/v1"
 MAX_DEPTH = 3  # point folders sit this deep under the sweep root at most (subdir b4_s640_amp1)
+MAX_SMALL_BYTES = 1 << 20  # point.json, status.json, sweep_plan.json
+MAX_RECORD_BYTES = 256 << 20  # a profile.json (read for its headline) or a sweep.json
+# A point's status: `ok` (a profile; `reused` when a resumed sweep kept it), `failed`,
+# `interrupted` (Ctrl-C or SIGTERM stopped it) or `missing` (planned, never started).
+STATUSES = ("ok", "failed", "interrupted", "missing")
 HEADLINE = (
     "img_per_s",
     "step_ms",
@@ -39,15 +52,68 @@ NO_STATUS: dict[str, Any] = {
     "code": "crashed",
     "profile": None,
 }
+MISSING: dict[str, Any] = {"status": "missing", "reason": "not run yet", "code": "missing"}
+OUTSIDE = "outside"  # the code of a point whose files lead outside the sweep folder
 
 
-def read_json(path: Path) -> dict[str, Any]:
-    """The JSON object at `path`, or {} when it is absent, unreadable or not an object."""
+def _read_small_json(path: Path, max_bytes: int) -> Any:
+    """The JSON at `path` when it is a regular file of at most `max_bytes` (no FIFO, device or
+    folder is opened); None otherwise or when it does not parse."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+        with open(path, "rb") as handle:
+            raw = handle.read(max_bytes + 1)
+        return None if len(raw) > max_bytes else json.loads(raw)
     except (OSError, ValueError):
-        return {}
+        return None
+
+
+def read_json(path: Path, max_bytes: int = MAX_SMALL_BYTES) -> dict[str, Any]:
+    """The JSON object at `path`, or {} when it is absent, unreadable, too large or not one."""
+    data = _read_small_json(path, max_bytes)
     return data if isinstance(data, dict) else {}
+
+
+def inside(root: Path, relative: object) -> Path | None:
+    """`root / relative` with symlinks resolved, when it is a relative path that stays inside
+    `root`; None for anything else (not a string, absolute, a `..` or a link leading out)."""
+    if not isinstance(relative, str) or not relative or Path(relative).is_absolute():
+        return None
+    try:
+        base = root.resolve()
+        target = (base / relative).resolve()
+    except (OSError, ValueError):  # a NUL byte, a link loop
+        return None
+    return target if target.is_relative_to(base) else None
+
+
+def is_request(data: object) -> bool:
+    """Whether `data` is a `point.json` this tool wrote."""
+    return isinstance(data, dict) and isinstance(data.get("config"), dict)
+
+
+def is_status(data: object) -> bool:
+    """Whether `data` is a `status.json` this tool wrote."""
+    return isinstance(data, dict) and data.get("status") in STATUSES
+
+
+def is_plan(data: object) -> bool:
+    """Whether `data` is a `sweep_plan.json` this tool wrote."""
+    return (
+        isinstance(data, dict)
+        and data.get("schema") == PLAN_SCHEMA
+        and isinstance(data.get("points"), dict)
+    )
+
+
+def is_sweep_record(data: object) -> bool:
+    """Whether `data` is a `sweep.json` this tool wrote."""
+    return (
+        isinstance(data, dict)
+        and data.get("schema") == SWEEP_SCHEMA
+        and isinstance(data.get("points"), dict)
+    )
 
 
 def _object(data: dict[str, Any], key: str) -> dict[str, Any]:
@@ -55,16 +121,16 @@ def _object(data: dict[str, Any], key: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def point_entry(folder: Path) -> dict[str, Any]:
-    """One point's row of the sweep record, read from its folder."""
-    request = read_json(folder / REQUEST_FILE)
-    status = read_json(folder / STATUS_FILE) or NO_STATUS
-    config = request.get("config", {}) if isinstance(request.get("config"), dict) else {}
-    entry: dict[str, Any] = {
+def _outside(what: str) -> dict[str, Any]:
+    return {"status": "failed", "reason": f"{what} outside the sweep folder", "code": OUTSIDE}
+
+
+def _blank(status: dict[str, Any], config: dict[str, Any], overrides: object) -> dict[str, Any]:
+    return {
         "status": status.get("status", "failed"),
         "reason": status.get("reason") or None,
         "code": status.get("code") or None,
-        "overrides": request.get("overrides", status.get("overrides", [])),
+        "overrides": overrides if isinstance(overrides, list) else [],
         "batch": config.get("batch"),
         "imgsz": config.get("imgsz"),
         "amp": config.get("amp"),
@@ -72,23 +138,54 @@ def point_entry(folder: Path) -> dict[str, Any]:
         "profile": None,
         "metrics": {},
         "verdict": None,
+        "reused": status.get("reused") is True,
     }
+
+
+def _within(base: Path, path: Path) -> bool:
+    try:
+        return path.resolve().is_relative_to(base.resolve())
+    except (OSError, ValueError):
+        return False
+
+
+def point_entry(folder: Path, root: Path | None = None) -> dict[str, Any]:
+    """One point's row of the sweep record, read from its folder. The folder and its files must
+    lie inside `root` (default: the folder itself) and its profile inside the folder."""
+    base = folder if root is None else root
+    request_path, status_path = folder / REQUEST_FILE, folder / STATUS_FILE
+    for path in (folder, request_path, status_path):
+        if not _within(base, path):
+            return _blank(_outside(path.name if path != folder else "point folder"), {}, [])
+    request = read_json(request_path)
+    config = _object(request, "config")
+    overrides = request.get("overrides")
+    if not request and not status_path.exists():
+        return _blank(MISSING, config, overrides)
+    status = read_json(status_path) or NO_STATUS
+    entry = _blank(status, config, status.get("overrides") if overrides is None else overrides)
     entry |= {key: status[key] for key in TIMING if key in status}
-    if entry["status"] == "ok" and status.get("profile"):
-        profile_path = folder / status["profile"]
-        raw = read_json(profile_path)
-        metrics = _object(raw, "metrics")
-        verdict = _object(raw, "verdict")
-        entry["profile"] = str(profile_path)
-        entry["metrics"] = {k: metrics.get(k) for k in HEADLINE}
-        entry["verdict"] = verdict.get("bound") or metrics.get("bound")
-        entry["amp_effective"] = _object(raw, "run").get("amp")
+    if entry["status"] != "ok":
+        return entry
+    profile_path = inside(folder, status.get("profile"))
+    if profile_path is None:
+        return entry | _outside("profile path") | {"reused": False}
+    raw = read_json(profile_path, MAX_RECORD_BYTES)
+    metrics = raw.get("metrics")
+    if not isinstance(metrics, dict):
+        lost = f"profile missing or unreadable: {status.get('profile')}"
+        return entry | {"status": "failed", "reason": lost, "code": "no_profile", "reused": False}
+    verdict = _object(raw, "verdict")
+    entry["profile"] = str(profile_path)
+    entry["metrics"] = {k: metrics.get(k) for k in HEADLINE}
+    entry["verdict"] = verdict.get("bound") or metrics.get("bound")
+    entry["amp_effective"] = _object(raw, "run").get("amp")
     return entry
 
 
 def point_folders(root: Path, max_depth: int = MAX_DEPTH) -> list[Path]:
     """The folders under `root` (itself included) that hold a `point.json`, sorted; hidden
-    folders (Hydra's `.hydra`) are not entered."""
+    folders (Hydra's `.hydra`) and symlinked folders are not entered."""
     found = []
     base = len(root.parts)
     for here, dirs, files in os.walk(root):
@@ -99,22 +196,57 @@ def point_folders(root: Path, max_depth: int = MAX_DEPTH) -> list[Path]:
     return sorted(found)
 
 
+def _name(root: Path, folder: Path) -> str:
+    return folder.relative_to(root).as_posix() if folder != root else folder.name
+
+
 def collect_points(root: Path, folders: list[Path]) -> dict[str, dict[str, Any]]:
     """The rows of the sweep record for point `folders` under `root`, keyed by their path
     relative to it."""
-    return {
-        (f.relative_to(root).as_posix() if f != root else f.name): point_entry(f) for f in folders
-    }
+    return {_name(root, f): point_entry(f, root) for f in folders}
+
+
+def read_plan(root: Path) -> list[str] | None:
+    """The point names (folders relative to `root`) of the grid in `root`'s `sweep_plan.json`,
+    in launch order; None without a readable plan."""
+    data = read_json(root / PLAN_FILE)
+    return [str(name) for name in data["points"]] if is_plan(data) else None
+
+
+def collect_sweep(root: Path, only: list[Path] | None = None) -> dict[str, dict[str, Any]]:
+    """The rows of the sweep record: the planned points when `root` holds a plan (a planned
+    point never started is `missing`), else `only`, else every point folder found."""
+    names = read_plan(root)
+    if names is None:
+        folders = point_folders(root) if only is None else [Path(f).resolve() for f in only]
+        return collect_points(root, folders)
+    rows: dict[str, dict[str, Any]] = {}
+    for name in names:
+        folder = inside(root, name)
+        rows[name] = (
+            _blank(_outside("point folder"), {}, [])
+            if folder is None
+            else point_entry(folder, root)
+        )
+    return rows
 
 
 def read_sweep_record(record_path: Path) -> dict[str, Any]:
     """A `sweep.json` read back; AnalysisError (exit 1) when it is not a sweep record."""
     try:
+        info = os.stat(record_path)
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError("not a regular file")
+        if info.st_size > MAX_RECORD_BYTES:
+            raise ValueError(f"larger than {MAX_RECORD_BYTES >> 20} MiB")
         data = json.loads(record_path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as err:
         raise AnalysisError(f"failed to read sweep {record_path}: {err}") from err
     if not isinstance(data, dict) or not isinstance(data.get("points"), dict):
         raise AnalysisError(f"failed to read sweep {record_path}: not a sweep record (no points)")
+    for name, entry in data["points"].items():
+        if not isinstance(entry, dict):
+            raise AnalysisError(f"failed to read sweep {record_path}: point {name!r} is no object")
     if data.get("schema", SWEEP_SCHEMA) != SWEEP_SCHEMA:
         raise AnalysisError(
             f"failed to read sweep {record_path}: unknown schema {data['schema']!r}",

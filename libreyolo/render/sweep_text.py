@@ -1,5 +1,7 @@
-"""The sweep table: one row per point sorted by img/s (failed points last), then the
-recommended point per imgsz and the failed count. The sweep prints it at its end and
+"""The sweep table: one row per point sorted by img/s (points without a result last; a point a
+resumed sweep kept shows `reused`), then the recommended point per imgsz and the counts, which
+call a sweep "all ok" only when every planned point is (`2 of 4 points ok, 1 interrupted,
+1 missing`). The sweep prints it at its end and
 `libreyolo profile summary <sweep-dir>` prints it from `sweep.json`.
 
 Plain lines; `render/style.py` colours them on a terminal. Pure: no I/O.
@@ -9,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from libreyolo.analysis.sweep import by_throughput
+from libreyolo.analysis.sweep import by_throughput, counts
 
 HEADER = ("point", "status", "img/s", "peak MB", "thrash", "verdict")
 
@@ -22,15 +24,22 @@ def _fmt(value: Any, digits: int = 1) -> str:
     return "-"
 
 
+def _object(data: dict[str, Any], key: str) -> dict[str, Any]:
+    value = data.get(key)
+    return value if isinstance(value, dict) else {}
+
+
 def _row(name: str, entry: dict[str, Any]) -> tuple[str, ...]:
-    metrics = entry.get("metrics") or {}
-    if entry.get("status") == "ok":
+    metrics = _object(entry, "metrics")
+    status = str(entry.get("status", "failed"))
+    if status == "ok":
         verdict = str(entry.get("verdict") or "-")
+        status = "reused" if entry.get("reused") is True else status
     else:
         verdict = f"{entry.get('code') or 'failed'}: {entry.get('reason') or ''}".strip()
     return (
         name,
-        str(entry.get("status", "failed")),
+        status,
         _fmt(metrics.get("img_per_s")),
         _fmt(metrics.get("peak_vram_mb")),
         _fmt(metrics.get("memory_pressure")),
@@ -47,14 +56,26 @@ def sweep_lines(data: dict[str, Any]) -> list[str]:
         "  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1]
         for r in rows
     ]
-    recommended: dict[str, str] = data.get("recommended") or {}
+    recommended = _object(data, "recommended")
     lines += [f"recommended for imgsz {imgsz}: {name}" for imgsz, name in recommended.items()]
     if not recommended:
         lines.append("recommended: none (no point finished without failure or thrash)")
-    failed, total = data.get("num_failed", 0), len(points)
-    noun = "point" if total == 1 else "points"
-    lines.append(f"{failed} of {total} {noun} failed" if failed else f"all {total} {noun} ok")
+    lines.append(count_line(points))
     return lines
+
+
+def count_line(points: dict[str, dict[str, Any]]) -> str:
+    """`all 4 points ok`, `1 of 4 points failed`, `2 of 4 points ok, 1 interrupted, 1 missing`;
+    `, 2 reused` when a resumed sweep kept ok points."""
+    tally, total = counts(points), len(points)
+    noun = "point" if total == 1 else "points"
+    reused = f", {tally['reused']} reused" if tally["reused"] else ""
+    short = [f"{tally[s]} {s}" for s in ("failed", "interrupted", "missing") if tally[s]]
+    if not short:
+        return f"all {total} {noun} ok{reused}"
+    if tally["failed"] == total - tally["ok"]:  # failures only: the 1.x wording
+        return f"{tally['failed']} of {total} {noun} failed{reused}"
+    return f"{tally['ok']} of {total} {noun} ok, {', '.join(short)}{reused}"
 
 
 def sweep_table(data: dict[str, Any]) -> str:

@@ -1,13 +1,19 @@
 """The `libreyolo-sweep` entry: a thin `@hydra.main` task over the packaged `profile` config.
 
-Role: each Hydra job hands its resolved config, its overrides and its output folder
-(`hydra.sweep.subdir`, e.g. `b4_s640_amp1`) to `run_point`, which takes the point's device
-lease and measures (in a fresh child process unless `sweep.isolate=false`). After a multirun,
-`main` writes `sweep.json` at the sweep root, prints the table and exits 0 when every point is
-ok, 1 when any failed (the count is printed). With the basic launcher the points ran in this
-process and the report covers exactly those; under ray or submitit they ran elsewhere, so
-`SweepReportCallback.on_multirun_end` (packaged as `hydra/callbacks/sweep_report`) hands the
-sweep root back here and the report scans its point folders.
+Role: when a multirun starts, `SweepReportCallback.on_multirun_start` (packaged as
+`hydra/callbacks/sweep_report`, run in this process whichever launcher runs the jobs) checks
+that the sweep folder holds no file of ours that someone else wrote (else: one line, exit 2) and
+writes the grid to `sweep_plan.json`. Each Hydra job hands its resolved config, its overrides and
+its output folder (`hydra.sweep.subdir`, e.g. `b4_s640_amp1`) to `run_point`, which takes the
+point's device lease and measures (in a fresh child process unless `sweep.isolate=false`), or
+keeps the point a previous run into the same folder already measured (`sweep.resume`). After
+the multirun, `main` writes `sweep.json` at the sweep root over the planned grid, prints the
+table and exits 0 when every point is ok, 1 otherwise (the counts are printed).
+
+Stop: SIGINT (Ctrl-C, to the process group or to this process alone) or SIGTERM stops the point
+in flight (its child is terminated, the point recorded `interrupted`), starts no other, writes
+`sweep.json` and the table for what the folder holds (never-run points `missing`) and exits
+128 + the signal (130, 143) with one line on stderr and no traceback.
 
 Must not: parse `sys.argv` itself (Hydra does, hydra-notes §4.4), raise for an expected point
 failure, or keep state in the task beyond the list of points this process ran (launchers
@@ -17,9 +23,11 @@ pickle the task with the globals it touches, hydra-notes §9.6).
 from __future__ import annotations
 
 import os
+import shlex
+import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -29,18 +37,43 @@ from omegaconf import DictConfig, OmegaConf
 
 from libreyolo.config.compose import as_plain_dict
 from libreyolo.config.schema import ProfileConfig, register_schemas
+from libreyolo.errors import UsageError
+from libreyolo.sweep.owned import refuse_foreign
+from libreyolo.sweep.plan import grid_plan, write_plan
 from libreyolo.sweep.point import run_point
-from libreyolo.sweep.report import write_report
+from libreyolo.sweep.report import SweepReport, write_report
+from libreyolo.sweep.stop import signal_of, signals_ignored, stop_on_signals
 
 _RAN: list[tuple[Path, Path, str]] = []  # (sweep root, point dir, status) per job in-process
-_ROOTS: list[Path] = []  # sweep roots reported by SweepReportCallback in this (parent) process
+_ROOTS: list[Path] = []  # sweep roots of the multiruns this (parent) process started
+_DATED: list[bool] = []  # per root: its template holds ${now:...}, so a re-run goes elsewhere
+
+
+class Refused(BaseException):  # not an Exception: Hydra would print it with a traceback
+    """The sweep folder holds a file we would replace but did not write (`error` says which)."""
+
+    def __init__(self, error: UsageError) -> None:
+        super().__init__(error.message)
+        self.error = error
 
 
 class SweepReportCallback(Callback):
-    """Hands the sweep root to `main` once every job has run, whichever process ran them."""
+    """Checks the sweep folder and writes the grid before the first job, whichever process
+    runs the jobs; `main` reports from that folder once they are done."""
 
-    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        _ROOTS.append(Path(str(config.hydra.sweep.dir)).resolve())
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        root = Path(str(config.hydra.sweep.dir)).resolve()
+        plan = grid_plan(config)
+        try:
+            refuse_foreign(root, plan or ())
+        except UsageError as err:
+            raise Refused(err) from None
+        _ROOTS.append(root)
+        sweep = OmegaConf.to_container(config.hydra.sweep, resolve=False)
+        assert isinstance(sweep, dict)
+        _DATED.append("${now:" in str(sweep.get("dir")))
+        root.mkdir(parents=True, exist_ok=True)
+        write_plan(root, plan)
 
 
 @hydra.main(version_base="1.3", config_path="pkg://libreyolo.conf", config_name="profile")
@@ -52,14 +85,22 @@ def sweep_task(cfg: DictConfig) -> None:
     root = Path(hydra_cfg.sweep.dir).resolve() if multirun else point_dir
     typed = OmegaConf.to_object(cfg)
     assert isinstance(typed, ProfileConfig)
-    record = run_point(
-        as_plain_dict(typed),
-        point_dir,
-        overrides=list(hydra_cfg.overrides.task),
-    )
+    try:
+        record = run_point(
+            as_plain_dict(typed), point_dir, overrides=list(hydra_cfg.overrides.task)
+        )
+    except KeyboardInterrupt:  # recorded as interrupted; the report still lists it
+        _RAN.append((root, point_dir, "interrupted"))
+        raise
     _RAN.append((root, point_dir, record["status"]))
-    detail = "" if record["status"] == "ok" else f": {record['reason']}"
-    print(f"{point_dir.name}: {record['status']}{detail}", flush=True)
+    shown = "reused" if record.get("reused") else record["status"]
+    detail = f": {record['reason']}" if record["status"] != "ok" else ""
+    print(f"{point_dir.name}: {shown}{detail}", flush=True)
+
+
+def _fail(message: str, status: int) -> NoReturn:
+    sys.stderr.write(message + "\n")
+    sys.exit(status)
 
 
 def main() -> None:
@@ -68,17 +109,50 @@ def main() -> None:
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # ray_gpus: no ~/.ray/auth_token
     _RAN.clear()
     _ROOTS.clear()
-    sweep_task()
-    if _RAN:  # the basic launcher: exactly the points this process ran
-        root, only = _RAN[0][0], [point for _, point, _ in _RAN]
-    elif _ROOTS:  # ray, submitit: the jobs ran elsewhere; scan the sweep folder
-        root, only = _ROOTS[0], None
-    else:  # --help, --cfg
-        return
-    report = write_report(root, only=only)
+    _DATED.clear()
+    stopped: signal.Signals | None = None
+    try:
+        with stop_on_signals():
+            sweep_task()
+    except KeyboardInterrupt as stop:
+        stopped = signal_of(stop)
+    except Refused as refused:
+        _fail(f"{refused.error.message} ({refused.error.hint})", refused.error.status)
+    with signals_ignored():
+        report = _report()
+    if stopped is not None:
+        _fail(_stopped_line(report), 128 + stopped)
+    if report is not None:
+        sys.exit(0 if report.complete else 1)
+
+
+def _stopped_line(report: SweepReport | None) -> str:
+    """`interrupted: 2 of 4 points done; ...` and how to resume: the same command, or with the
+    sweep folder pinned when its name is dated (the same command would start a new sweep)."""
+    if report is None:
+        return "interrupted before the first point: nothing was measured"
+    done = f"{report.data['num_ok']} of {report.data['num_points']}"
+    again = "run the same command again to resume"
+    if _DATED and _DATED[0]:
+        pin = shlex.quote(f"hydra.sweep.dir={report.path.parent}")
+        again = f"add {pin} to the same command to resume"
+    return f"interrupted: {done} points done; {again}"
+
+
+def _report() -> SweepReport | None:
+    """Write and print the report of the sweep this process ran; None when nothing ran
+    (`--help`, `--cfg`, a stop before the first job)."""
+    only = [point for _, point, _ in _RAN] or None
+    root = _ROOTS[0] if _ROOTS else _RAN[0][0] if _RAN else None
+    if root is None:
+        return None
+    try:
+        report = write_report(root, only=only)
+    except UsageError as err:
+        _fail(f"{err.message} ({err.hint})", err.status)
     print(report.table)
     print(f"sweep: {report.path}")
-    sys.exit(1 if report.num_failed else 0)
+    return report
 
 
 if __name__ == "__main__":

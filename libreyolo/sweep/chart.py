@@ -3,17 +3,24 @@ out. The x axis is log2 when every batch is a power of two.
 
 matplotlib is optional (`pip install 'libreyolo[chart]'`) and imported only here, inside
 `write_chart`, with the Agg backend: without it the chart is skipped with one line on stderr
-and the sweep goes on.
+and the sweep goes on. The PNG carries `Software: libreyolo-sweep` (`is_our_chart`), so a sweep
+replaces only a chart it drew, and lands atomically.
 
 Must not: fail a sweep because the chart cannot be drawn.
 """
 
 from __future__ import annotations
 
+import io
 import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from libreyolo.document.files import write_atomic
+
+SOFTWARE = "libreyolo-sweep"  # the PNG's Software text chunk: this tool drew it
+_MARK = b"tEXtSoftware\x00" + SOFTWARE.encode()
+_PNG = b"\x89PNG\r\n\x1a\n"
 INSTALL_HINT = "pip install 'libreyolo[chart]'"
 SKIPPED = f"chart skipped: matplotlib is not installed ({INSTALL_HINT} gets it)"
 Series = dict[tuple[Any, Any], list[tuple[int, float]]]
@@ -78,7 +85,19 @@ def write_chart(
         ax.grid(True, alpha=0.3)
         ax.legend()
         fig.tight_layout()
-        fig.savefig(path, format="png")
+        png = io.BytesIO()
+        fig.savefig(png, format="png", metadata={"Software": SOFTWARE})
     finally:
         plt.close(fig)
+    write_atomic(path, png.getvalue())
     return path
+
+
+def is_our_chart(path: Path) -> bool:
+    """Whether `path` is a PNG this module drew (its text chunks precede the image data)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(4096)
+    except OSError:
+        return False
+    return head.startswith(_PNG) and _MARK in head

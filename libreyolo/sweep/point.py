@@ -3,16 +3,24 @@
 Role: `run_point` writes `point.json` (resolved config + overrides), takes the device lease
 (`lease.py`: a free GPU, or the CPU), measures in a fresh child process (forked from a server that
 has imported torch but never used it, hydra-notes §9.3; its stderr also lands in `point.log`) or in
-this process (`sweep.isolate=false`) and leaves `status.json`: {status: ok|failed, reason, code,
-overrides, profile (the repeat aggregate when window.repeat > 1), pid (the measuring process),
-held_device, lease_acquired_at, lease_released_at (epoch s), lease_wait_s, measure_s (inside
-measure_config), window_s (the measurement windows themselves: warmup and measured iterations),
-point_s (the whole point)}.
+this process (`sweep.isolate=false`) and leaves `status.json`: {status: ok|failed|interrupted,
+reason, code, overrides, profile (the repeat aggregate when window.repeat > 1), pid (the measuring
+process), held_device, lease_acquired_at, lease_released_at (epoch s), lease_wait_s, measure_s
+(inside measure_config), window_s (the measurement windows themselves: warmup and measured
+iterations), point_s (the whole point), reused (only when true)}. Every file lands atomically.
 In `infer` mode the sweep's `amp` key means `--half`.
+
+Resume (`sweep.resume`, default on): a point whose folder already holds our `point.json` with the
+same config and overrides (`sweep.resume` itself aside) and an ok status whose profile reads back
+is not measured again; its `status.json` keeps its record and gains `reused: true`.
+Stop: a `KeyboardInterrupt` (Ctrl-C, or the sweep's SIGTERM handler) while a point waits or
+measures stops the child (SIGTERM, SIGKILL after `STOP_GRACE_S`), records the point as
+`interrupted` and propagates, so no further point starts.
 
 Must not: raise for an expected failure (a `ProfileError` such as a bad value or a dataset too
 small, or out of memory): it is recorded as `failed` with its reason and the sweep goes on.
-Must not hand a `DictConfig` to the child: the request is plain JSON.
+Must not hand a `DictConfig` to the child (the request is plain JSON), nor replace files in a
+point folder that this tool did not write (that point fails, nothing is written).
 """
 
 from __future__ import annotations
@@ -23,7 +31,10 @@ import json
 import multiprocessing
 import multiprocessing.context
 import os
+import re
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -38,11 +49,28 @@ from libreyolo.config.schema import (
     SweepConfig,
     WindowConfig,
 )
-from libreyolo.document.sweep_files import REQUEST_FILE, STATUS_FILE
+from libreyolo.document.files import write_atomic
+from libreyolo.document.sweep_files import (
+    LOG_FILE,
+    REQUEST_FILE,
+    STATUS_FILE,
+    is_request,
+    is_status,
+    point_entry,
+    read_json,
+)
 from libreyolo.errors import NoProfileError, ProfileError
 from libreyolo.sweep.lease import Lease, device_lease
+from libreyolo.sweep.owned import HINT, foreign_point_file
+from libreyolo.sweep.stop import raise_stopped, signal_of
 
-LOG_FILE = "point.log"  # an isolated point's stderr, also relayed to the sweep's stderr
+STOP_GRACE_S = 5.0  # a stopped child gets this long after SIGTERM before SIGKILL
+# libkineto's and c10's own log lines (`USDT:2026-12-01 10:15:10 8988:8988 ...] profiler_start`,
+# `[W1201 10:15:10.123 CPUAllocator.cpp:249] ...`): never a point's reason, never relayed.
+NOISE = re.compile(
+    r"^((INFO|WARNING|ERROR|STAGE|USDT|VERBOSE):\d{4}-\d\d-\d\d |\[[WIEF]\d{4} |\[[WIEF] \S+:\d+\])"
+)
+RESUME_KEY = "sweep.resume"  # left out when matching a recorded point against a new one
 # Imported once by the fork server that isolated points start from: torch, torchvision (~3 s
 # here, most of it torch._dynamo pulled in by torchvision.ops), the collectors, the workload and
 # the trace analyser, everything a measurement imports lazily. Nothing Hydra.
@@ -86,7 +114,7 @@ def config_from_dict(data: dict[str, Any]) -> ProfileConfig:
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
-    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    write_atomic(path, (json.dumps(data, indent=2, sort_keys=True) + "\n").encode("utf-8"))
 
 
 def _status(
@@ -188,17 +216,27 @@ def run_point(
     overrides: list[str] | None = None,
 ) -> dict[str, Any]:
     """Measure one point into `point_dir` under its device lease and return its status record
-    (never raises for an expected failure). `isolate` (default: the config's `sweep.isolate`)
-    runs the measurement in a fresh child process."""
+    (never raises for an expected failure; a `KeyboardInterrupt` is recorded and re-raised).
+    `isolate` (default: the config's `sweep.isolate`) runs the measurement in a fresh child
+    process; `sweep.resume` keeps a point already measured with the same settings."""
     started = time.perf_counter()
     point_dir = Path(point_dir).resolve()
     point_dir.mkdir(parents=True, exist_ok=True)
     sweep = SweepConfig(**cfg_dict.get("sweep", {}))
     isolate = sweep.isolate if isolate is None else isolate
     request: dict[str, Any] = {"config": cfg_dict, "overrides": list(overrides or [])}
+    foreign = foreign_point_file(point_dir)
+    if foreign is not None:  # not ours to replace: record nothing there
+        reason = f"refusing to replace {foreign}: libreyolo-sweep did not write it ({HINT})"
+        return _status(request, "failed", reason=reason, code="usage")
+    status_path = point_dir / STATUS_FILE
+    kept = _reusable(point_dir, request) if sweep.resume else None
+    if kept is not None:
+        kept["reused"] = True
+        _write_json(status_path, kept)
+        return kept
     request_path = point_dir / REQUEST_FILE
     _write_json(request_path, request)
-    status_path = point_dir / STATUS_FILE
     status_path.unlink(missing_ok=True)
     device = str(cfg_dict.get("device", {}).get("name", "0"))
     waiting = time.monotonic()
@@ -216,9 +254,38 @@ def run_point(
     except NoProfileError as err:  # only the lease raises it: measuring records its failures
         record = _status(request, "failed", reason=err.message, code=err.code)
         record["lease_wait_s"] = time.monotonic() - waiting
+    except KeyboardInterrupt as stop:
+        finished = read_json(status_path)  # the child may have finished as the signal came
+        if not is_status(finished):
+            reason = f"stopped by {signal_of(stop).name}"
+            finished = _status(request, "interrupted", reason=reason)
+            finished["code"] = "interrupted"
+            finished["point_s"] = time.perf_counter() - started
+            _write_json(status_path, finished)
+        raise
     record["point_s"] = time.perf_counter() - started
     _write_json(status_path, record)
     return record
+
+
+def _matching_key(request: dict[str, Any]) -> str:
+    """What must match for a recorded point to stand for a new one: its config and overrides,
+    as JSON, without `sweep.resume` (turning resume off or on changes no measurement)."""
+    config = dict(request.get("config") or {})
+    config["sweep"] = {k: v for k, v in (config.get("sweep") or {}).items() if k != "resume"}
+    kept = [o for o in request.get("overrides") or [] if str(o).split("=", 1)[0] != RESUME_KEY]
+    return json.dumps({"config": config, "overrides": kept}, sort_keys=True, default=str)
+
+
+def _reusable(point_dir: Path, request: dict[str, Any]) -> dict[str, Any] | None:
+    """The recorded status of `point_dir` when it was measured with `request`'s settings and
+    its profile is complete (an ok status, a profile inside the folder that reads back)."""
+    recorded = read_json(point_dir / REQUEST_FILE)
+    if not is_request(recorded) or _matching_key(recorded) != _matching_key(request):
+        return None
+    if point_entry(point_dir)["status"] != "ok":
+        return None
+    return read_json(point_dir / STATUS_FILE)
 
 
 def _measure_leased(
@@ -235,24 +302,58 @@ def _measure_leased(
         args=(str(request_path), str(log_path), lease.child_env()),
         name=f"libreyolo-point-{request_path.parent.name}",
     )
-    child.start()
-    child.join()
+    try:
+        child.start()
+        child.join()
+    except BaseException:  # the sweep is stopping: so is this point
+        _stop_child(child)
+        raise
     log = log_path.read_text(encoding="utf-8", errors="replace") if log_path.is_file() else ""
-    if log:
-        sys.stderr.write(log)
+    sys.stderr.write("".join(ln for ln in log.splitlines(True) if not NOISE.match(ln)))
     status_path = request_path.parent / STATUS_FILE
     if status_path.is_file():
         return dict(json.loads(status_path.read_text(encoding="utf-8")))
-    lines = [line for line in log.splitlines() if line.strip()]
-    last = lines[-1] if lines else "no output"
     record = _status(
         request,
         "failed",
-        reason=f"child process exited {child.exitcode}: {last}",
+        reason=f"child process exited {_exit_text(child.exitcode)}: {last_error(log)}",
         code="crashed",
     )
     record["pid"] = child.pid
     return record
+
+
+def _stop_child(child: multiprocessing.process.BaseProcess) -> None:
+    """SIGTERM, then SIGKILL after `STOP_GRACE_S`: a stopped sweep leaves no point measuring."""
+    if child.is_alive():
+        child.terminate()
+        child.join(STOP_GRACE_S)
+    if child.is_alive():
+        child.kill()
+        child.join()
+
+
+def _exit_text(code: int | None) -> str:
+    """`1`, or `-9 (signal SIGKILL)` for a child a signal ended."""
+    if code is None or code >= 0:
+        return str(code)
+    try:
+        return f"{code} (signal {signal.Signals(-code).name})"
+    except ValueError:
+        return f"{code} (signal {-code})"
+
+
+def last_error(log: str) -> str:
+    """A crashed child's reason from its log: the exception line of the last traceback, else
+    the last line that is not libkineto's or c10's own noise; `no output` when there is none."""
+    lines = [line.rstrip() for line in log.splitlines() if line.strip()]
+    own = [line for line in lines if not NOISE.match(line)]
+    starts = [i for i, line in enumerate(own) if line.startswith("Traceback (most recent call")]
+    if starts:
+        after = [line for line in own[starts[-1] + 1 :] if not line[0].isspace()]
+        if after:
+            return after[0]
+    return own[-1] if own else "no output"
 
 
 def _isolated_context() -> (
@@ -270,15 +371,38 @@ def _isolated_context() -> (
     return context
 
 
+def _stop_with_the_sweep() -> None:
+    """Send this child SIGTERM once the sweep process that started it is gone (killed outright,
+    so no SIGTERM of its own came): a thread waits on the parent's sentinel pipe. (The fork
+    server, its parent in the process tree, lives on while any child holds its pipe.)"""
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+
+    def watch() -> None:
+        parent.join()
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="libreyolo-sweep-watch", daemon=True).start()
+
+
 def _child_main(request_path: str, log_path: str, env: dict[str, str]) -> None:
     """A point's child process: its lease's environment (before CUDA starts), stderr into the
-    point's log, then the measurement."""
+    point's log, then the measurement. SIGTERM (the sweep stopping it) unwinds like Ctrl-C, so
+    the measurement cleans up; either ends the child quietly with 128 + the signal: the sweep
+    records the point. A sweep killed outright (SIGKILL) stops it too (`_stop_with_the_sweep`)."""
     os.environ.update(env)
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     os.dup2(fd, 2)
     os.close(fd)
-    measure_request(Path(request_path))
-    sys.stderr.flush()
+    signal.signal(signal.SIGTERM, raise_stopped)
+    _stop_with_the_sweep()
+    try:
+        measure_request(Path(request_path))
+    except KeyboardInterrupt as stop:
+        sys.exit(128 + signal_of(stop))
+    finally:
+        sys.stderr.flush()
 
 
 if __name__ == "__main__":

@@ -25,7 +25,11 @@ RECORD_KEYS = {
     "sweep_dir",
     "points",
     "num_points",
+    "num_ok",
+    "num_reused",
     "num_failed",
+    "num_interrupted",
+    "num_missing",
     "recommended",
     "chart",
 }
@@ -41,6 +45,7 @@ POINT_KEYS = {
     "profile",
     "metrics",
     "verdict",
+    "reused",
 }
 
 
@@ -239,3 +244,89 @@ def test_python_m_report_rebuilds_the_report_and_exits_1_on_a_failed_point(
     assert "1 of 5 points failed" in done.stdout
     assert (tmp_path / "sweep.json").is_file()
     assert (tmp_path / "sweep.png").read_bytes()[:8] == PNG_MAGIC
+
+
+def _plan(root: Path, *names: str) -> None:
+    plan = {"schema": "libreyolo.sweep-plan/v1", "points": {name: [] for name in names}}
+    (root / "sweep_plan.json").write_text(json.dumps(plan), encoding="utf-8")
+
+
+def test_summary_of_a_stopped_sweep_shows_missing_and_interrupted_points(tmp_path: Path) -> None:
+    from tests.conftest import invoke
+
+    stopped = {"status": "interrupted", "reason": "stopped by SIGINT", "code": "interrupted"}
+    make_point(tmp_path, 1, 64, 50.0)
+    make_point(tmp_path, 2, 64, 80.0)
+    make_point(tmp_path, 4, 64, None, status=stopped)
+    _plan(tmp_path, "b1_s64_amp1", "b2_s64_amp1", "b4_s64_amp1", "b8_s64_amp1")
+    result = invoke(["profile", "summary", str(tmp_path)])  # killed: no sweep.json yet
+    assert result.status == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[3].split()[:2] == ["b4_s64_amp1", "interrupted"]
+    assert lines[3].endswith("interrupted: stopped by SIGINT")
+    assert lines[4].split()[:2] == ["b8_s64_amp1", "missing"]
+    assert lines[4].endswith("missing: not run yet")
+    assert lines[-1] == "2 of 4 points ok, 1 interrupted, 1 missing"
+    data = write_report(tmp_path).data  # the sweep.json of the same folder agrees
+    assert list(data["points"]) == ["b1_s64_amp1", "b2_s64_amp1", "b4_s64_amp1", "b8_s64_amp1"]
+    assert (data["num_points"], data["num_ok"], data["num_interrupted"]) == (4, 2, 1)
+    assert (data["num_missing"], data["num_failed"]) == (1, 0)
+    assert invoke(["profile", "summary", str(tmp_path)]).stdout.splitlines()[-1] == lines[-1]
+
+
+@pytest.mark.parametrize(
+    ("statuses", "line"),
+    [
+        (["ok", "ok"], "all 2 points ok"),
+        (["ok", "reused"], "all 2 points ok, 1 reused"),
+        (["ok", "failed"], "1 of 2 points failed"),
+        (["reused", "failed", "missing"], "1 of 3 points ok, 1 failed, 1 missing, 1 reused"),
+        (["missing"], "0 of 1 point ok, 1 missing"),
+    ],
+)
+def test_the_count_line_never_calls_an_incomplete_sweep_all_ok(
+    statuses: list[str], line: str
+) -> None:
+    points = {
+        f"p{i}": {
+            "status": "ok" if s == "reused" else s,
+            "reused": s == "reused",
+            "metrics": {},
+            "imgsz": 64,
+        }
+        for i, s in enumerate(statuses)
+    }
+    data = {"points": points, "recommended": {}}
+    assert sweep_lines(data)[-1] == line
+
+
+def test_an_ok_point_whose_profile_is_gone_is_not_ok(tmp_path: Path) -> None:
+    make_point(tmp_path, 1, 64, 50.0)
+    (tmp_path / "b1_s64_amp1" / "infer" / "profile.json").unlink()
+    entry = collect_points(tmp_path, point_folders(tmp_path))["b1_s64_amp1"]
+    assert (entry["status"], entry["code"]) == ("failed", "no_profile")
+    assert entry["reason"] == "profile missing or unreadable: infer/profile.json"
+
+
+@pytest.mark.parametrize(
+    ("points", "status"),
+    [
+        ({"a": 1}, 1),  # not a point: the record is refused in one line
+        ({"a": {}}, 0),
+        ({"a": {"status": ["ok"], "metrics": [1], "imgsz": {}}, "b": {"status": "ok"}}, 0),
+    ],
+)
+def test_a_malformed_sweep_json_gives_one_line_or_a_table_never_a_traceback(
+    tmp_path: Path, points: dict[str, Any], status: int
+) -> None:
+    from tests.conftest import invoke
+
+    record = {"schema": SWEEP_SCHEMA, "points": points, "recommended": [1]}
+    (tmp_path / "sweep.json").write_text(json.dumps(record), encoding="utf-8")
+    result = invoke(["profile", "summary", str(tmp_path)])
+    assert result.status == status
+    if status:
+        assert result.stdout == "" and result.stderr.count("\n") == 1
+        assert "point 'a' is no object" in result.stderr
+    else:
+        assert result.stderr == "" and result.stdout.splitlines()[-1].endswith("failed")

@@ -1,0 +1,70 @@
+"""Which files in a sweep folder this tool may replace: only those it wrote.
+
+Role: `refuse_foreign` raises `UsageError` (exit 2) naming the first file a sweep would replace
+(`sweep.json`, `sweep.png`, `sweep_plan.json`, a point's `point.json`, `status.json` or
+`point.log`) that is not ours: a `sweep.json` without the libreyolo sweep schema, a chart without
+our PNG mark (nor recorded by our `sweep.json`), a `point.json` that is no request, a
+`point.log` in a folder without our `point.json`. The sweep calls it before the first point;
+the report writer calls it again before writing.
+
+Must not: write or delete anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from libreyolo.document import sweep_files as files
+from libreyolo.errors import UsageError
+from libreyolo.sweep.chart import is_our_chart
+
+HINT = "move it away, or choose another hydra.sweep.dir"
+
+
+def _exists(path: Path) -> bool:
+    return path.is_symlink() or path.exists()
+
+
+def foreign_point_file(folder: Path) -> Path | None:
+    """The first of `point.json`, `status.json`, `point.log` in `folder` not written by us."""
+    request_path, status_path = folder / files.REQUEST_FILE, folder / files.STATUS_FILE
+    ours = files.is_request(files.read_json(request_path))
+    if _exists(request_path) and not ours:
+        return request_path
+    if _exists(status_path) and not files.is_status(files.read_json(status_path)):
+        return status_path
+    if _exists(folder / files.LOG_FILE) and not ours:
+        return folder / files.LOG_FILE
+    return None
+
+
+def foreign_file(root: Path, names: Iterable[str] = ()) -> Path | None:
+    """The first file under `root` a sweep over point folders `names` would replace but did
+    not write; None when there is none."""
+    record_path = root / files.SWEEP_FILE
+    record = files.read_json(record_path, files.MAX_RECORD_BYTES)
+    if _exists(record_path) and not files.is_sweep_record(record):
+        return record_path
+    chart = root / files.CHART_FILE
+    drew = is_our_chart(chart) or record.get("chart") == files.CHART_FILE
+    if _exists(chart) and not (chart.is_file() and drew):
+        return chart
+    plan = root / files.PLAN_FILE
+    if _exists(plan) and not files.is_plan(files.read_json(plan)):
+        return plan
+    for name in names:
+        folder = files.inside(root, name)
+        found = root / name if folder is None else foreign_point_file(folder)
+        if found is not None:
+            return found
+    return None
+
+
+def refuse_foreign(root: Path, names: Iterable[str] = ()) -> None:
+    """`UsageError` naming the first file `foreign_file` finds."""
+    found = foreign_file(root, names)
+    if found is not None:
+        raise UsageError(
+            f"refusing to replace {found}: libreyolo-sweep did not write it", hint=HINT
+        )

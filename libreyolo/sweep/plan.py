@@ -1,0 +1,72 @@
+"""The grid a sweep is about to run, known before its first point: `sweep_plan.json`.
+
+Role: `grid_plan` lists each job's point folder (relative to the sweep dir) and overrides in
+launch order, the way Hydra's basic sweeper and its launchers derive them (the sweeper's
+`params` then the command line's overrides, their Cartesian product, each job's
+`hydra.sweep.subdir` resolved on its own config); `write_plan` stores it in the sweep folder,
+so a sweep stopped or killed half-way still knows which points never ran (`missing`).
+Other sweepers (optuna, nevergrad...) choose their points as they go: no plan, and the report
+falls back to the point folders found.
+
+Must not: run a job, or write anything but `sweep_plan.json`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra.core.global_hydra import GlobalHydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from libreyolo.document.files import write_atomic
+from libreyolo.document.sweep_files import PLAN_FILE, PLAN_SCHEMA
+
+BASIC_SWEEPER = f"{BasicSweeper.__module__}.{BasicSweeper.__name__}"
+Plan = dict[str, list[str]]  # point folder relative to the sweep dir -> its overrides
+
+
+def _name(root: Path, subdir: str) -> str:
+    """`subdir` as the report names the folder (normalised), or as given when it leads out."""
+    folder = (root / subdir).resolve()
+    return folder.relative_to(root).as_posix() if folder.is_relative_to(root) else subdir
+
+
+def grid_plan(config: DictConfig) -> Plan | None:
+    """The multirun `config`'s points, in launch order; None unless the basic sweeper runs it."""
+    if config.hydra.sweeper.get("_target_") != BASIC_SWEEPER:
+        return None
+    loader = GlobalHydra.instance().config_loader()
+    params = [f"{key}={value}" for key, value in (config.hydra.sweeper.params or {}).items()]
+    task = OmegaConf.to_container(config.hydra.overrides.task, resolve=False)
+    assert isinstance(task, list)
+    parsed = OverridesParser.create(config_loader=loader).parse_overrides(params + task)
+    root = Path(str(config.hydra.sweep.dir)).resolve()
+    hydra_config = HydraConfig.instance()
+    previous = hydra_config.cfg
+    plan: Plan = {}
+    try:
+        for num, job in enumerate(BasicSweeper.split_arguments(parsed, None)[0]):
+            job_config = loader.load_sweep_config(config, list(job))
+            with open_dict(job_config):  # as the basic launcher numbers its jobs
+                job_config.hydra.job.id = num
+                job_config.hydra.job.num = num
+            hydra_config.set_config(job_config)  # for `${hydra:...}` in the subdir template
+            plan[_name(root, str(job_config.hydra.sweep.subdir))] = list(job)
+    finally:
+        hydra_config.cfg = previous
+    return plan
+
+
+def write_plan(root: Path, plan: Plan | None) -> None:
+    """Store `plan` as `root`'s `sweep_plan.json`; without one, drop a previous sweep's (the
+    caller has checked that it is ours)."""
+    path = root / PLAN_FILE
+    if plan is None:
+        path.unlink(missing_ok=True)
+        return
+    data = {"schema": PLAN_SCHEMA, "points": plan}
+    write_atomic(path, (json.dumps(data, indent=2) + "\n").encode("utf-8"))
