@@ -8,10 +8,19 @@ import of `compare` or `what-if`: reader start-up is a product feature (~0.1 s).
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from libreyolo.cli.sources import open_metrics, open_profile, open_sweep
 
+if TYPE_CHECKING:
+    from libreyolo.document.model import Profile
+
 Outcome = tuple[object, str | tuple[str, str] | None]
+
+
+def _profile(args: argparse.Namespace, path: str) -> Profile:
+    """A reader's input, read within its --max-input-bytes."""
+    return open_profile(path, max_input_bytes=args.max_input_bytes)
 
 
 def list_subcommands(args: argparse.Namespace) -> Outcome:
@@ -27,13 +36,13 @@ def summary(args: argparse.Namespace) -> Outcome:
         return sweep, args.trace
     from libreyolo.analysis.summary import summarize
 
-    return summarize(open_profile(args.trace)), args.trace
+    return summarize(_profile(args, args.trace)), args.trace
 
 
 def get(args: argparse.Namespace) -> Outcome:
     from libreyolo.analysis.lookup import get_metric, metric_names
 
-    metrics = open_metrics(args.trace)
+    metrics = open_metrics(args.trace, max_input_bytes=args.max_input_bytes)
     if args.field is None:
         return metric_names(metrics), args.trace
     return get_metric(metrics, args.field, source=args.trace), args.trace
@@ -42,14 +51,14 @@ def get(args: argparse.Namespace) -> Outcome:
 def phases(args: argparse.Namespace) -> Outcome:
     from libreyolo.analysis.phases import phase_breakdown
 
-    return phase_breakdown(open_profile(args.trace)), args.trace
+    return phase_breakdown(_profile(args, args.trace)), args.trace
 
 
 def kernels(args: argparse.Namespace) -> Outcome:
     from libreyolo.analysis.kernels import top_kernels
 
     table = top_kernels(
-        open_profile(args.trace),
+        _profile(args, args.trace),
         top=args.top,
         category=args.category,
         pattern=args.grep,
@@ -63,13 +72,13 @@ def kernels(args: argparse.Namespace) -> Outcome:
 def ops(args: argparse.Namespace) -> Outcome:
     from libreyolo.analysis.ops import top_ops
 
-    return top_ops(open_profile(args.trace), top=args.top, phase=args.phase), args.trace
+    return top_ops(_profile(args, args.trace), top=args.top, phase=args.phase), args.trace
 
 
 def compare(args: argparse.Namespace) -> Outcome:
     from libreyolo.analysis.compare import compare as compare_profiles
 
-    result = compare_profiles(open_profile(args.before), open_profile(args.after))
+    result = compare_profiles(_profile(args, args.before), _profile(args, args.after))
     return result, (args.before, args.after)
 
 
@@ -77,7 +86,7 @@ def what_if(args: argparse.Namespace) -> Outcome:
     from libreyolo.analysis.whatif import project
 
     result = project(
-        open_profile(args.trace),
+        _profile(args, args.trace),
         category=args.remove_category or None,
         launches=args.remove_launches,
     )

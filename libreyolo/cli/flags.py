@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import re
 
+from libreyolo.document.limits import parse_size
+
 
 def positive_int(text: str) -> int:
     """An integer ≥ 1."""
@@ -47,6 +49,14 @@ def regex(text: str) -> re.Pattern[str]:
         return re.compile(text, re.IGNORECASE)
     except re.error as err:
         raise argparse.ArgumentTypeError(f"invalid regex {text!r}: {err}") from None
+
+
+def byte_size(text: str) -> int:
+    """A positive number of bytes: `123`, or with a binary suffix (`512K`, `64M`, `8G`)."""
+    try:
+        return parse_size(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _int(text: str) -> int:

@@ -13,12 +13,14 @@ from typing import NoReturn
 
 from libreyolo.cli import commands
 from libreyolo.cli.flags import (
+    byte_size,
     non_negative_int,
     positive_int,
     positive_or_auto,
     probability,
     regex,
 )
+from libreyolo.document.limits import LIMIT_FLAG, MAX_INPUT_BYTES
 from libreyolo.errors import UsageError
 
 SUBCOMMANDS: tuple[tuple[str, str], ...] = (
@@ -190,7 +192,21 @@ def _add_infer(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
     )
 
 
+def _reader_common(common: Parser) -> Parser:
+    readers = Parser(add_help=False, parents=[common])
+    readers.add_argument(
+        LIMIT_FLAG,
+        type=byte_size,
+        default=MAX_INPUT_BYTES,
+        metavar="SIZE",
+        help="Read at most SIZE bytes of an input, decompressed (e.g. 512M, 8G; "
+        f"default {MAX_INPUT_BYTES >> 30}G)",
+    )
+    return readers
+
+
 def _add_readers(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
+    common = _reader_common(common)
     _add(sub, "summary", commands.summary, common).add_argument(
         "trace", help=TRACE_HELP + ", or a sweep folder (its sweep.json or point folders)"
     )

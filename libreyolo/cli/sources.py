@@ -13,16 +13,18 @@ from typing import TYPE_CHECKING
 
 from libreyolo import __version__
 from libreyolo.document.files import load, peek_metrics, sniff
+from libreyolo.document.limits import MAX_INPUT_BYTES
 
 if TYPE_CHECKING:
     from libreyolo.analysis.sweep import SweepView
     from libreyolo.document.model import Profile, Scalar
 
 
-def open_profile(path: str) -> Profile:
-    """The profile at `path`; a Chrome trace is reduced once and turned into a profile."""
-    if sniff(path) == "profile":
-        profile = load(path)
+def open_profile(path: str, *, max_input_bytes: int = MAX_INPUT_BYTES) -> Profile:
+    """The profile at `path`; a Chrome trace is reduced once and turned into a profile. At most
+    `max_input_bytes` are read (decompressed)."""
+    if sniff(path, max_input_bytes=max_input_bytes) == "profile":
+        profile = load(path, max_input_bytes=max_input_bytes)
         if profile.legacy_v1 is None:
             return profile
         from libreyolo.analysis.build import refresh_legacy_verdict
@@ -31,18 +33,17 @@ def open_profile(path: str) -> Profile:
     from libreyolo.analysis.build import profile_from_trace
     from libreyolo.kineto import analyse_trace
 
-    return profile_from_trace(
-        analyse_trace(path), trace_path=path, created=None, version=__version__
-    )
+    analysis = analyse_trace(path, max_input_bytes=max_input_bytes)
+    return profile_from_trace(analysis, trace_path=path, created=None, version=__version__)
 
 
-def open_metrics(path: str) -> dict[str, Scalar]:
+def open_metrics(path: str, *, max_input_bytes: int = MAX_INPUT_BYTES) -> dict[str, Scalar]:
     """The metric map `get` reads: straight from a current profile.json, else via the profile."""
-    if sniff(path) == "profile":
-        metrics = peek_metrics(path)
+    if sniff(path, max_input_bytes=max_input_bytes) == "profile":
+        metrics = peek_metrics(path, max_input_bytes=max_input_bytes)
         if metrics is not None:
             return metrics
-    return dict(open_profile(path).metrics)
+    return dict(open_profile(path, max_input_bytes=max_input_bytes).metrics)
 
 
 def open_sweep(path: str) -> SweepView | None:

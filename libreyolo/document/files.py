@@ -1,5 +1,8 @@
 """Profile files: sniff, load (any known schema, `.gz`, `-` for stdin) and save atomically.
 
+Reading is bounded (see limits.py): only regular files, a profile of at most 64 MiB once
+decompressed, and no read past the input limit, so a gzip bomb stops at the cap.
+
 Loading upgrades in memory and never rewrites the file. Saving writes a temporary file in the
 target directory, fsyncs it and renames it into place, so a reader never sees half a file.
 Profiles are small, so stdlib `json` decodes them; the typed model (msgspec) is imported only
@@ -14,11 +17,20 @@ import os
 import re
 import sys
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from libreyolo.document.limits import (
+    MAX_INPUT_BYTES,
+    MAX_PROFILE_BYTES,
+    check_regular,
+    open_regular,
+    too_large,
+)
 from libreyolo.document.migrations import CURRENT, schema_version, upgrade
-from libreyolo.errors import AnalysisError, MissingFileError, UsageError
+from libreyolo.errors import AnalysisError, UsageError
 
 if TYPE_CHECKING:
     from libreyolo.document.model import Profile, Scalar
@@ -26,39 +38,57 @@ if TYPE_CHECKING:
 _SNIFF_BYTES = 1 << 18  # a profile names its schema, and a trace its events, near the top
 _PROFILE_TAG = re.compile(rb'"schema"\s*:\s*"libreyolo\.profile')
 _TRACE_TAG = re.compile(rb'"traceEvents"\s*:|^\s*\[')
-_MAX_PROFILE_BYTES = 256 << 20  # a profile is kilobytes; anything this large is a trace
+_SPACES = re.compile(rb"[ \t\r\n]+")
 
 FileKind = Literal["profile", "trace"]
 
 
+class _Readable(Protocol):
+    def read(self, size: int, /) -> bytes: ...
+
+
 def check_readable(path: str) -> Path:
-    """The path as a Path, or MissingFileError (exit 2) when it is absent or a directory."""
-    if path == "-":
-        return Path(path)
-    target = Path(path)
-    if not target.exists():
-        raise MissingFileError(f"not found: {path}")
-    if target.is_dir():
-        raise MissingFileError(
-            f"not a file: {path} is a directory", hint="pass profile.json or profile_trace.json"
-        )
-    return target
+    """The path as a Path, or MissingFileError (exit 2) when it is absent or not a regular file
+    (a folder, device, FIFO or socket: judged by `stat`, before anything is opened)."""
+    if path != "-":
+        check_regular(path)
+    return Path(path)
 
 
-def _open_head(path: Path) -> bytes:
-    opener = gzip.open if path.suffix == ".gz" else open
+@contextmanager
+def _open_decoded(path: str, limit_bytes: int) -> Iterator[_Readable]:
+    """The file's bytes, gunzipped when its name ends in `.gz`."""
     try:
-        with opener(path, "rb") as handle:
-            return handle.read(_SNIFF_BYTES)
+        with open_regular(path, limit_bytes) as raw:
+            yield gzip.GzipFile(fileobj=raw) if path.endswith(".gz") else raw
     except (OSError, EOFError, zlib.error) as err:
         raise AnalysisError(f"failed to analyse {path}: {err}") from err
 
 
-def sniff(path: str) -> FileKind:
+def _head(path: str, limit_bytes: int) -> bytes:
+    """The file's start with each whitespace run squeezed to one space, so padding cannot push
+    the tags out of sight: read until a tag shows or `_SNIFF_BYTES` are kept (at most
+    `limit_bytes` read)."""
+    head = b""
+    read = 0
+    with _open_decoded(path, limit_bytes) as stream:
+        while len(head) < _SNIFF_BYTES and (data := stream.read(_SNIFF_BYTES)):
+            read += len(data)
+            if read > limit_bytes:
+                raise too_large(path, limit_bytes)
+            squeezed = _SPACES.sub(b" ", data)
+            head += squeezed
+            if squeezed.strip() and (_PROFILE_TAG.search(head) or _TRACE_TAG.search(head)):
+                break
+    return head
+
+
+def sniff(path: str, *, max_input_bytes: int = MAX_INPUT_BYTES) -> FileKind:
     """Whether `path` holds a libreyolo profile or a Chrome trace, judged from its first bytes."""
     if path == "-":
         return "profile"
-    head = _open_head(check_readable(path))
+    check_readable(path)
+    head = _head(path, max_input_bytes)
     if not head.strip():
         raise AnalysisError(f"failed to analyse {path}: the file is empty")
     if _PROFILE_TAG.search(head):
@@ -68,22 +98,34 @@ def sniff(path: str) -> FileKind:
     return "profile"  # decoding reports what it is instead (not JSON, no schema, ...)
 
 
-def _read_bytes(path: str) -> bytes:
+def _read_bytes(path: str, max_input_bytes: int) -> bytes:
+    """The whole (decompressed) file, by a bounded read: at most one byte past the smaller of
+    the profile cap and the input limit, so a file over it is refused without being held."""
+    limit = min(max_input_bytes, MAX_PROFILE_BYTES)
     if path == "-":
-        return sys.stdin.buffer.read()
-    target = check_readable(path)
-    if target.stat().st_size > _MAX_PROFILE_BYTES:
-        raise AnalysisError(f"failed to analyse {path}: too large for a profile document")
-    try:
-        data = target.read_bytes()
-        return gzip.decompress(data) if target.suffix == ".gz" else data
-    except (OSError, EOFError, zlib.error) as err:
-        raise AnalysisError(f"failed to analyse {path}: {err}") from err
+        data = sys.stdin.buffer.read(limit + 1)
+    elif check_regular(path).st_size > limit:  # refused by its size, before a byte is read
+        raise _too_large_profile(path, limit, max_input_bytes)
+    else:
+        with _open_decoded(path, limit) as stream:
+            data = stream.read(limit + 1)
+    if len(data) > limit:
+        raise _too_large_profile(path, limit, max_input_bytes)
+    return data
 
 
-def read_raw(path: str) -> dict[str, Any]:
+def _too_large_profile(path: str, limit_bytes: int, max_input_bytes: int) -> AnalysisError:
+    if limit_bytes == max_input_bytes:
+        return too_large(path, limit_bytes)
+    return AnalysisError(
+        f"failed to analyse {path}: more than {MAX_PROFILE_BYTES >> 20} MiB, too large for a "
+        "profile document (a profile is kilobytes)"
+    )
+
+
+def read_raw(path: str, *, max_input_bytes: int = MAX_INPUT_BYTES) -> dict[str, Any]:
     """The JSON object in a profile file, undecoded into the model."""
-    data = _read_bytes(path)
+    data = _read_bytes(path, max_input_bytes)
     if not data.strip():
         raise AnalysisError(f"failed to analyse {path}: the file is empty")
     try:
@@ -95,10 +137,10 @@ def read_raw(path: str) -> dict[str, Any]:
     return raw
 
 
-def peek_metrics(path: str) -> dict[str, Scalar] | None:
+def peek_metrics(path: str, *, max_input_bytes: int = MAX_INPUT_BYTES) -> dict[str, Scalar] | None:
     """The metric map of a current-schema profile without building the document, or None when
     the file needs the full load (an older schema, or no valid metric map to read)."""
-    raw = read_raw(path)
+    raw = read_raw(path, max_input_bytes=max_input_bytes)
     if schema_version(raw, origin=path) != CURRENT:
         return None
     metrics = raw.get("metrics")
@@ -108,11 +150,12 @@ def peek_metrics(path: str) -> dict[str, Scalar] | None:
     return metrics
 
 
-def load(path: str) -> Profile:
+def load(path: str, *, max_input_bytes: int = MAX_INPUT_BYTES) -> Profile:
     """Read a profile of any known schema and return it in the current schema."""
     from libreyolo.document.codec import from_builtins
 
-    return from_builtins(upgrade(read_raw(path), origin=path), origin=path)
+    raw = read_raw(path, max_input_bytes=max_input_bytes)
+    return from_builtins(upgrade(raw, origin=path), origin=path)
 
 
 def save(profile: Profile, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:

@@ -20,6 +20,7 @@ from typing import Literal, TypeVar
 
 import msgspec
 
+from libreyolo.document.limits import MAX_INPUT_BYTES
 from libreyolo.kineto.chunks import Handlers, read_runs
 from libreyolo.kineto.workers import default_workers
 
@@ -282,18 +283,24 @@ def _work(text: bytes) -> TraceEvents | None:
     return builder.part()
 
 
-def read_trace(path: str | os.PathLike[str], *, workers: int | None = None) -> TraceEvents:
+def read_trace(
+    path: str | os.PathLike[str],
+    *,
+    workers: int | None = None,
+    max_input_bytes: int = MAX_INPUT_BYTES,
+) -> TraceEvents:
     """Read a Chrome trace (`.json` or `.json.gz`) into columns, in one streaming pass.
 
     `workers` is the number of decoding processes for large traces (None: one per usable CPU
-    on Linux; 1: decode in this process).
+    on Linux; 1: decode in this process); at most `max_input_bytes` are read (decompressed).
 
     Raises:
-        MissingFileError: the path does not exist or is a directory.
-        AnalysisError: the file is empty, not JSON, truncated, or not a Chrome trace.
+        MissingFileError: the path does not exist or is not a regular file.
+        AnalysisError: the file is empty, not JSON, truncated, not a Chrome trace, or over a
+            limit (the input, one string or one event).
     """
     builder = _Builder()
     handlers = Handlers(_DECODER.decode, builder.add, _work, builder.merge)
     count = default_workers() if workers is None else max(workers, 1)
-    meta = read_runs(path, Meta, handlers, count)
+    meta = read_runs(path, Meta, handlers, count, max_input_bytes=max_input_bytes)
     return builder.finish(meta)

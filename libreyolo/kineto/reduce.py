@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from itertools import compress
 from typing import TypeVar
 
+from libreyolo.document.limits import MAX_INPUT_BYTES
 from libreyolo.document.model import (
     Device,
     LaunchStat,
@@ -49,17 +50,23 @@ T = TypeVar("T")
 THRASH_MALLOCS_PER_STEP = 5
 
 
-def analyse_trace(path: str | os.PathLike[str], *, workers: int | None = None) -> TraceAnalysis:
+def analyse_trace(
+    path: str | os.PathLike[str],
+    *,
+    workers: int | None = None,
+    max_input_bytes: int = MAX_INPUT_BYTES,
+) -> TraceAnalysis:
     """Analyse one Chrome trace (`.json` or `.json.gz`) written by torch.profiler.
 
-    `workers`: decoding processes for large traces (None: one per usable CPU on Linux; 1: none).
+    `workers`: decoding processes for large traces (None: one per usable CPU on Linux; 1: none);
+    `max_input_bytes`: the most it reads, decompressed.
 
     Raises:
-        MissingFileError: the path does not exist or is a directory.
+        MissingFileError: the path does not exist or is not a regular file.
         AnalysisError: the file is empty, not JSON, truncated, not a Chrome trace, or holds no
             complete ("X") CPU op, annotation, CUDA call or GPU activity.
     """
-    events = read_trace(path, workers=workers)
+    events = read_trace(path, workers=workers, max_input_bytes=max_input_bytes)
     if not events:  # no complete event of a kind the analysis reads
         raise AnalysisError(
             f"failed to analyse {os.fspath(path)}: the trace holds no events",

@@ -1,16 +1,18 @@
 """Trace bytes: open `.json`/`.json.gz`, read in chunks, and handle what surrounds the events.
 
-Role: the file side of reading a trace. `Source` reads the (decompressed) stream chunk by chunk
-and turns every way a file can be unusable into one `AnalysisError` line; `split_head` finds where
-the event array starts (a bare list, or the top-level `"traceEvents": [`); `decode_meta` decodes
-the keys around the array (`deviceProperties`, `displayTimeUnit`), which may come before or after
-it; `last_boundary` and `as_array` find and wrap runs of events. Must not: decode events, print,
-or import torch/numpy.
+Role: the file side of reading a trace. `Source` reads the (decompressed) stream chunk by chunk,
+never past the input limit, and turns every way a file can be unusable into one `AnalysisError`
+line; `split_head` finds where the event array starts (a bare list, or the top-level
+`"traceEvents": [`); `decode_meta` decodes the keys around the array (`deviceProperties`,
+`displayTimeUnit`), which may come before or after it and are kept squeezed (compact.py);
+`last_boundary` and `as_array` find and wrap runs of events. Must not: decode events, print, or
+import torch/numpy.
 """
 
 from __future__ import annotations
 
 import gzip
+import io
 import os
 import re
 import zlib
@@ -20,7 +22,15 @@ from typing import Protocol, TypeVar
 
 import msgspec
 
-from libreyolo.errors import AnalysisError, MissingFileError
+from libreyolo.document.limits import (
+    MAX_EVENT_BYTES,
+    MAX_INPUT_BYTES,
+    MAX_STRING_BYTES,
+    open_regular,
+    too_large,
+)
+from libreyolo.errors import AnalysisError
+from libreyolo.kineto.compact import Compactor, Until
 
 # Big enough that the per-call cost of the decoder vanishes, small enough that one chunk, its
 # decoded structs and the copy handed to the decoder stay a few tens of MB.
@@ -31,10 +41,10 @@ WHITESPACE = b" \t\r\n"
 
 _BOUNDARY = re.compile(rb"}\s*,\s*{")
 _TAIL_WINDOW = 1 << 16  # bytes searched backwards for the last event boundary, widened as needed
+_LEADING_SPACE = re.compile(rb"[ \t\r\n]*")
 _BOM = b"\xef\xbb\xbf"
 _GZIP_MAGIC = b"\x1f\x8b"
-_QUOTE, _OPEN_BRACE, _OPEN_BRACKET = ord('"'), ord("{"), ord("[")
-_COLON = re.compile(rb"\s*(:?)\s*")
+_OPEN_BRACE, _OPEN_BRACKET = ord("{"), ord("[")
 M = TypeVar("M")
 
 
@@ -45,12 +55,19 @@ class _Stream(Protocol):
 class Source:
     """A binary stream read in chunks, counting the bytes handed out (for error messages)."""
 
-    def __init__(self, stream: _Stream, label: str, fileno: int | None = None) -> None:
+    def __init__(
+        self, stream: _Stream, label: str, fileno: int | None = None, *,
+        max_input_bytes: int = MAX_INPUT_BYTES,
+    ) -> None:  # fmt: skip
         self.stream = stream
         self.label = label
         self.fileno = fileno  # plain files: offsets in the stream are offsets in this file
         self.size = os.fstat(fileno).st_size if fileno is not None else None
-        self.chunk = CHUNK_BYTES  # read when opened, so tests can shrink it
+        self.max_input_bytes = max_input_bytes
+        # Read when opened, so tests can shrink them.
+        self.chunk = CHUNK_BYTES
+        self.string_limit = MAX_STRING_BYTES
+        self.event_limit = MAX_EVENT_BYTES
         self.offset = 0
         self.eof = False
 
@@ -72,13 +89,29 @@ class Source:
             raise self.fail(f"unreadable gzip data ({exc})") from exc
         self.eof = not data
         self.offset += len(data)
+        if self.offset > self.max_input_bytes:  # a gzip bomb stops here, one chunk past
+            raise too_large(self.label, self.max_input_bytes)
         return data
 
-    def read_rest(self) -> bytes:
-        parts = []
-        while data := self.read():
-            parts.append(data)
-        return b"".join(parts)
+    def compactor(self, until: Until, what: str) -> Compactor:
+        """A Compactor for this file's text, with its caps and its failure line."""
+        return Compactor(
+            until,
+            self.fail,
+            what=what,
+            limit_bytes=self.event_limit,
+            string_limit_bytes=self.string_limit,
+        )
+
+    def read_through(self, compactor: Compactor, buf: bytes) -> bytes | None:
+        """Feed `buf` (the latest bytes read), then the next chunks, to `compactor` until its
+        text ends; the bytes after that end, or None when the file ends first."""
+        offset = self.offset - len(buf)
+        while (rest := compactor.feed(buf, offset)) is None:
+            offset = self.offset
+            if not (buf := self.read()):
+                return None
+        return rest
 
     def fail(self, reason: str) -> AnalysisError:
         return AnalysisError(
@@ -101,77 +134,71 @@ class Source:
 
 
 @contextmanager
-def open_source(path: str | os.PathLike[str]) -> Iterator[Source]:
-    """Open a trace file, gzip or plain (told by its first bytes, not its name)."""
+def open_source(
+    path: str | os.PathLike[str], *, max_input_bytes: int = MAX_INPUT_BYTES
+) -> Iterator[Source]:
+    """Open a trace file, gzip or plain (told by its first bytes, not its name); a plain file
+    over `max_input_bytes` is refused by its size, a gzip one once that much is inflated.
+
+    Raises:
+        MissingFileError: absent, or not a regular file (judged before it is opened).
+        AnalysisError: over the input limit, or unreadable.
+    """
     label = os.fspath(path)
-    if not os.path.isfile(label):
-        raise MissingFileError(f"not found: {label}")
-    with open(label, "rb") as raw:
+    with open_regular(label, max_input_bytes) as raw:
+        assert isinstance(raw, io.BufferedReader)  # os.fdopen(..., "rb") makes one
         if raw.peek(2)[:2] == _GZIP_MAGIC:
-            yield Source(gzip.GzipFile(fileobj=raw), label)
+            stream = gzip.GzipFile(fileobj=raw)
+            yield Source(stream, label, max_input_bytes=max_input_bytes)
         else:
-            yield Source(raw, label, raw.fileno())
+            yield Source(raw, label, raw.fileno(), max_input_bytes=max_input_bytes)
 
 
 def split_head(source: Source) -> tuple[bytes | None, bytes]:
-    """(the object's text up to and including the event array's `[`, None for a bare list;
-    the bytes read after that `[`)."""
-    buf = source.read()
-    buf = buf[_skip(buf, 0) :]
-    buf = buf[_skip(buf, len(_BOM)) :] if buf.startswith(_BOM) else buf
+    """(the object's text up to and including the event array's `[`, squeezed, None for a bare
+    list; the bytes read after that `[`)."""
+    buf = _first_bytes(source)
     if not buf:
         raise source.fail("the file is empty")
     if buf[0] == _OPEN_BRACKET:
         return None, buf[1:]
     if buf[0] != _OPEN_BRACE:
-        raise _diagnose(source, buf, "not a Chrome trace (neither an object nor a list)")
-    while (start := _events_start(source, buf)) is None and not source.eof:
-        buf += source.read(max(source.chunk, len(buf)))  # a long header: read on
-    if start is None or start < 0:
-        raise _diagnose(source, buf, "not a Chrome trace (no traceEvents)")
-    return buf[:start], buf[start:]
+        raise _diagnose(source, buf, "not a Chrome trace (neither an object nor a list)", base=0)
+    head = source.compactor(Until.EVENTS_START, "the text before traceEvents")
+    rest = source.read_through(head, buf)
+    if rest is None or not head.found_events:
+        text = head.text() + (rest or b"")
+        base = None if head.squeezed else 0
+        raise _diagnose(source, text, "not a Chrome trace (no traceEvents)", base=base)
+    return head.text(), rest
 
 
-def _skip(buf: bytes, position: int) -> int:
-    """Index of the first non-whitespace byte from `position` (lstrip would copy buf)."""
-    while position < len(buf) and buf[position] in WHITESPACE:
-        position += 1
-    return position
+def _first_bytes(source: Source) -> bytes:
+    """The first chunk, from its first byte that is not whitespace (or the BOM); whitespace
+    before it is read and dropped."""
+    buf = source.read()
+    buf = buf[len(_BOM) :] if buf.startswith(_BOM) else buf
+    while buf and _skip(buf) == len(buf):
+        buf = source.read()
+    return buf[_skip(buf) :]
 
 
-def _events_start(source: Source, buf: bytes) -> int | None:
-    """Index after `"traceEvents": [` at the top level; -1 if the object ends without it;
-    None if the buffer ends first."""
-    depth = 0
-    for match in TOKEN.finditer(buf):
-        token = match.group()
-        if token[0] != _QUOTE:
-            depth += 1 if token in b"{[" else -1
-            if depth == 0:
-                return -1
-            continue
-        if match.end() == len(buf):
-            return None
-        if depth == 1 and token == b'"traceEvents"':
-            colon = _COLON.match(buf, match.end())
-            assert colon is not None  # the pattern matches the empty string
-            if colon.end() == len(buf):
-                return None
-            if colon.group(1):  # a key, not a value that reads "traceEvents"
-                if buf[colon.end()] != _OPEN_BRACKET:
-                    raise source.fail("not a Chrome trace (traceEvents is not a list)")
-                return colon.end() + 1
-    return None
+def _skip(buf: bytes) -> int:
+    """Index of the first non-whitespace byte (lstrip would copy buf)."""
+    match = _LEADING_SPACE.match(buf)
+    assert match is not None  # the pattern matches the empty string
+    return match.end()
 
 
-def _diagnose(source: Source, buf: bytes, reason: str) -> AnalysisError:
-    """The JSON error when the start of the file is not JSON, else `reason`."""
+def _diagnose(source: Source, buf: bytes, reason: str, base: int | None) -> AnalysisError:
+    """The JSON error when the start of the file (at byte `base` of buf, None: squeezed, no
+    positions) is not JSON, else `reason`."""
     if len(buf) < source.chunk:  # small enough to judge whole
-        buf += source.read_rest()
+        buf += source.read()
     try:
         msgspec.json.decode(buf)
     except msgspec.DecodeError as exc:
-        return source.json_error(exc, base=0)
+        return source.json_error(exc, base=base)
     return source.fail(reason)
 
 

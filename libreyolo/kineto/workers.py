@@ -45,7 +45,8 @@ def decode_in_workers(
 ) -> bytes:
     """Decode runs with `workers` processes (this one included) up to the end of the file and
     merge their parts in order; return the bytes left for the sequential cutter (the last
-    chunk, or everything from the first run that did not decode)."""
+    chunk, a chunk with no cut in it and what follows, or everything from the first run that
+    did not decode)."""
     import multiprocessing  # here: these imports cost readers of small traces ~15 ms
     from concurrent.futures import ProcessPoolExecutor
 
@@ -72,10 +73,12 @@ class _Dispatcher:
 
     def run(self, buf: bytes) -> bytes:
         while not self.source.eof:
-            boundary = last_boundary(buf) if len(buf) >= self.source.chunk else None
-            if boundary is None:
+            if len(buf) < self.source.chunk:
                 buf += self.source.read()
                 continue
+            boundary = last_boundary(buf)
+            if boundary is None:
+                break  # no cut in a whole chunk (padding, a long event): the cutter goes on
             self.pending.append(self._start(buf, boundary.start() + 1, boundary.end() - 1))
             buf = buf[boundary.end() - 1 :]
             while self.pending and (len(self.pending) > _MAX_PENDING or self.pending[0][0].ready()):

@@ -30,8 +30,8 @@ def test_missing_file_is_not_found(tmp_path: Path) -> None:
     assert _fails(path, MissingFileError) == f"not found: {path}"
 
 
-def test_directory_is_not_found(tmp_path: Path) -> None:
-    assert _fails(tmp_path, MissingFileError) == f"not found: {tmp_path}"
+def test_directory_is_not_a_file(tmp_path: Path) -> None:
+    assert _fails(tmp_path, MissingFileError) == f"not a file: {tmp_path} is a directory"
 
 
 @pytest.mark.parametrize(

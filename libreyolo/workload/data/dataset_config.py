@@ -15,8 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
+from libreyolo.bounded_yaml import load_yaml_bounded
 from libreyolo.errors import DatasetError, MissingFileError, UsageError
 from libreyolo.workload.data.synthetic import make_synthetic
 
@@ -34,6 +33,7 @@ DATASETS_ENV = "LIBREYOLO_DATASETS_DIR"
 IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp"})
 KNOWN_DATASETS = ("coco128", "synthetic")
 SPLITS = ("train", "val", "test")
+MAX_CLASSES = 10_000  # COCO has 80, LVIS 1203: more is a broken YAML, not a dataset
 
 # The 80 COCO class names in index order (coco128's YAML as libreyolo 1.6.0 ships it).
 _COCO_TEXT = (
@@ -115,10 +115,7 @@ def load_dataset_yaml(yaml_path: Path, *, split: str = "train") -> DatasetSpec:
     """Read a dataset YAML and list one split's images and label paths."""
     if not yaml_path.is_file():
         raise MissingFileError(f"dataset YAML not found: {yaml_path}")
-    try:
-        raw = yaml.safe_load(yaml_path.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as err:
-        raise DatasetError(f"{yaml_path}: not a readable YAML file ({err})") from None
+    raw = load_yaml_bounded(yaml_path, error=DatasetError)
     if not isinstance(raw, dict):
         raise DatasetError(f"{yaml_path}: a dataset YAML must be a mapping of keys")
     return _spec_from_mapping(raw, yaml_path=yaml_path, split=split)
@@ -145,17 +142,19 @@ def _spec_from_mapping(raw: dict[str, object], *, yaml_path: Path, split: str) -
 def _parse_names(raw: dict[str, object], yaml_path: Path) -> tuple[str, ...]:
     names, nc = raw.get("names"), raw.get("nc")
     if nc is not None and (isinstance(nc, bool) or not isinstance(nc, int) or nc < 1):
-        raise DatasetError(f"{yaml_path}: 'nc' must be a positive integer, got {nc!r}")
+        raise DatasetError(f"{yaml_path}: 'nc' must be a positive integer, got {_brief(nc)}")
+    if (nc or 0) > MAX_CLASSES or (isinstance(names, list | dict) and len(names) > MAX_CLASSES):
+        raise DatasetError(f"{yaml_path}: more than {MAX_CLASSES} classes")
     if names is None:
         if nc is None:
             raise DatasetError(f"{yaml_path}: needs 'names' (a list or a dict) or 'nc'")
         return tuple(f"class{i}" for i in range(nc))
     if isinstance(names, list):
-        parsed = tuple(str(n) for n in names)
+        parsed = tuple(_class_name(n, i, yaml_path) for i, n in enumerate(names))
     elif isinstance(names, dict):
         parsed = _names_from_dict(names, yaml_path)
     else:
-        raise DatasetError(f"{yaml_path}: 'names' must be a list or a dict, got {names!r}")
+        raise DatasetError(f"{yaml_path}: 'names' must be a list or a dict, got {_brief(names)}")
     if not parsed:
         raise DatasetError(f"{yaml_path}: 'names' is empty")
     if nc is not None and nc != len(parsed):
@@ -165,12 +164,31 @@ def _parse_names(raw: dict[str, object], yaml_path: Path) -> tuple[str, ...]:
 
 def _names_from_dict(names: dict[object, object], yaml_path: Path) -> tuple[str, ...]:
     try:
-        by_index = {int(str(k)): str(v) for k, v in names.items()}
+        by_index = {_class_index(k): _class_name(v, k, yaml_path) for k, v in names.items()}
     except ValueError:
         raise DatasetError(f"{yaml_path}: 'names' keys must be class indices 0..n-1") from None
     if sorted(by_index) != list(range(len(by_index))):
         raise DatasetError(f"{yaml_path}: 'names' keys must be exactly 0..{len(by_index) - 1}")
     return tuple(by_index[i] for i in range(len(by_index)))
+
+
+def _class_index(key: object) -> int:
+    if not isinstance(key, str | int) or isinstance(key, bool):
+        raise ValueError(key)
+    return int(key)
+
+
+def _class_name(value: object, index: object, yaml_path: Path) -> str:
+    """A class name: text, or a number written without quotes (YAML reads `0` as an int)."""
+    if isinstance(value, str | int | float) and not isinstance(value, bool):
+        return str(value)
+    raise DatasetError(f"{yaml_path}: 'names' entry {index!r} must be a name, got {_brief(value)}")
+
+
+def _brief(value: object) -> str:
+    """`value` for a one-line message: its repr, or its type when that is long."""
+    text = repr(value)
+    return text if len(text) <= 40 and "\n" not in text else f"a {type(value).__name__}"
 
 
 def _resolve_root(path: object, yaml_path: Path) -> Path:
