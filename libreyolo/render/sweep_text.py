@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from libreyolo.analysis.sweep import by_throughput
+from libreyolo.render.safe import safe_text, short_name
 
 HEADER = ("point", "status", "img/s", "peak MB", "thrash", "verdict")
 
@@ -28,13 +29,13 @@ def _row(name: str, entry: dict[str, Any]) -> tuple[str, ...]:
         verdict = str(entry.get("verdict") or "-")
     else:
         verdict = f"{entry.get('code') or 'failed'}: {entry.get('reason') or ''}".strip()
-    return (
-        name,
-        str(entry.get("status", "failed")),
+    return (  # names, statuses and reasons come from the sweep's files: escaped
+        short_name(name),
+        short_name(entry.get("status", "failed")),
         _fmt(metrics.get("img_per_s")),
         _fmt(metrics.get("peak_vram_mb")),
         _fmt(metrics.get("memory_pressure")),
-        verdict,
+        safe_text(verdict),
     )
 
 
@@ -48,7 +49,10 @@ def sweep_lines(data: dict[str, Any]) -> list[str]:
         for r in rows
     ]
     recommended: dict[str, str] = data.get("recommended") or {}
-    lines += [f"recommended for imgsz {imgsz}: {name}" for imgsz, name in recommended.items()]
+    lines += [
+        f"recommended for imgsz {short_name(imgsz)}: {short_name(name)}"
+        for imgsz, name in recommended.items()
+    ]
     if not recommended:
         lines.append("recommended: none (no point finished without failure or thrash)")
     failed, total = data.get("num_failed", 0), len(points)
