@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from libreyolo.document.migrations import CURRENT, schema_version, upgrade
+from libreyolo.document.validate import check_metrics
 from libreyolo.errors import AnalysisError, MissingFileError, UsageError
 
 if TYPE_CHECKING:
@@ -105,7 +106,7 @@ def peek_metrics(path: str) -> dict[str, Scalar] | None:
     scalars = (str, int, float, bool, type(None))
     if not isinstance(metrics, dict) or not all(isinstance(v, scalars) for v in metrics.values()):
         return None
-    return metrics
+    return check_metrics(metrics, origin=path)  # NaN, negative times, p50 > p90: exit 1
 
 
 def load(path: str) -> Profile:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from libreyolo.document.validate import check_numbers
 from libreyolo.document.version import SCHEMA
 from libreyolo.errors import AnalysisError, SchemaTooNewError
 
@@ -53,6 +54,8 @@ def upgrade(raw: dict[str, Any], *, origin: str) -> dict[str, Any]:
         raise AnalysisError(
             f"failed to analyse {origin}: invalid libreyolo 1.6.0 profile (no 'metrics' map)"
         )
+    if version < CURRENT:  # NaN would break the migration's arithmetic: refuse it first
+        check_numbers(raw, origin=origin)
     for step in range(version, CURRENT):
         raw = _UPGRADES[step](raw)
     return raw
