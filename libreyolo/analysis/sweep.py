@@ -22,7 +22,8 @@ class SweepView:
 
 
 def _throughput(entry: dict[str, Any]) -> float:
-    value = entry["metrics"].get("img_per_s")
+    metrics = entry.get("metrics")  # a sweep.json read back may hold anything here
+    value = metrics.get("img_per_s") if isinstance(metrics, dict) else None
     return float(value) if isinstance(value, int | float) else -1.0
 
 
@@ -42,7 +43,7 @@ def recommend(points: dict[str, dict[str, Any]]) -> dict[str, str]:
 
 def by_throughput(points: dict[str, dict[str, Any]]) -> list[str]:
     """Point names, ok points first, by img/s (highest first)."""
-    return sorted(points, key=lambda n: (points[n]["status"] != "ok", -_throughput(points[n])))
+    return sorted(points, key=lambda n: (points[n].get("status") != "ok", -_throughput(points[n])))
 
 
 def sweep_record(

@@ -57,7 +57,13 @@ def upgrade(raw: dict[str, Any], *, origin: str) -> dict[str, Any]:
     if version < CURRENT:  # NaN would break the migration's arithmetic: refuse it first
         check_numbers(raw, origin=origin)
     for step in range(version, CURRENT):
-        raw = _UPGRADES[step](raw)
+        try:
+            raw = _UPGRADES[step](raw)
+        except (ArithmeticError, AttributeError, KeyError, TypeError, ValueError) as err:
+            # A mistyped old file (a list where v1 wrote an object...): one line, not a crash.
+            raise AnalysisError(
+                f"failed to analyse {origin}: invalid schema v{step} profile ({err})"
+            ) from err
     return raw
 
 

@@ -11,6 +11,7 @@ Must not: import torch, numpy, Hydra or OmegaConf (readers run on a laptop), or 
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -41,11 +42,23 @@ NO_STATUS: dict[str, Any] = {
 }
 
 
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is not a finite number")
+    return value
+
+
+def _loads(text: str) -> Any:
+    """json.loads without NaN or infinity, which the record could not be written back with."""
+    return json.loads(text, parse_float=_finite, parse_constant=_finite)
+
+
 def read_json(path: Path) -> dict[str, Any]:
     """The JSON object at `path`, or {} when it is absent, unreadable or not an object."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = _loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}
 
@@ -110,8 +123,8 @@ def collect_points(root: Path, folders: list[Path]) -> dict[str, dict[str, Any]]
 def read_sweep_record(record_path: Path) -> dict[str, Any]:
     """A `sweep.json` read back; AnalysisError (exit 1) when it is not a sweep record."""
     try:
-        data = json.loads(record_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
+        data = _loads(record_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as err:
         raise AnalysisError(f"failed to read sweep {record_path}: {err}") from err
     if not isinstance(data, dict) or not isinstance(data.get("points"), dict):
         raise AnalysisError(f"failed to read sweep {record_path}: not a sweep record (no points)")

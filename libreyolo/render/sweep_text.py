@@ -23,8 +23,12 @@ def _fmt(value: Any, digits: int = 1) -> str:
     return "-"
 
 
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def _row(name: str, entry: dict[str, Any]) -> tuple[str, ...]:
-    metrics = entry.get("metrics") or {}
+    metrics = _object(entry.get("metrics"))
     if entry.get("status") == "ok":
         verdict = str(entry.get("verdict") or "-")
     else:
@@ -41,14 +45,16 @@ def _row(name: str, entry: dict[str, Any]) -> tuple[str, ...]:
 
 def sweep_lines(data: dict[str, Any]) -> list[str]:
     """The table lines of a sweep record (`sweep.json`'s object)."""
-    points: dict[str, dict[str, Any]] = data["points"]
+    # A sweep.json read back is checked to hold a points map, not what is inside: a row that
+    # is not an object shows as a failed point rather than crashing the table.
+    points = {name: _object(entry) for name, entry in data["points"].items()}
     rows = [HEADER, *(_row(name, points[name]) for name in by_throughput(points))]
     widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER) - 1)]
     lines = [
         "  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1]
         for r in rows
     ]
-    recommended: dict[str, str] = data.get("recommended") or {}
+    recommended = _object(data.get("recommended"))
     lines += [
         f"recommended for imgsz {short_name(imgsz)}: {short_name(name)}"
         for imgsz, name in recommended.items()
