@@ -32,6 +32,7 @@ from libreyolo.document.model import (
     Verdict,
     Window,
 )
+from libreyolo.document.validate import metrics_problem
 from libreyolo.kineto.classify import CATEGORY_NAMES
 
 PHASES = ("dataload", "to_device", "forward", "backward", "optimizer", "preprocess", "unphased")
@@ -54,6 +55,8 @@ json_values: st.SearchStrategy[Any] = st.recursive(
     max_leaves=8,
 )
 scalar_maps = st.dictionaries(names, scalars, max_size=6)
+# Metric maps the reader accepts: no negative or non-numeric time, count or rate (validate.py).
+metric_maps = scalar_maps.filter(lambda metrics: metrics_problem(metrics) is None)
 optional_ms = st.none() | ms
 optional_text = st.none() | st.text(max_size=16)
 
@@ -204,7 +207,7 @@ verdicts = st.builds(
     levers=st.lists(st.text(max_size=20), max_size=3),
 )
 trials = st.builds(
-    Trial, index=counts, metrics=scalar_maps, bound=st.none() | st.sampled_from(BOUNDS)
+    Trial, index=counts, metrics=metric_maps, bound=st.none() | st.sampled_from(BOUNDS)
 )
 
 
@@ -236,7 +239,7 @@ def profiles(draw: st.DrawFn) -> Profile:
         window=draw(windows),
         samples=draw(samples),
         trace=draw(st.none() | trace_analyses()),
-        metrics=draw(scalar_maps),
+        metrics=draw(metric_maps),
         verdict=draw(st.none() | verdicts),
         trials=draw(st.lists(trials, max_size=3)),
         artifacts=Artifacts(trace=draw(optional_text)),

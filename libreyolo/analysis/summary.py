@@ -69,8 +69,9 @@ def _latency(profile: Profile) -> Latency | None:
         return None
     samples = profile.samples.latency_ms
     m = profile.metrics
-    legacy = (profile.legacy_v1 or {}).get("latency") or {}
-    n = len(samples) if samples else int(legacy.get("n") or 0)
+    stored = (profile.legacy_v1 or {}).get("latency")
+    legacy = stored if isinstance(stored, dict) else {}  # legacy_v1 is 1.6.0's data, untyped
+    n = len(samples) if samples else max(int(_f(legacy.get("n")) or 0), 0)
     if n == 0:
         return None  # a bare trace has no latency samples: say nothing rather than "?"
     weak = tuple(

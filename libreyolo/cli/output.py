@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from rich.progress import TaskID
 
 from libreyolo.errors import ProfileError
+from libreyolo.render.safe import safe_text
 from libreyolo.render.text import to_lines
 
 
@@ -103,13 +104,14 @@ class Output:
             self._bar = None
 
     def error(self, err: ProfileError) -> None:
-        """One line on stderr: text, or a JSON object under --json."""
+        """One line on stderr: text (control characters escaped: messages quote file content
+        and arguments), or a JSON object under --json (json.dumps escapes them itself)."""
         if self.json_mode:
             payload = {"error": {"code": err.code, "message": err.message, "hint": err.hint}}
             self.stderr.write(json.dumps(payload) + "\n")
         else:
             hint = f" ({err.hint})" if err.hint else ""
-            self.stderr.write(f"{err.message}{hint}\n")
+            self.stderr.write(safe_text(f"{err.message}{hint}") + "\n")
 
     def error_line(self, code: str, message: str) -> None:
         """A one-line message that has no ProfileError behind it (interrupts, crashes)."""
@@ -118,4 +120,4 @@ class Output:
                 json.dumps({"error": {"code": code, "message": message, "hint": None}}) + "\n"
             )
         else:
-            self.stderr.write(message + "\n")
+            self.stderr.write(safe_text(message) + "\n")

@@ -10,6 +10,7 @@ from typing import Any
 
 from libreyolo.document.convert import ConversionError, convert
 from libreyolo.document.model import Profile
+from libreyolo.document.validate import check_document
 from libreyolo.errors import AnalysisError
 
 
@@ -48,7 +49,8 @@ MODE_OF_KIND = {"train": "training", "infer": "inference"}  # the two must agree
 
 
 def from_builtins(raw: dict[str, Any], *, origin: str) -> Profile:
-    """Validate a current-schema dict into a Profile; a bad key or type is one error line."""
+    """Validate a current-schema dict into a Profile; a bad key or type, or a number no
+    measurement can produce (NaN, a negative time, p50 above p90), is one error line."""
     try:
         profile = convert(raw, Profile)
     except ConversionError as err:
@@ -62,4 +64,5 @@ def from_builtins(raw: dict[str, Any], *, origin: str) -> Profile:
             f"run.mode {profile.run.mode!r}",
             hint="the file is not a valid libreyolo.profile/v2 document",
         )
+    check_document(raw, origin=origin)  # well typed; now values no measurement can produce
     return profile

@@ -30,6 +30,7 @@ from libreyolo.document.limits import (
     too_large,
 )
 from libreyolo.document.migrations import CURRENT, schema_version, upgrade
+from libreyolo.document.validate import check_metrics
 from libreyolo.errors import AnalysisError, UsageError
 
 if TYPE_CHECKING:
@@ -147,7 +148,7 @@ def peek_metrics(path: str, *, max_input_bytes: int = MAX_INPUT_BYTES) -> dict[s
     scalars = (str, int, float, bool, type(None))
     if not isinstance(metrics, dict) or not all(isinstance(v, scalars) for v in metrics.values()):
         return None
-    return metrics
+    return check_metrics(metrics, origin=path)  # NaN, negative times, p50 > p90: exit 1
 
 
 def load(path: str, *, max_input_bytes: int = MAX_INPUT_BYTES) -> Profile:

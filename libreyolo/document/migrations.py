@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from libreyolo.document.validate import check_numbers
 from libreyolo.document.version import SCHEMA
 from libreyolo.errors import AnalysisError, SchemaTooNewError
 
@@ -53,8 +54,16 @@ def upgrade(raw: dict[str, Any], *, origin: str) -> dict[str, Any]:
         raise AnalysisError(
             f"failed to analyse {origin}: invalid libreyolo 1.6.0 profile (no 'metrics' map)"
         )
+    if version < CURRENT:  # NaN would break the migration's arithmetic: refuse it first
+        check_numbers(raw, origin=origin)
     for step in range(version, CURRENT):
-        raw = _UPGRADES[step](raw)
+        try:
+            raw = _UPGRADES[step](raw)
+        except (ArithmeticError, AttributeError, KeyError, TypeError, ValueError) as err:
+            # A mistyped old file (a list where v1 wrote an object...): one line, not a crash.
+            raise AnalysisError(
+                f"failed to analyse {origin}: invalid schema v{step} profile ({err})"
+            ) from err
     return raw
 
 

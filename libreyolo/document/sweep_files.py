@@ -15,6 +15,7 @@ Must not: import torch, numpy, Hydra or OmegaConf (readers run on a laptop), or 
 from __future__ import annotations
 
 import json
+import math
 import os
 import stat
 from pathlib import Path
@@ -56,6 +57,18 @@ MISSING: dict[str, Any] = {"status": "missing", "reason": "not run yet", "code":
 OUTSIDE = "outside"  # the code of a point whose files lead outside the sweep folder
 
 
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is not a finite number")
+    return value
+
+
+def _loads(text: str | bytes) -> Any:
+    """json.loads without NaN or infinity, which the record could not be written back with."""
+    return json.loads(text, parse_float=_finite, parse_constant=_finite)
+
+
 def _read_small_json(path: Path, max_bytes: int) -> Any:
     """The JSON at `path` when it is a regular file of at most `max_bytes` (no FIFO, device or
     folder is opened); None otherwise or when it does not parse."""
@@ -64,8 +77,8 @@ def _read_small_json(path: Path, max_bytes: int) -> Any:
             return None
         with open(path, "rb") as handle:
             raw = handle.read(max_bytes + 1)
-        return None if len(raw) > max_bytes else json.loads(raw)
-    except (OSError, ValueError):
+        return None if len(raw) > max_bytes else _loads(raw)
+    except (OSError, ValueError, RecursionError):
         return None
 
 
@@ -239,8 +252,8 @@ def read_sweep_record(record_path: Path) -> dict[str, Any]:
             raise ValueError("not a regular file")
         if info.st_size > MAX_RECORD_BYTES:
             raise ValueError(f"larger than {MAX_RECORD_BYTES >> 20} MiB")
-        data = json.loads(record_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
+        data = _loads(record_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as err:
         raise AnalysisError(f"failed to read sweep {record_path}: {err}") from err
     if not isinstance(data, dict) or not isinstance(data.get("points"), dict):
         raise AnalysisError(f"failed to read sweep {record_path}: not a sweep record (no points)")

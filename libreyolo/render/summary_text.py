@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from libreyolo.render.safe import safe_text, short_name
 from libreyolo.render.units import bar, fmt_or_unknown, fmt_value
 
 if TYPE_CHECKING:
@@ -21,7 +22,7 @@ def _num(value: object) -> float:
 def _headline(s: Summary) -> str:
     m = s.metrics
     return (
-        f"model {s.model or '?'}  |  {fmt_or_unknown(m.get('img_per_s'))} img/s  |  "
+        f"model {short_name(s.model or '?')}  |  {fmt_or_unknown(m.get('img_per_s'))} img/s  |  "
         f"step {fmt_or_unknown(m.get('step_ms'))} ms  |  "
         f"{fmt_or_unknown(m.get('kernels_per_step'))} kernels/step @ "
         f"~{_num(m.get('mean_kernel_us')):.0f}us"
@@ -74,14 +75,15 @@ def _mix_lines(s: Summary) -> list[str]:
     lines: list[str] = ["kernel mix:"]
     for c in s.categories:
         lines.append(
-            f"  {c.name:<17} {c.share * 100:5.1f}%   {c.ms_per_step:.1f} ms/step  {bar(c.share)}"
+            f"  {short_name(c.name):<17} {c.share * 100:5.1f}%   {c.ms_per_step:.1f} ms/step  "
+            f"{bar(c.share)}"
         )
     lines.append("top kernels/step:")
     for row in s.top_kernels:
         tensor_core = " [TC]" if row.tensor_core else ""
         lines.append(
             f"  {row.share * 100:5.1f}%  {row.ms_per_step:6.3f} ms  x{row.num_per_step:<4.0f} "
-            f"{row.label}{tensor_core}"
+            f"{short_name(row.label)}{tensor_core}"
         )
     return lines
 
@@ -98,7 +100,7 @@ def _op_mix_lines(s: Summary) -> list[str]:
     for row in s.top_ops:
         lines.append(
             f"  {row.share * 100:5.1f}%  {row.self_ms_per_step or 0.0:6.3f} ms  "
-            f"x{row.num_per_step:<4.0f} {row.name}"
+            f"x{row.num_per_step:<4.0f} {short_name(row.name)}"
         )
     return lines
 
@@ -108,12 +110,13 @@ def summary_lines(s: Summary) -> list[str]:
     lines: list[str] = [_headline(s), *_inference_lines(s), *_device_lines(s)]
     if s.metrics.get("memory_pressure"):
         lines.append(MEMORY_PRESSURE_LINE)
-    lines.append(f">> {s.verdict.bound.upper()}: {s.verdict.why}")
-    if s.verdict.levers:
-        lines.append(f"   levers: {'; '.join(s.verdict.levers)}")
+    verdict = s.verdict
+    lines.append(f">> {safe_text(verdict.bound.upper())}: {safe_text(verdict.why)}")
+    if verdict.levers:
+        lines.append(f"   levers: {safe_text('; '.join(verdict.levers))}")
     if s.num_trials >= 2:
         lines.append(f"trials   {s.num_trials}: scalar metrics are means over the trials")
     lines += _mix_lines(s)
     lines += _op_mix_lines(s)
-    lines += [f"note: {note}" for note in s.notes]
+    lines += [f"note: {safe_text(note)}" for note in s.notes]
     return lines

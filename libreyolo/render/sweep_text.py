@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from libreyolo.analysis.sweep import by_throughput, counts
+from libreyolo.render.safe import safe_text, short_name
 
 HEADER = ("point", "status", "img/s", "peak MB", "thrash", "verdict")
 
@@ -37,19 +38,21 @@ def _row(name: str, entry: dict[str, Any]) -> tuple[str, ...]:
         status = "reused" if entry.get("reused") is True else status
     else:
         verdict = f"{entry.get('code') or 'failed'}: {entry.get('reason') or ''}".strip()
-    return (
-        name,
-        status,
+    return (  # names, statuses and reasons come from the sweep's files: escaped
+        short_name(name),
+        short_name(status),
         _fmt(metrics.get("img_per_s")),
         _fmt(metrics.get("peak_vram_mb")),
         _fmt(metrics.get("memory_pressure")),
-        verdict,
+        safe_text(verdict),
     )
 
 
 def sweep_lines(data: dict[str, Any]) -> list[str]:
     """The table lines of a sweep record (`sweep.json`'s object)."""
-    points: dict[str, dict[str, Any]] = data["points"]
+    # A sweep.json read back is checked to hold a points map, not what is inside: a row that
+    # is not an object shows as a failed point rather than crashing the table.
+    points = {n: e if isinstance(e, dict) else {} for n, e in data["points"].items()}
     rows = [HEADER, *(_row(name, points[name]) for name in by_throughput(points))]
     widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER) - 1)]
     lines = [
@@ -57,7 +60,10 @@ def sweep_lines(data: dict[str, Any]) -> list[str]:
         for r in rows
     ]
     recommended = _object(data, "recommended")
-    lines += [f"recommended for imgsz {imgsz}: {name}" for imgsz, name in recommended.items()]
+    lines += [
+        f"recommended for imgsz {short_name(imgsz)}: {short_name(name)}"
+        for imgsz, name in recommended.items()
+    ]
     if not recommended:
         lines.append("recommended: none (no point finished without failure or thrash)")
     lines.append(count_line(points))

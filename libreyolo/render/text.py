@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from libreyolo.render.safe import safe_text, short_name
 from libreyolo.render.summary_text import summary_lines
 from libreyolo.render.units import fmt_count, fmt_or_unknown, fmt_pct_change, fmt_value
 
@@ -47,11 +48,12 @@ def _view(
 
 
 def to_lines(result: Any) -> Lines:
-    """The text view of a result, chosen by its `kind`."""
+    """The text view of a result, chosen by its `kind`; no line holds a control character."""
     view = _VIEWS.get(getattr(result, "kind", ""))
     if view is None:
         raise TypeError(f"no text view for {type(result).__name__}")
-    return view(result)
+    # The views escape what they take from files; this guard covers any string they miss.
+    return [safe_text(line) for line in view(result)]
 
 
 @_view("summary")
@@ -66,7 +68,7 @@ def _(result: MetricValue) -> Lines:
 
 @_view("metric-list")
 def _(result: MetricList) -> Lines:
-    return ["available metrics:", *(f"  {name}" for name in result.names)]
+    return ["available metrics:", *(f"  {short_name(name)}" for name in result.names)]
 
 
 @_view("kernels")
@@ -76,7 +78,7 @@ def _(result: KernelTable) -> Lines:
         lines.append(
             f"{row.share * 100:6.2f} {row.ms_per_step:9.3f} "
             f"{fmt_count(row.num_per_step):>7}  {'Y' if row.tensor_core else ' '}  "
-            f"{row.label}  [{row.category}]"
+            f"{short_name(row.label)}  [{short_name(row.category)}]"
         )
     return lines
 
@@ -86,7 +88,10 @@ def _(result: OpTable) -> Lines:
     lines: Lines = [OPS_HEADER]
     for row in result.rows:
         ms = row.total_ms_per_step if row.self_ms_per_step is None else row.self_ms_per_step
-        line = f"{row.share * 100:6.2f} {ms:9.3f} {fmt_count(row.num_per_step):>7}  {row.name}"
+        line = (
+            f"{row.share * 100:6.2f} {ms:9.3f} {fmt_count(row.num_per_step):>7}  "
+            f"{short_name(row.name)}"
+        )
         if row.self_ms_per_step is not None:
             line += f"  [total {row.total_ms_per_step:.3f} ms]"
         lines.append(line)
@@ -101,7 +106,7 @@ def _(result: PhaseBreakdown) -> Lines:
     for row in result.rows:
         wall = "-" if row.wall_ms_per_step is None else f"{row.wall_ms_per_step:.1f}"
         lines.append(
-            f"{row.phase:<11} {row.gpu_ms_per_step:8.1f} {wall:>8} "
+            f"{short_name(row.phase):<11} {row.gpu_ms_per_step:8.1f} {wall:>8} "
             f"{fmt_count(row.kernels_per_step):>8} {fmt_count(row.ops_per_step):>7}"
         )
     return lines
@@ -147,14 +152,14 @@ def _(result: Comparison) -> Lines:
     ):
         if delta is not None:
             lines.append(f"{label:<15}{_arrow(delta, ' ms')}{fmt_pct_change(delta.change)}")
-    lines += [f"warning: {w}" for w in result.warnings]
+    lines += [f"warning: {safe_text(w)}" for w in result.warnings]
     return lines
 
 
 @_view("what-if")
 def _(result: Projection) -> Lines:
     lines: Lines = [
-        f"what-if [{result.bound}]: {result.mechanism}",
+        f"what-if [{safe_text(result.bound)}]: {safe_text(result.mechanism)}",
         f"  step   {result.step_ms} -> ~{result.projected_step_ms:.0f} ms",
     ]
     if result.img_per_s and result.projected_img_per_s:
@@ -163,8 +168,8 @@ def _(result: Projection) -> Lines:
             f"  img/s  {result.img_per_s} -> ~{result.projected_img_per_s:.0f}"
             f"{fmt_pct_change(change)}"
         )
-    lines += [f"  assumes: {a}" for a in result.assumptions]
-    lines.append(f"  {result.checked}")
+    lines += [f"  assumes: {safe_text(a)}" for a in result.assumptions]
+    lines.append(f"  {safe_text(result.checked)}")
     lines.append("  (rough, verify by actually profiling the change)")
     return lines
 
@@ -187,15 +192,12 @@ def _(result: Outcome) -> Lines:
             f"stages   preprocess {fmt_or_unknown(m.get('preprocess_ms'))} ms | forward "
             f"{fmt_or_unknown(m.get('forward_ms'))} ms | postprocess/NMS "
             f"{fmt_or_unknown(m.get('nms_ms'))} ms",
-            f">> {result.bound.upper()}: {result.why}",
+            f">> {safe_text(result.bound.upper())}: {safe_text(result.why)}",
         ]
     else:
-        lines = [f"img/s: {_throughput(result)}  |  {result.bound}"]
-    return [
-        *lines,
-        f"profile: {result.profile_path}",
-        f"next:    libreyolo profile summary {result.profile_path}",
-    ]
+        lines = [f"img/s: {_throughput(result)}  |  {safe_text(result.bound)}"]
+    path = safe_text(result.profile_path)
+    return [*lines, f"profile: {path}", f"next:    libreyolo profile summary {path}"]
 
 
 @_view("sweep")

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
+
+from libreyolo.render.safe import safe_text
 
 BAR_WIDTH = 20  # characters of the category-mix bar at 100 %
 
@@ -10,8 +13,13 @@ BAR_WIDTH = 20  # characters of the category-mix bar at 100 %
 def fmt_value(value: object) -> str:
     """A scalar as 1.6.0 printed it, but with JSON literals: `null`, `true`; `?` never hides 0."""
     if isinstance(value, str):
-        return value
-    if isinstance(value, float) and value == int(value) and abs(value) < 1e15:
+        return safe_text(value)  # metric and label strings come from files
+    if (
+        isinstance(value, float)
+        and math.isfinite(value)
+        and value == int(value)
+        and abs(value) < 1e15
+    ):
         return repr(value)  # keep `0.0` distinct from `0`, as str() did
     return json.dumps(value)
 
