@@ -18,6 +18,7 @@ Per-step samples of one run are not independent trials and never stand in for th
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -43,7 +44,8 @@ class Delta:
         if isinstance(a, bool) or isinstance(b, bool):
             return None
         if isinstance(a, int | float) and isinstance(b, int | float) and a:
-            return (b - a) / a
+            change = (b - a) / a
+            return change if math.isfinite(change) else None  # a mean that overflowed
         return None
 
 
