@@ -141,10 +141,11 @@ class TraceRecorder:
         if device_type == "cuda":
             activities.append(tp.ProfilerActivity.CUDA)
         self._sink = Fd2Sink()
-        self._prof = tp.profile(activities=activities, schedule=plan.schedule())
         with warnings.catch_warnings():
-            # warmup=0 is a legitimate choice here; torch warns that it may skew results.
+            # warmup=0 is a legitimate choice here; torch warns (building the schedule) that it
+            # may skew results.
             warnings.simplefilter("ignore", UserWarning)
+            self._prof = tp.profile(activities=activities, schedule=plan.schedule())
             self._sink.call(self._prof.start)
 
     def step(self) -> None:
@@ -176,7 +177,6 @@ class TraceRecorder:
             return False
         finally:
             self.notes.extend(self._sink.drain())
-            self._sink.close()
         return True
 
 
@@ -191,12 +191,10 @@ MAX_LINE_CHARS = 200
 class Fd2Sink:
     """A scratch file that file descriptor 2 points at during `call`; `drain` returns what
     landed there as notes, dropping libkineto's noise and anything with terminal controls
-    (another thread's progress display, caught in the window)."""
+    (another thread's progress display, caught in the window), and closes the file."""
 
     def __init__(self) -> None:
-        import tempfile
-
-        self._file = tempfile.TemporaryFile()  # noqa: SIM115 - lives across calls; close()
+        self._file: Any = None
 
     def call(self, fn: Callable[[], Any]) -> Any:
         if sys.stderr is not None:  # Python's own pending text goes to the real stderr first
@@ -205,6 +203,10 @@ class Fd2Sink:
             saved = os.dup(2)
         except OSError:  # no fd 2 at all: nothing to protect
             return fn()
+        if self._file is None:
+            import tempfile
+
+            self._file = tempfile.TemporaryFile()  # noqa: SIM115 - spans calls; drain() closes
         os.dup2(self._file.fileno(), 2)
         try:
             return fn()
@@ -213,17 +215,14 @@ class Fd2Sink:
             os.close(saved)
 
     def drain(self) -> list[str]:
-        if self._file.closed:
+        if self._file is None:
             return []
-        self._file.seek(0)
-        text = self._file.read(MAX_SINK_BYTES).decode("utf-8", "replace")
-        self._file.seek(0)
-        self._file.truncate()
+        with self._file as sink:
+            sink.seek(0)
+            text = sink.read(MAX_SINK_BYTES).decode("utf-8", "replace")
+        self._file = None
         lines = [line.strip() for line in text.split("\n")]  # a CR belongs to its line
         kept = [line for line in lines if not _NOISE.match(line) and "\x1b" not in line]
         return [
             f"profiler: {_CONTROL.sub(' ', line[:MAX_LINE_CHARS])}" for line in kept[:MAX_NOTES]
         ]
-
-    def close(self) -> None:
-        self._file.close()

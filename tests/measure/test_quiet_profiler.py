@@ -23,8 +23,7 @@ def test_fd2_sink_keeps_kineto_lines_off_stderr_and_notes_the_rest(
     os.write(2, b"ours\n")  # outside a call, fd 2 is the real stderr again
     assert capfd.readouterr().err == "ours\n"
     assert sink.drain() == ["profiler: [W kineto] CUPTI could not be initialised"]
-    assert sink.drain() == []
-    sink.close()
+    assert sink.drain() == []  # drained and closed
 
 
 def test_a_traced_cpu_window_writes_nothing_to_stderr(capfd: pytest.CaptureFixture[str]) -> None:
@@ -38,3 +37,11 @@ def test_a_traced_cpu_window_writes_nothing_to_stderr(capfd: pytest.CaptureFixtu
     recorder.close()
     assert capfd.readouterr().err == ""
     assert not [note for note in recorder.notes if "USDT" in note or "STAGE" in note]
+
+
+def test_a_window_without_warmup_raises_no_torch_warning() -> None:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # torch's "won't be using warmup" would fail this
+        TraceRecorder(plan_window(0, 2), "cpu", enabled=True).close()
