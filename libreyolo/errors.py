@@ -17,6 +17,7 @@ class ExitStatus(IntEnum):
     USAGE = 2  # missing file, invalid arguments, unknown field/phase/category
     NO_PROFILE = 3  # run/infer ended without writing a profile
     INTERRUPTED = 130  # 128 + SIGINT
+    TERMINATED = 143  # 128 + SIGTERM
 
 
 class ProfileError(Exception):
@@ -62,11 +63,44 @@ class UnknownNameError(UsageError):
     code = "unknown_name"
 
 
+class DestinationError(UsageError):
+    """An output folder that cannot take a run's files: not a folder, read-only, a name too
+    long, or something there that this tool did not make (and so will not replace)."""
+
+    code = "bad_destination"
+
+
+class BusyError(UsageError):
+    """Another run holds the output folder's commit lock for too long."""
+
+    code = "busy"
+
+
 class NoProfileError(ProfileError):
     """A measuring command ended without a profile."""
 
     status = ExitStatus.NO_PROFILE
     code = "no_profile"
+
+
+class OutOfMemoryError(NoProfileError):
+    """A measurement ran out of host or device memory."""
+
+    code = "out_of_memory"
+
+
+class DiskFullError(NoProfileError):
+    """A measurement could not write its files: no space (or quota) left."""
+
+    code = "disk_full"
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived; raised by the handler `libreyolo.cli.main` installs (exit 143).
+
+    A BaseException, like KeyboardInterrupt, so that `except Exception` does not swallow it
+    and every `with` block on the way out (staging directories) cleans up.
+    """
 
 
 class CheckpointError(UsageError):

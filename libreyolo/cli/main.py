@@ -3,17 +3,38 @@
 from __future__ import annotations
 
 import contextlib
+import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from types import FrameType
 
 from libreyolo.cli.output import Output
 from libreyolo.cli.parser import build_parser, reject_key_value
-from libreyolo.errors import ExitStatus, ProfileError
+from libreyolo.errors import ExitStatus, ProfileError, Terminated
 
 
 def _drop_task_word(argv: list[str]) -> list[str]:
     # libreyolo 1.6.0 accepted a leading task word: `libreyolo detect profile ...`.
     return argv[1:] if argv[:1] == ["detect"] else argv
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    raise Terminated
+
+
+@contextlib.contextmanager
+def _sigterm_unwinds() -> Iterator[None]:
+    """SIGTERM raises Terminated for the block, so it unwinds like Ctrl-C (staging cleaned
+    up, one line, exit 143). Signal handlers belong to the main thread; elsewhere, no-op."""
+    try:
+        previous = signal.signal(signal.SIGTERM, _terminate)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
 def main(argv: Sequence[str] | None = None, *, output: Output | None = None) -> int:
@@ -22,18 +43,20 @@ def main(argv: Sequence[str] | None = None, *, output: Output | None = None) -> 
     debug = "--debug" in words
     out = output or Output.for_terminal(json_mode="--json" in words, no_color="--no-color" in words)
     try:
-        parser = build_parser()
-        reject_key_value(words, parser)
-        with contextlib.redirect_stdout(out.stdout):  # --help text is a result: stdout
-            args = parser.parse_args(words)
-        if not hasattr(args, "handler"):
-            parser.print_help(out.stdout)
-            return ExitStatus.OK
-        args.progress, args.words = out.progress(), words
-        try:
-            result, source = args.handler(args)
-        finally:
-            out.close()
+        with _sigterm_unwinds():
+            parser = build_parser()
+            reject_key_value(words, parser)
+            with contextlib.redirect_stdout(out.stdout):  # --help text is a result: stdout
+                args = parser.parse_args(words)
+            if not hasattr(args, "handler"):
+                parser.print_help(out.stdout)
+                return ExitStatus.OK
+            args.progress, args.words = out.progress(), words
+            try:
+                result, source = args.handler(args)
+            finally:
+                out.close()
+            out.emit(result, source)  # inside: a result that cannot be shown is one line too
     except SystemExit as stop:  # --help printed its text
         return int(stop.code or 0)
     except ProfileError as err:
@@ -44,6 +67,9 @@ def main(argv: Sequence[str] | None = None, *, output: Output | None = None) -> 
     except KeyboardInterrupt:
         out.error_line("interrupted", "interrupted")
         return ExitStatus.INTERRUPTED
+    except Terminated:
+        out.error_line("terminated", "terminated")
+        return ExitStatus.TERMINATED
     except Exception as err:
         if debug:
             raise
@@ -53,7 +79,6 @@ def main(argv: Sequence[str] | None = None, *, output: Output | None = None) -> 
             "(run again with --debug for the traceback)",
         )
         return ExitStatus.FAILED
-    out.emit(result, source)
     return ExitStatus.OK
 
 

@@ -12,6 +12,7 @@ from libreyolo.analysis.outcome import ConfigView, Outcome, outcome
 from libreyolo.config.compose import as_plain_dict, compose_config, config_yaml
 from libreyolo.config.overrides import to_overrides
 from libreyolo.config.schema import ProfileConfig
+from libreyolo.measure.artifacts import set_dir
 from libreyolo.measure.from_config import measure_config
 
 
@@ -46,5 +47,6 @@ def measure(
         return ConfigView(as_plain_dict(cfg), config_yaml(cfg))
     profile, path = measure_config(cfg, overrides, progress)
     trace = profile.artifacts.trace
-    trace_path = str(path.parent / trace) if trace else None
+    # In the set, also for the --repeat aggregate, whose path is its link beside the set.
+    trace_path = str(set_dir(cfg.project, mode) / trace) if trace else None
     return outcome(profile, str(path), trace_path)

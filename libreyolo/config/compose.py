@@ -3,7 +3,10 @@
 Role: the front door of configuration for single runs. Packaged defaults come from
 `pkg://libreyolo.conf`; `config_dir` adds a user's directory (its group options, and its
 primary configs when `config_name` names a file there). Hydra and OmegaConf errors become
-`ConfigError` with one line naming the offending key (and its flag, when it has one).
+`ConfigError` with one line naming the offending key (and its flag, when it has one). A user's
+YAML files are parsed first, on their own: one that does not parse, or whose aliases expand to
+more than MAX_CONFIG_NODES values (a "billion laughs" takes minutes and gigabytes inside
+OmegaConf), is refused in one line before Hydra reads it.
 
 Must not: change the working directory, touch logging, print, exit, or let a `DictConfig`
 leave this package (callers get frozen dataclasses and plain dicts).
@@ -12,6 +15,7 @@ leave this package (callers get frozen dataclasses and plain dicts).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import re
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
@@ -26,6 +30,8 @@ from libreyolo.errors import UsageError
 PACKAGED_MODULE = "libreyolo.conf"
 PACKAGED_SEARCHPATH = "pkg://libreyolo.conf"
 VERSION_BASE = "1.3"
+MAX_CONFIG_NODES = 100_000  # YAML values one config file may hold, aliases expanded
+MAX_CONFIG_FILES = 1000  # files checked under --config-dir
 
 
 class ConfigError(UsageError):
@@ -46,6 +52,7 @@ def compose_config(
     `config_dir` is the primary config (packaged configs stay reachable, e.g. `- profile` in
     its defaults); otherwise the packaged primary is used and `config_dir` only adds options.
     """
+    import yaml
     from hydra import compose, initialize_config_dir, initialize_config_module
     from hydra.errors import HydraException
     from omegaconf import OmegaConf
@@ -61,6 +68,7 @@ def compose_config(
             raise ConfigError(
                 f"config directory not found: {config_dir}", hint="--config-dir takes a folder"
             )
+        check_config_files(directory)
         user_primary = (directory / f"{config_name}.yaml").is_file()
         searchpath = PACKAGED_SEARCHPATH if user_primary else directory.as_uri()
         extra = [f"hydra.searchpath=[{searchpath}]"]
@@ -79,12 +87,80 @@ def compose_config(
         result = OmegaConf.to_object(cfg)
     except (HydraException, OmegaConfBaseException) as err:
         raise ConfigError(describe_error(err, overrides), hint=_hint(err)) from err
+    except yaml.YAMLError as err:  # a file the pre-check did not see (a packaged one)
+        raise ConfigError(f"config: not valid YAML: {_yaml_problem(err)}") from err
     if not isinstance(result, ProfileConfig):
         raise ConfigError(
             f"config '{config_name}' is not a profile config (got {type(result).__name__})",
             hint="start its defaults list with `- profile`",
         )
     return result
+
+
+def check_config_files(directory: Path, *, max_nodes: int | None = None) -> None:
+    """ConfigError for a YAML file under `directory` that does not parse or that expands to
+    more than `max_nodes` (default MAX_CONFIG_NODES) values; counted on the parsed node
+    graph, never expanded."""
+    import yaml
+
+    max_nodes = MAX_CONFIG_NODES if max_nodes is None else max_nodes
+    for path in sorted(itertools.islice(directory.rglob("*.yaml"), MAX_CONFIG_FILES)):
+        try:
+            with path.open("rb") as handle:
+                root = yaml.compose(handle, Loader=yaml.SafeLoader)
+        except yaml.YAMLError as err:
+            raise ConfigError(
+                f"{path}: not valid YAML: {_yaml_problem(err)}", hint="fix the file"
+            ) from err
+        except RecursionError as err:
+            raise ConfigError(f"{path}: YAML nested too deeply", hint="fix the file") from err
+        except OSError as err:
+            raise ConfigError(f"cannot read {path}: {err.strerror}") from err
+        if root is not None and _expanded_size(root, max_nodes) > max_nodes:
+            raise ConfigError(
+                f"{path}: YAML aliases expand to more than {max_nodes} values",
+                hint="a profile config needs no nested aliases",
+            )
+
+
+def _expanded_size(root: Any, limit: int) -> int:
+    """How many nodes `root` stands for once aliases are expanded, capped at `limit` + 1 (a
+    self-referencing alias counts as unbounded). Memoized per node: linear in the file."""
+    import yaml
+
+    sizes: dict[int, int] = {}
+
+    def size(node: Any) -> int:
+        known = sizes.get(id(node))
+        if known is not None:
+            return known
+        sizes[id(node)] = limit + 1  # seen again while being counted: a cycle
+        if isinstance(node, yaml.MappingNode):
+            children = [item for pair in node.value for item in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        else:
+            children = []
+        total = 1
+        for child in children:
+            total += size(child)
+            if total > limit:
+                break
+        sizes[id(node)] = min(total, limit + 1)
+        return sizes[id(node)]
+
+    try:
+        return size(root)
+    except RecursionError:
+        return limit + 1
+
+
+def _yaml_problem(err: BaseException) -> str:
+    """A YAML error in one line: its problem and where (1-based line and column)."""
+    problem = getattr(err, "problem", None) or _first_line(err)
+    mark = getattr(err, "problem_mark", None)
+    where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+    return f"{problem}{where}"
 
 
 def describe_error(err: BaseException, overrides: Sequence[str] = ()) -> str:

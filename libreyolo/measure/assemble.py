@@ -2,11 +2,16 @@
 profile assembled, finalized (metrics, verdict) and committed with it.
 
 Shared by the inference and training collectors, which differ only in their samples and
-settings. Must not time anything, nor decide what a run measured.
+settings, and by `from_config.measure_config`, which measures its trials into one set it
+commits itself. Each file of a set has one writer, `commit_set`: every document is complete
+(config included) before its one save, and the set is committed once. Must not time anything,
+nor decide what a run measured.
 """
 
 from __future__ import annotations
 
+import contextlib
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import torch
@@ -26,6 +31,7 @@ from libreyolo.document.model import (
 from libreyolo.errors import AnalysisError
 from libreyolo.measure.artifacts import PROFILE_NAME, TRACE_NAME, StagedRun, utc_now
 from libreyolo.measure.environment import collect_environment
+from libreyolo.measure.failures import destination_error
 from libreyolo.measure.memory import with_device_memory
 from libreyolo.measure.phases import attach_phase_walls
 from libreyolo.measure.window import TraceRecorder, WindowPlan
@@ -57,8 +63,12 @@ def analysed_trace(
     return with_device_memory(attach_phase_walls(trace, phase_walls, notes), device)
 
 
-def commit_profile(
-    run: StagedRun,
+def staged(target: Path, into: StagedRun | None) -> AbstractContextManager[StagedRun]:
+    """The run's set: the caller's `into` (it commits), or a new one at `target`."""
+    return contextlib.nullcontext(into) if into is not None else StagedRun(target)
+
+
+def assemble_profile(
     *,
     kind: Kind,
     info: RunInfo,
@@ -66,9 +76,9 @@ def commit_profile(
     plan: WindowPlan,
     samples: Samples,
     trace: TraceAnalysis | None,
-) -> tuple[Profile, Path]:
-    """Assemble and finalize the profile, save it into `run` and swap the set into place."""
-    profile = finalize(
+) -> Profile:
+    """The finalized profile (metrics, verdict) of one measurement."""
+    return finalize(
         Profile(
             kind=kind,
             created=utc_now(),
@@ -81,6 +91,21 @@ def commit_profile(
             artifacts=Artifacts(trace=TRACE_NAME if trace is not None else None),
         )
     )
-    save(profile, run.path(PROFILE_NAME))
+
+
+def conclude(run: StagedRun, profile: Profile, *, commit: bool) -> Path:
+    """Where the collector's profile lies: saved and committed now, or (not `commit`) once the
+    caller that staged `run` commits it."""
+    if commit:
+        commit_set(run, {PROFILE_NAME: profile})
+    return run.final(PROFILE_NAME)
+
+
+def commit_set(run: StagedRun, documents: dict[str, Profile]) -> None:
+    """The one save of each document into `run`, then the one swap of the whole set."""
+    for name, document in documents.items():
+        try:
+            save(document, run.path(name))
+        except OSError as err:
+            raise destination_error(err, run.final(name)) from err
     run.commit()
-    return profile, run.final(PROFILE_NAME)

@@ -13,23 +13,31 @@ import sys
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from libreyolo.config.compose import as_plain_dict
 from libreyolo.config.schema import ProfileConfig
 from libreyolo.document.model import Profile
+
+if TYPE_CHECKING:
+    from libreyolo.measure.artifacts import StagedRun
 
 # Kineto logs "gpuGetDeviceCount failed" at ERROR level on every CPU-only run; it means nothing
 # to a user and would hide our own one-line diagnostics.
 os.environ.setdefault("KINETO_LOG_LEVEL", "5")
 
 
+class Note(UserWarning):
+    """Something the run changed on the user's behalf: shown as one `note: ...` line."""
+
+
 @contextlib.contextmanager
 def one_line_warnings() -> Iterator[None]:
     """Python warnings (e.g. random weights) as one `warning: ...` line on stderr each."""
 
-    def show(message: Warning | str, *args: object, **kwargs: object) -> None:
-        sys.stderr.write(f"warning: {message}\n")
+    def show(message: Warning | str, category: type[Warning], *args: object, **kw: object) -> None:
+        label = "note" if issubclass(category, Note) else "warning"
+        sys.stderr.write(f"{label}: {message}\n")
 
     with warnings.catch_warnings():
         warnings.simplefilter("default")
@@ -81,35 +89,33 @@ def train_settings(cfg: ProfileConfig) -> Any:
 
 
 def with_config(
-    profile: Profile, cfg: ProfileConfig, overrides: list[str], held_device: str | None = None
+    profile: Profile,
+    cfg: ProfileConfig,
+    overrides: list[str],
+    held_device: str | None = None,
+    notes: list[str] | None = None,
 ) -> Profile:
+    """`profile` with the resolved config, the overrides, the held device and `notes` recorded."""
     config = dict(profile.run.config) | {"resolved": as_plain_dict(cfg)}
+    if notes:
+        config["notes"] = [*config.get("notes", []), *notes]
     run = dataclasses.replace(
         profile.run, config=config, overrides=list(overrides), held_device=held_device
     )
     return dataclasses.replace(profile, run=run)
 
 
-def measure_once(
-    cfg: ProfileConfig,
-    overrides: list[str],
-    on_progress: Callable[[str, int, int], None] | None,
-    held_device: str | None = None,
-) -> tuple[Profile, Path]:
-    """One measurement of `cfg` (infer or run): collect, record the config, save the profile."""
-    from libreyolo.document.files import save
-    from libreyolo.measure import profile_inference, profile_training
+def rounded_imgsz(cfg: ProfileConfig) -> tuple[ProfileConfig, list[str]]:
+    """`cfg` with imgsz rounded up to a multiple of the model's stride (the size the network
+    can take, and so the size measured), and the note that says so; `cfg` itself otherwise."""
+    from libreyolo.workload.yolo9.predict import STRIDE
 
-    if cfg.mode.value == "infer":
-        profile, path = _collect(profile_inference, infer_settings(cfg), on_progress)
-    else:
-        profile, path = _collect(profile_training, train_settings(cfg), on_progress)
-    profile = with_config(profile, cfg, overrides, held_device)
-    save(profile, path, overwrite=True)
-    return profile, path
-
-
-REPEAT_FILES = {"infer": "infer_repeat.json", "run": "profile_repeat.json"}
+    if cfg.imgsz <= 0 or cfg.imgsz % STRIDE == 0:
+        return cfg, []
+    size = -(-cfg.imgsz // STRIDE) * STRIDE
+    note = f"--imgsz {cfg.imgsz} rounded to {size} (a multiple of the model stride {STRIDE})"
+    warnings.warn(note, Note, stacklevel=2)
+    return dataclasses.replace(cfg, imgsz=size), [note]
 
 
 def measure_config(
@@ -118,26 +124,42 @@ def measure_config(
     on_progress: Callable[[str, int, int], None] | None,
     held_device: str | None = None,
 ) -> tuple[Profile, Path]:
-    """`cfg.window.repeat` measurements of `cfg`; with more than one, the aggregate profile is
-    written to `<project>/{infer,profile}_repeat.json` and returned."""
+    """`cfg.window.repeat` measurements of `cfg` (infer or run) into one staged set, committed
+    once: `profile.json` is the last trial with its config, and with more than one trial the
+    aggregate `{infer,profile}_repeat.json` lies beside it (reached through its link at
+    `<project>/`, the path returned with it). The output folder is checked before any model
+    is built; memory or disk exhaustion anywhere ends as its one-line error (exit 3)."""
     from libreyolo.analysis.repeat import aggregate
-    from libreyolo.document.files import save
+    from libreyolo.measure.artifacts import PROFILE_NAME, REPEAT_NAMES, StagedRun, set_dir
+    from libreyolo.measure.assemble import commit_set
+    from libreyolo.measure.failures import resource_failures
 
-    trials = [
-        measure_once(cfg, overrides, on_progress, held_device)
-        for _ in range(max(1, cfg.window.repeat))
-    ]
-    if len(trials) == 1:
-        return trials[0]
-    profile = aggregate([trial for trial, _ in trials])
-    path = save(profile, Path(cfg.project) / REPEAT_FILES[cfg.mode.value], overwrite=True)
-    return profile, path
+    num_trials = max(1, cfg.window.repeat)
+    with one_line_warnings(), resource_failures():
+        cfg, notes = rounded_imgsz(cfg)
+        target = set_dir(cfg.project, cfg.mode.value)
+        repeat_name = REPEAT_NAMES[target.name]
+        with StagedRun(target, aggregate=num_trials > 1) as run:
+            trials = [
+                with_config(_collect(cfg, run, on_progress), cfg, overrides, held_device, notes)
+                for _ in range(num_trials)
+            ]
+            documents = {PROFILE_NAME: trials[-1]}
+            if num_trials > 1:
+                documents[repeat_name] = aggregate(trials)
+            commit_set(run, documents)
+    if num_trials == 1:
+        return trials[-1], target / PROFILE_NAME
+    return documents[repeat_name], target.parent / repeat_name
 
 
 def _collect(
-    collect: Callable[..., tuple[Profile, Path]],
-    settings: Any,
-    on_progress: Callable[[str, int, int], None] | None,
-) -> tuple[Profile, Path]:
-    with one_line_warnings():
-        return collect(settings, on_progress=on_progress)
+    cfg: ProfileConfig, run: StagedRun, on_progress: Callable[[str, int, int], None] | None
+) -> Profile:
+    from libreyolo.measure import profile_inference, profile_training
+
+    if cfg.mode.value == "infer":
+        profile, _ = profile_inference(infer_settings(cfg), on_progress=on_progress, into=run)
+    else:
+        profile, _ = profile_training(train_settings(cfg), on_progress=on_progress, into=run)
+    return profile

@@ -23,8 +23,8 @@ import torch
 
 from libreyolo.document.model import Profile, RunInfo, Samples, StepSample
 from libreyolo.errors import UsageError
-from libreyolo.measure.artifacts import StagedRun
-from libreyolo.measure.assemble import analysed_trace, commit_profile
+from libreyolo.measure.artifacts import StagedRun, set_dir
+from libreyolo.measure.assemble import analysed_trace, assemble_profile, conclude, staged
 from libreyolo.measure.device import resolve_device, synchronize
 from libreyolo.measure.memory import reset_peaks
 from libreyolo.measure.phases import PhaseTimer, ms
@@ -105,9 +105,14 @@ def load_workload_model(
 
 
 def profile_inference(
-    settings: InferSettings, *, on_progress: Progress | None = None
+    settings: InferSettings,
+    *,
+    on_progress: Progress | None = None,
+    into: StagedRun | None = None,
 ) -> tuple[Profile, Path]:
-    """Measure inference, save `<project>/infer/profile.json`; returns (profile, its path)."""
+    """Measure inference, save `<project>/infer/profile.json`; returns (profile, its path).
+
+    With `into`, measure into that staged set and leave the save and commit to its owner."""
     from libreyolo.workload.yolo9 import predict
 
     _validate(settings)
@@ -154,8 +159,7 @@ def profile_inference(
             for found in detections:
                 found.boxes.cpu(), found.scores.cpu(), found.classes.cpu()
 
-    target = Path(settings.project) / "infer"
-    with StagedRun(target) as run, torch.inference_mode():
+    with staged(set_dir(settings.project, "infer"), into) as run, torch.inference_mode():
         with stage("measure", on_progress, hint="try --no-trace, a smaller --batch or --imgsz"):
             samples = _measure(plan, device, settings.trace, run_once, on_progress)
         trace = analysed_trace(samples.recorder, run, samples.stage_ms, device, notes)
@@ -186,9 +190,10 @@ def profile_inference(
             stage_ms=samples.stage_ms,
             bare_ms=samples.bare_ms,
         )
-        return commit_profile(
-            run, kind="infer", info=info, device=device, plan=plan, samples=recorded, trace=trace
+        profile = assemble_profile(
+            kind="infer", info=info, device=device, plan=plan, samples=recorded, trace=trace
         )
+        return profile, conclude(run, profile, commit=into is None)
 
 
 @dataclass

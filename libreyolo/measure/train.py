@@ -24,8 +24,8 @@ import torch
 
 from libreyolo.document.model import Profile, RunInfo, Samples, StepSample
 from libreyolo.errors import NoProfileError, UsageError
-from libreyolo.measure.artifacts import StagedRun
-from libreyolo.measure.assemble import analysed_trace, commit_profile
+from libreyolo.measure.artifacts import StagedRun, set_dir
+from libreyolo.measure.assemble import analysed_trace, assemble_profile, conclude, staged
 from libreyolo.measure.device import resolve_device, synchronize
 from libreyolo.measure.infer import Progress, load_workload_model
 from libreyolo.measure.memory import reset_peaks
@@ -138,9 +138,14 @@ class _Samples:
 
 
 def profile_training(
-    settings: TrainSettings, *, on_progress: Progress | None = None
+    settings: TrainSettings,
+    *,
+    on_progress: Progress | None = None,
+    into: StagedRun | None = None,
 ) -> tuple[Profile, Path]:
-    """Measure training, save `<project>/run/profile.json`; returns (profile, its path)."""
+    """Measure training, save `<project>/run/profile.json`; returns (profile, its path).
+
+    With `into`, measure into that staged set and leave the save and commit to its owner."""
     from libreyolo.workload.data.augment import AugmentConfig
     from libreyolo.workload.data.dataset import YoloDataset
     from libreyolo.workload.data.dataset_config import resolve_dataset
@@ -178,8 +183,7 @@ def profile_training(
         notes.append(f"AMP has no effect on {device.type}: the step ran in float32")
     loader = build_loader(dataset, batch=settings.batch, workers=settings.workers, seed=SEED)
 
-    target = Path(settings.project) / "run"
-    with StagedRun(target) as run:
+    with staged(set_dir(settings.project, "run"), into) as run:
         timer = PhaseTimer(device)
         recorder = TraceRecorder(plan, device.type, enabled=True)
         out = _Samples(phase_ms={name: [] for name in PHASES})
@@ -237,9 +241,10 @@ def profile_training(
             config=config,
         )
         samples = Samples(steps=out.steps, bare_ms=out.bare_ms)
-        return commit_profile(
-            run, kind="train", info=info, device=device, plan=plan, samples=samples, trace=trace
+        profile = assemble_profile(
+            kind="train", info=info, device=device, plan=plan, samples=samples, trace=trace
         )
+        return profile, conclude(run, profile, commit=into is None)
 
 
 def _record(

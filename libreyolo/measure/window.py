@@ -16,12 +16,16 @@ or time anything itself.
 
 from __future__ import annotations
 
+import os
+import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from libreyolo.document.model import Window
 from libreyolo.errors import UsageError
+from libreyolo.measure.failures import NO_SPACE
 
 MIN_MEASURED = 2  # one unsynced and one synced iteration at least
 MAX_BARE = 20  # a median of 20 bare iterations pins the overhead; more would only cost time
@@ -115,6 +119,10 @@ class TraceRecorder:
     CPU activity always, CUDA activity only on CUDA; shapes, stacks and memory are off, as in
     1.6.0, to keep the profiler's own overhead out of the unsynced latency. Call `step()` once
     per traced iteration (warmup included) and `close()` once the unsynced half is done.
+
+    libkineto writes its own lines (`USDT: ... profiler_start`) straight to file descriptor 2,
+    past Python: every call into the profiler runs with fd 2 on a scratch file (`Fd2Sink`),
+    whose lines become notes unless they are known noise, so they never reach the user.
     """
 
     def __init__(self, plan: WindowPlan, device_type: str, *, enabled: bool) -> None:
@@ -122,6 +130,7 @@ class TraceRecorder:
         self.enabled = enabled
         self.notes: list[str] = []
         self._prof: Any = None
+        self._closed = False
         if not enabled:
             return
         import warnings
@@ -131,30 +140,89 @@ class TraceRecorder:
         activities = [tp.ProfilerActivity.CPU]
         if device_type == "cuda":
             activities.append(tp.ProfilerActivity.CUDA)
-        self._prof = tp.profile(activities=activities, schedule=plan.schedule())
+        self._sink = Fd2Sink()
         with warnings.catch_warnings():
-            # warmup=0 is a legitimate choice here; torch warns that it may skew results.
+            # warmup=0 is a legitimate choice here; torch warns (building the schedule) that it
+            # may skew results.
             warnings.simplefilter("ignore", UserWarning)
-            self._prof.start()
+            self._prof = tp.profile(activities=activities, schedule=plan.schedule())
+            self._sink.call(self._prof.start)
 
     def step(self) -> None:
         if self._prof is not None:
-            self._prof.step()
+            self._sink.call(self._prof.step)
 
     def close(self) -> None:
         """Stop recording (idempotent); later iterations run without the profiler."""
-        if self._prof is not None and not getattr(self, "_closed", False):
+        if self._prof is not None and not self._closed:
             self._closed = True
-            self._prof.stop()
+            self._sink.call(self._prof.stop)
+            self.notes.extend(self._sink.drain())
 
     def export(self, path: Any) -> bool:
-        """Write the Chrome trace to `path`; False (and a note) when torch cannot."""
+        """Write the Chrome trace to `path`; False (and a note) when torch cannot. A full disk
+        is not a missing trace: that OSError propagates (the run fails, exit 3)."""
         if self._prof is None:
             return False
         self.close()
         try:
-            self._prof.export_chrome_trace(str(path))
-        except (RuntimeError, OSError, ValueError) as err:
+            self._sink.call(lambda: self._prof.export_chrome_trace(str(path)))
+        except OSError as err:
+            if err.errno in NO_SPACE:
+                raise
             self.notes.append(f"no trace: torch could not export it ({err})")
             return False
+        except (RuntimeError, ValueError) as err:
+            self.notes.append(f"no trace: torch could not export it ({err})")
+            return False
+        finally:
+            self.notes.extend(self._sink.drain())
         return True
+
+
+# libkineto's progress lines, meaningless to a user: USDT probes, STAGE timings, INFO logs.
+_NOISE = re.compile(r"^(USDT:|STAGE:|INFO:|\s*$)")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+MAX_NOTES = 3
+MAX_SINK_BYTES = 64 * 1024
+MAX_LINE_CHARS = 200
+
+
+class Fd2Sink:
+    """A scratch file that file descriptor 2 points at during `call`; `drain` returns what
+    landed there as notes, dropping libkineto's noise and anything with terminal controls
+    (another thread's progress display, caught in the window), and closes the file."""
+
+    def __init__(self) -> None:
+        self._file: Any = None
+
+    def call(self, fn: Callable[[], Any]) -> Any:
+        if sys.stderr is not None:  # Python's own pending text goes to the real stderr first
+            sys.stderr.flush()
+        try:
+            saved = os.dup(2)
+        except OSError:  # no fd 2 at all: nothing to protect
+            return fn()
+        if self._file is None:
+            import tempfile
+
+            self._file = tempfile.TemporaryFile()  # noqa: SIM115 - spans calls; drain() closes
+        os.dup2(self._file.fileno(), 2)
+        try:
+            return fn()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+
+    def drain(self) -> list[str]:
+        if self._file is None:
+            return []
+        with self._file as sink:
+            sink.seek(0)
+            text = sink.read(MAX_SINK_BYTES).decode("utf-8", "replace")
+        self._file = None
+        lines = [line.strip() for line in text.split("\n")]  # a CR belongs to its line
+        kept = [line for line in lines if not _NOISE.match(line) and "\x1b" not in line]
+        return [
+            f"profiler: {_CONTROL.sub(' ', line[:MAX_LINE_CHARS])}" for line in kept[:MAX_NOTES]
+        ]

@@ -13,13 +13,13 @@ def test_commit_replaces_previous_set(tmp_path: Path) -> None:
     target = tmp_path / "infer"
     target.mkdir()
     (target / "profile.json").write_text("old")
-    (target / "stale.txt").write_text("stale")
+    (target / "profile_trace.json").write_text("old trace")
     with StagedRun(target) as run:
         run.path("profile.json").write_text("new")
         assert (target / "profile.json").read_text() == "old"  # untouched until commit
         run.commit()
     assert (target / "profile.json").read_text() == "new"
-    assert not (target / "stale.txt").exists()  # a set is replaced whole, never merged
+    assert not (target / "profile_trace.json").exists()  # a set is replaced whole, never merged
     assert sorted(p.name for p in tmp_path.iterdir()) == ["infer"]
 
 

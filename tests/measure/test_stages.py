@@ -18,7 +18,7 @@ def test_an_unexpected_failure_names_its_stage() -> None:
     assert (
         str(caught.value) == "stage 'load weights' failed: RuntimeError: size mismatch for head.cls"
     )
-    assert caught.value.hint == "check --weights" and caught.value.status == ExitStatus.FAILED
+    assert caught.value.hint == "check --weights" and caught.value.status == ExitStatus.NO_PROFILE
     assert seen == ["load weights"]
     with pytest.raises(UsageError), stage("build data", None, hint="x"):
         raise UsageError("expected errors pass through unchanged")
