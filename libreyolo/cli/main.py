@@ -51,7 +51,7 @@ def main(argv: Sequence[str] | None = None, *, output: Output | None = None) -> 
             if not hasattr(args, "handler"):
                 parser.print_help(out.stdout)
                 return ExitStatus.OK
-            args.progress, args.words = out.progress(), words
+            args.progress, args.notice, args.words = out.progress(), out.notice, words
             try:
                 result, source = args.handler(args)
             finally:

@@ -103,6 +103,12 @@ class Output:
             self._bar.stop()
             self._bar = None
 
+    def notice(self, label: str, text: str) -> None:
+        """A `warning: ...` or `note: ...` line from a measurement, escaped; none under --json,
+        where stderr carries at most the error object (the profile records what it said)."""
+        if not self.json_mode:
+            self.stderr.write(safe_text(f"{label}: {text}") + "\n")
+
     def error(self, err: ProfileError) -> None:
         """One line on stderr: text (control characters escaped: messages quote file content
         and arguments), or a JSON object under --json (json.dumps escapes them itself)."""

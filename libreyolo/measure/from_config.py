@@ -31,13 +31,22 @@ class Note(UserWarning):
     """Something the run changed on the user's behalf: shown as one `note: ...` line."""
 
 
+Notice = Callable[[str, str], None]  # (label "warning" | "note", text): one line for people
+
+
+def _stderr_notice(label: str, text: str) -> None:
+    sys.stderr.write(f"{label}: {text}\n")  # the sweep's points: their stderr is point.log
+
+
 @contextlib.contextmanager
-def one_line_warnings() -> Iterator[None]:
-    """Python warnings (e.g. random weights) as one `warning: ...` line on stderr each."""
+def one_line_warnings(notice: Notice | None = None) -> Iterator[None]:
+    """Python warnings (e.g. random weights) handed to `notice` as one line each (default: a
+    `warning: ...` line on stderr). The profile records what they say, so a caller may drop
+    them (the CLI does under --json, where stderr holds at most the error object)."""
+    say = notice or _stderr_notice
 
     def show(message: Warning | str, category: type[Warning], *args: object, **kw: object) -> None:
-        label = "note" if issubclass(category, Note) else "warning"
-        sys.stderr.write(f"{label}: {message}\n")
+        say("note" if issubclass(category, Note) else "warning", str(message))
 
     with warnings.catch_warnings():
         warnings.simplefilter("default")
@@ -123,6 +132,7 @@ def measure_config(
     overrides: list[str],
     on_progress: Callable[[str, int, int], None] | None,
     held_device: str | None = None,
+    notice: Notice | None = None,
 ) -> tuple[Profile, Path]:
     """`cfg.window.repeat` measurements of `cfg` (infer or run) into one staged set, committed
     once: `profile.json` is the last trial with its config, and with more than one trial the
@@ -135,7 +145,7 @@ def measure_config(
     from libreyolo.measure.failures import resource_failures
 
     num_trials = max(1, cfg.window.repeat)
-    with one_line_warnings(), resource_failures():
+    with one_line_warnings(notice), resource_failures():
         cfg, notes = rounded_imgsz(cfg)
         target = set_dir(cfg.project, cfg.mode.value)
         repeat_name = REPEAT_NAMES[target.name]

@@ -166,18 +166,29 @@ def test_a_full_disk_exits_3_with_what_to_change(
 
 
 def test_an_imgsz_off_the_stride_is_rounded_with_a_note_and_recorded(
-    weights: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    weights: str, tmp_path: Path
 ) -> None:
     argv = _infer(weights, tmp_path)
     argv[argv.index("--imgsz") + 1] = "100"
     result = invoke(argv)
     assert result.status == 0, result.stderr
     note = "--imgsz 100 rounded to 128 (a multiple of the model stride 32)"
-    assert capsys.readouterr().err == f"note: {note}\n"  # one line, as warnings are
+    assert result.stderr == f"note: {note}\n"  # one line, through the CLI's Output
     document = json.loads((tmp_path / "infer" / "profile.json").read_text())
     assert document["run"]["imgsz"] == 128
     assert document["run"]["config"]["resolved"]["imgsz"] == 128
     assert note in document["run"]["config"]["notes"]
+
+
+def test_under_json_a_note_stays_off_stderr_and_in_the_profile(
+    weights: str, tmp_path: Path
+) -> None:
+    argv = _infer(weights, tmp_path)
+    argv[argv.index("--imgsz") + 1] = "100"
+    result = invoke([*argv, "--json"])
+    assert result.status == 0 and result.stderr == ""
+    notes = json.loads((tmp_path / "infer" / "profile.json").read_text())["run"]["config"]["notes"]
+    assert notes == ["--imgsz 100 rounded to 128 (a multiple of the model stride 32)"]
 
 
 def test_a_broken_config_yaml_exits_2_in_one_line(tmp_path: Path) -> None:

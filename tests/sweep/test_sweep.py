@@ -120,7 +120,8 @@ def test_repeat_records_the_aggregate_profile(tmp_path: Path) -> None:
     assert status["pid"] != os.getpid() and status["measure_s"] > 0  # in-process: the sweep's pid
     assert 0 < status["window_s"] < status["measure_s"]
     point = _load(tmp_path)["points"]["b1_s64_amp1"]
-    assert Path(point["profile"]) == tmp_path / "b1_s64_amp1" / "infer_repeat.json"
+    # status.json names the documented link; the record names the file it leads to, in the set
+    assert Path(point["profile"]) == tmp_path / "b1_s64_amp1" / "infer" / "infer_repeat.json"
     aggregate = json.loads(Path(point["profile"]).read_text(encoding="utf-8"))
     assert len(aggregate["trials"]) == 3
     assert point["metrics"]["img_per_s"] > 0
