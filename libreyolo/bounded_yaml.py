@@ -26,6 +26,7 @@ from libreyolo.errors import UsageError
 MAX_YAML_BYTES = 8 << 20  # a dataset or experiment YAML is a few kB (coco's 80 names: 2 kB)
 MAX_YAML_NODES = 200_000  # nodes after alias expansion: 10 000 class names use ~10 000
 
+FIX = "fix the file"
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's parser when installed
 
 
@@ -38,7 +39,28 @@ def load_yaml_bounded(
     """The YAML document in `path` (safe tags only), or `error` (a UsageError class: exit 2)
     with one line when it is missing, no regular file, too large, not YAML, or its aliases
     expand past `max_nodes` nodes."""
-    target = Path(path)
+    loader, node = _checked(Path(path), error, max_nodes)
+    try:
+        return None if node is None else loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def check_yaml_bounded(
+    path: str | os.PathLike[str],
+    *,
+    error: type[UsageError] = UsageError,
+    max_nodes: int = MAX_YAML_NODES,
+) -> None:
+    """Refuse `path` as `load_yaml_bounded` would, without building its document (for files
+    another library loads afterwards: Hydra's experiment configs)."""
+    loader, _ = _checked(Path(path), error, max_nodes)
+    loader.dispose()
+
+
+def _checked(target: Path, error: type[UsageError], max_nodes: int) -> tuple[Any, Any]:
+    """A loader over `target` and its composed node graph (None: an empty document), checked
+    to be bounded; the caller constructs from that node and disposes of the loader."""
     try:
         info = os.stat(target)
     except OSError as err:
@@ -48,20 +70,20 @@ def load_yaml_bounded(
     if info.st_size > MAX_YAML_BYTES:
         raise error(f"{target}: larger than {MAX_YAML_BYTES >> 20} MiB, too large for a YAML file")
     try:
-        text = target.read_bytes().decode("utf-8")
-        loader = _Loader(text)
+        loader = _Loader(target.read_bytes().decode("utf-8"))
     except (OSError, UnicodeDecodeError) as err:
-        raise error(f"{target}: not a readable YAML file ({_one_line(err)})") from None
+        raise error(f"{target}: not valid YAML: {_one_line(err)}", hint=FIX) from None
     try:
         node = loader.get_single_node()
-        if node is None:
-            return None
-        _check_expansion(node, max_nodes, target, error)
-        return loader.construct_document(node)
+        if node is not None:
+            _check_expansion(node, max_nodes, target, error)
     except (yaml.YAMLError, RecursionError) as err:
-        raise error(f"{target}: not a readable YAML file ({_one_line(err)})") from None
-    finally:
         loader.dispose()
+        raise error(f"{target}: not valid YAML: {yaml_problem(err)}", hint=FIX) from None
+    except UsageError:
+        loader.dispose()
+        raise
+    return loader, node
 
 
 def _check_expansion(root: yaml.Node, max_nodes: int, path: Path, error: type[UsageError]) -> None:
@@ -96,6 +118,14 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
     if isinstance(node, yaml.SequenceNode):
         return list(node.value)
     return []
+
+
+def yaml_problem(err: BaseException) -> str:
+    """A YAML error in one line: its problem and where (1-based line and column)."""
+    problem = getattr(err, "problem", None) or _one_line(err)
+    mark = getattr(err, "problem_mark", None)
+    where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+    return f"{problem}{where}"
 
 
 def _one_line(err: BaseException) -> str:

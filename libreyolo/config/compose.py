@@ -23,6 +23,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from libreyolo.bounded_yaml import yaml_problem
 from libreyolo.config.overrides import flag_for_key, override_keys
 from libreyolo.config.schema import ProfileConfig, register_schemas
 from libreyolo.errors import UsageError
@@ -30,7 +31,7 @@ from libreyolo.errors import UsageError
 PACKAGED_MODULE = "libreyolo.conf"
 PACKAGED_SEARCHPATH = "pkg://libreyolo.conf"
 VERSION_BASE = "1.3"
-MAX_CONFIG_NODES = 100_000  # YAML values one config file may hold, aliases expanded
+MAX_CONFIG_NODES = 100_000  # YAML nodes one config file may hold, aliases expanded
 MAX_CONFIG_FILES = 1000  # files checked under --config-dir
 
 
@@ -88,7 +89,7 @@ def compose_config(
     except (HydraException, OmegaConfBaseException) as err:
         raise ConfigError(describe_error(err, overrides), hint=_hint(err)) from err
     except yaml.YAMLError as err:  # a file the pre-check did not see (a packaged one)
-        raise ConfigError(f"config: not valid YAML: {_yaml_problem(err)}") from err
+        raise ConfigError(f"config: not valid YAML: {yaml_problem(err)}") from err
     if not isinstance(result, ProfileConfig):
         raise ConfigError(
             f"config '{config_name}' is not a profile config (got {type(result).__name__})",
@@ -98,69 +99,14 @@ def compose_config(
 
 
 def check_config_files(directory: Path, *, max_nodes: int | None = None) -> None:
-    """ConfigError for a YAML file under `directory` that does not parse or that expands to
-    more than `max_nodes` (default MAX_CONFIG_NODES) values; counted on the parsed node
-    graph, never expanded."""
-    import yaml
+    """ConfigError (one line) for a YAML file under `directory` that does not parse or whose
+    aliases expand to more than `max_nodes` (default MAX_CONFIG_NODES) nodes; counted on the
+    parsed node graph, never expanded."""
+    from libreyolo.bounded_yaml import check_yaml_bounded
 
     max_nodes = MAX_CONFIG_NODES if max_nodes is None else max_nodes
     for path in sorted(itertools.islice(directory.rglob("*.yaml"), MAX_CONFIG_FILES)):
-        try:
-            with path.open("rb") as handle:
-                root = yaml.compose(handle, Loader=yaml.SafeLoader)
-        except yaml.YAMLError as err:
-            raise ConfigError(
-                f"{path}: not valid YAML: {_yaml_problem(err)}", hint="fix the file"
-            ) from err
-        except RecursionError as err:
-            raise ConfigError(f"{path}: YAML nested too deeply", hint="fix the file") from err
-        except OSError as err:
-            raise ConfigError(f"cannot read {path}: {err.strerror}") from err
-        if root is not None and _expanded_size(root, max_nodes) > max_nodes:
-            raise ConfigError(
-                f"{path}: YAML aliases expand to more than {max_nodes} values",
-                hint="a profile config needs no nested aliases",
-            )
-
-
-def _expanded_size(root: Any, limit: int) -> int:
-    """How many nodes `root` stands for once aliases are expanded, capped at `limit` + 1 (a
-    self-referencing alias counts as unbounded). Memoized per node: linear in the file."""
-    import yaml
-
-    sizes: dict[int, int] = {}
-
-    def size(node: Any) -> int:
-        known = sizes.get(id(node))
-        if known is not None:
-            return known
-        sizes[id(node)] = limit + 1  # seen again while being counted: a cycle
-        if isinstance(node, yaml.MappingNode):
-            children = [item for pair in node.value for item in pair]
-        elif isinstance(node, yaml.SequenceNode):
-            children = list(node.value)
-        else:
-            children = []
-        total = 1
-        for child in children:
-            total += size(child)
-            if total > limit:
-                break
-        sizes[id(node)] = min(total, limit + 1)
-        return sizes[id(node)]
-
-    try:
-        return size(root)
-    except RecursionError:
-        return limit + 1
-
-
-def _yaml_problem(err: BaseException) -> str:
-    """A YAML error in one line: its problem and where (1-based line and column)."""
-    problem = getattr(err, "problem", None) or _first_line(err)
-    mark = getattr(err, "problem_mark", None)
-    where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
-    return f"{problem}{where}"
+        check_yaml_bounded(path, error=ConfigError, max_nodes=max_nodes)
 
 
 def describe_error(err: BaseException, overrides: Sequence[str] = ()) -> str:

@@ -7,6 +7,7 @@ import errno
 import io
 import json
 import os
+import re
 import signal
 import time
 from pathlib import Path
@@ -195,9 +196,11 @@ def test_a_broken_config_yaml_exits_2_in_one_line(tmp_path: Path) -> None:
     (tmp_path / "bad.yaml").write_text("a: [1, 2\n")
     result = invoke(["profile", "infer", "--config-dir", str(tmp_path), "--config", "bad"])
     assert result.status == 2
-    assert result.stderr == (
-        f"{tmp_path / 'bad.yaml'}: not valid YAML: expected ',' or ']', but got '<stream end>' "
-        "(line 2, column 1) (fix the file)\n"
+    # libyaml and PyYAML word the problem differently; the place and the shape are the same
+    assert re.fullmatch(
+        re.escape(f"{tmp_path / 'bad.yaml'}: not valid YAML: ")
+        + r"[^\n]*expected ',' or '\]'[^\n]* \(line 2, column 1\) \(fix the file\)\n",
+        result.stderr,
     )
 
 
@@ -219,8 +222,8 @@ def test_a_billion_laughs_config_is_refused_before_hydra_expands_it(
     result = invoke(["profile", "infer", "--config-dir", str(tmp_path), "--config", "laughs"])
     assert result.status == 2
     assert result.stderr == (
-        f"{path}: YAML aliases expand to more than 1000 values "
-        "(a profile config needs no nested aliases)\n"
+        f"{path}: its aliases expand to more than 1000 YAML nodes "
+        "(nested aliases, a 'billion laughs' file?)\n"
     )
 
 
@@ -230,7 +233,7 @@ def test_the_alias_bound_counts_a_full_billion_laughs_without_expanding_it(
     from libreyolo.config.compose import ConfigError, check_config_files
 
     _laughs(tmp_path, 9)  # 10**9 values: minutes and gigabytes inside OmegaConf
-    with pytest.raises(ConfigError, match="expand to more than 100000 values"):
+    with pytest.raises(ConfigError, match="expand to more than 100000 YAML nodes"):
         check_config_files(tmp_path)
 
 

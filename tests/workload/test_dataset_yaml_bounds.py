@@ -110,7 +110,7 @@ def test_broken_yaml_is_one_line(tmp_path: Path) -> None:
     path = _dataset(tmp_path, "names: [cat, dog\n")
     with pytest.raises(DatasetError) as caught:
         load_dataset_yaml(path)
-    assert caught.value.message.startswith(f"{path}: not a readable YAML file (")
+    assert caught.value.message.startswith(f"{path}: not valid YAML: ")
     assert "\n" not in caught.value.message
 
 
