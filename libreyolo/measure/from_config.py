@@ -146,10 +146,10 @@ def measure_config(
 
     num_trials = max(1, cfg.window.repeat)
     with one_line_warnings(notice), resource_failures():
-        cfg, notes = rounded_imgsz(cfg)
         target = set_dir(cfg.project, cfg.mode.value)
         repeat_name = REPEAT_NAMES[target.name]
         with StagedRun(target, aggregate=num_trials > 1) as run:
+            cfg, notes = rounded_imgsz(cfg)  # after the folder check: a refusal is one line
             trials = [
                 with_config(_collect(cfg, run, on_progress), cfg, overrides, held_device, notes)
                 for _ in range(num_trials)

@@ -68,6 +68,19 @@ def test_infer_refuses_to_replace_a_folder_it_did_not_make(
     assert (target / "results.csv").read_text() == "a week of experiments"
 
 
+def test_a_refused_folder_is_the_only_line_even_when_imgsz_would_be_rounded(
+    weights: str, tmp_path: Path, no_model: None
+) -> None:
+    target = tmp_path / "infer"
+    target.mkdir()
+    (target / "results.csv").write_text("mine")
+    argv = _infer(weights, tmp_path)
+    argv[argv.index("--imgsz") + 1] = "100"
+    result = invoke(argv)
+    assert result.status == 2
+    assert result.stderr == f"refusing to replace {target}: {REFUSE}\n"
+
+
 def test_infer_refuses_a_plain_file_at_its_folder(
     weights: str, tmp_path: Path, no_model: None
 ) -> None:
