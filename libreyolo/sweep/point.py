@@ -31,7 +31,6 @@ import json
 import multiprocessing
 import multiprocessing.context
 import os
-import re
 import signal
 import sys
 import threading
@@ -54,23 +53,17 @@ from libreyolo.document.sweep_files import (
     LOG_FILE,
     REQUEST_FILE,
     STATUS_FILE,
-    is_request,
     is_status,
-    point_entry,
     read_json,
 )
 from libreyolo.errors import NoProfileError, ProfileError
+from libreyolo.sweep.child_log import exit_text, last_error, relayed
 from libreyolo.sweep.lease import Lease, device_lease
 from libreyolo.sweep.owned import HINT, foreign_point_file
+from libreyolo.sweep.resume import reusable
 from libreyolo.sweep.stop import raise_stopped, signal_of
 
 STOP_GRACE_S = 5.0  # a stopped child gets this long after SIGTERM before SIGKILL
-# libkineto's and c10's own log lines (`USDT:2026-12-01 10:15:10 8988:8988 ...] profiler_start`,
-# `[W1201 10:15:10.123 CPUAllocator.cpp:249] ...`): never a point's reason, never relayed.
-NOISE = re.compile(
-    r"^((INFO|WARNING|ERROR|STAGE|USDT|VERBOSE):\d{4}-\d\d-\d\d |\[[WIEF]\d{4} |\[[WIEF] \S+:\d+\])"
-)
-RESUME_KEY = "sweep.resume"  # left out when matching a recorded point against a new one
 # Imported once by the fork server that isolated points start from: torch, torchvision (~3 s
 # here, most of it torch._dynamo pulled in by torchvision.ops), the collectors, the workload and
 # the trace analyser, everything a measurement imports lazily. Nothing Hydra.
@@ -230,7 +223,7 @@ def run_point(
         reason = f"refusing to replace {foreign}: libreyolo-sweep did not write it ({HINT})"
         return _status(request, "failed", reason=reason, code="usage")
     status_path = point_dir / STATUS_FILE
-    kept = _reusable(point_dir, request) if sweep.resume else None
+    kept = reusable(point_dir, request) if sweep.resume else None
     if kept is not None:
         kept["reused"] = True
         _write_json(status_path, kept)
@@ -268,26 +261,6 @@ def run_point(
     return record
 
 
-def _matching_key(request: dict[str, Any]) -> str:
-    """What must match for a recorded point to stand for a new one: its config and overrides,
-    as JSON, without `sweep.resume` (turning resume off or on changes no measurement)."""
-    config = dict(request.get("config") or {})
-    config["sweep"] = {k: v for k, v in (config.get("sweep") or {}).items() if k != "resume"}
-    kept = [o for o in request.get("overrides") or [] if str(o).split("=", 1)[0] != RESUME_KEY]
-    return json.dumps({"config": config, "overrides": kept}, sort_keys=True, default=str)
-
-
-def _reusable(point_dir: Path, request: dict[str, Any]) -> dict[str, Any] | None:
-    """The recorded status of `point_dir` when it was measured with `request`'s settings and
-    its profile is complete (an ok status, a profile inside the folder that reads back)."""
-    recorded = read_json(point_dir / REQUEST_FILE)
-    if not is_request(recorded) or _matching_key(recorded) != _matching_key(request):
-        return None
-    if point_entry(point_dir)["status"] != "ok":
-        return None
-    return read_json(point_dir / STATUS_FILE)
-
-
 def _measure_leased(
     request: dict[str, Any], request_path: Path, lease: Lease, device: str, isolate: bool
 ) -> dict[str, Any]:
@@ -309,14 +282,14 @@ def _measure_leased(
         _stop_child(child)
         raise
     log = log_path.read_text(encoding="utf-8", errors="replace") if log_path.is_file() else ""
-    sys.stderr.write("".join(ln for ln in log.splitlines(True) if not NOISE.match(ln)))
+    sys.stderr.write(relayed(log))
     status_path = request_path.parent / STATUS_FILE
     if status_path.is_file():
         return dict(json.loads(status_path.read_text(encoding="utf-8")))
     record = _status(
         request,
         "failed",
-        reason=f"child process exited {_exit_text(child.exitcode)}: {last_error(log)}",
+        reason=f"child process exited {exit_text(child.exitcode)}: {last_error(log)}",
         code="crashed",
     )
     record["pid"] = child.pid
@@ -331,29 +304,6 @@ def _stop_child(child: multiprocessing.process.BaseProcess) -> None:
     if child.is_alive():
         child.kill()
         child.join()
-
-
-def _exit_text(code: int | None) -> str:
-    """`1`, or `-9 (signal SIGKILL)` for a child a signal ended."""
-    if code is None or code >= 0:
-        return str(code)
-    try:
-        return f"{code} (signal {signal.Signals(-code).name})"
-    except ValueError:
-        return f"{code} (signal {-code})"
-
-
-def last_error(log: str) -> str:
-    """A crashed child's reason from its log: the exception line of the last traceback, else
-    the last line that is not libkineto's or c10's own noise; `no output` when there is none."""
-    lines = [line.rstrip() for line in log.splitlines() if line.strip()]
-    own = [line for line in lines if not NOISE.match(line)]
-    starts = [i for i, line in enumerate(own) if line.startswith("Traceback (most recent call")]
-    if starts:
-        after = [line for line in own[starts[-1] + 1 :] if not line[0].isspace()]
-        if after:
-            return after[0]
-    return own[-1] if own else "no output"
 
 
 def _isolated_context() -> (

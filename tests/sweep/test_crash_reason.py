@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from libreyolo.sweep.point import _exit_text, last_error
+from libreyolo.sweep.child_log import exit_text, last_error
 
 TRACEBACK = """\
 Traceback (most recent call last):
@@ -50,4 +50,4 @@ def test_last_error_skips_kineto_lines_and_takes_the_final_exception(log: str, r
     [(1, "1"), (-9, "-9 (signal SIGKILL)"), (-11, "-11 (signal SIGSEGV)"), (None, "None")],
 )
 def test_a_signal_exit_is_named(code: int | None, text: str) -> None:
-    assert _exit_text(code) == text
+    assert exit_text(code) == text

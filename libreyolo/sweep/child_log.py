@@ -1,0 +1,44 @@
+"""A point child's log (`point.log`, its stderr): what to relay, and why it crashed.
+
+libkineto and c10 write their own log lines to the same stderr; they are never a point's
+reason and never relayed. Must not: read files or print (callers pass the log text).
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+
+# libkineto's and c10's own log lines (`USDT:2026-12-01 10:15:10 8988:8988 ...] profiler_start`,
+# `[W1201 10:15:10.123 CPUAllocator.cpp:249] ...`): never a point's reason, never relayed.
+NOISE = re.compile(
+    r"^((INFO|WARNING|ERROR|STAGE|USDT|VERBOSE):\d{4}-\d\d-\d\d |\[[WIEF]\d{4} |\[[WIEF] \S+:\d+\])"
+)
+
+
+def relayed(log: str) -> str:
+    """The log without libkineto's and c10's own lines (what the sweep shows of a point)."""
+    return "".join(line for line in log.splitlines(True) if not NOISE.match(line))
+
+
+def exit_text(code: int | None) -> str:
+    """`1`, or `-9 (signal SIGKILL)` for a child a signal ended."""
+    if code is None or code >= 0:
+        return str(code)
+    try:
+        return f"{code} (signal {signal.Signals(-code).name})"
+    except ValueError:
+        return f"{code} (signal {-code})"
+
+
+def last_error(log: str) -> str:
+    """A crashed child's reason from its log: the exception line of the last traceback, else
+    the last line that is not libkineto's or c10's own noise; `no output` when there is none."""
+    lines = [line.rstrip() for line in log.splitlines() if line.strip()]
+    own = [line for line in lines if not NOISE.match(line)]
+    starts = [i for i, line in enumerate(own) if line.startswith("Traceback (most recent call")]
+    if starts:
+        after = [line for line in own[starts[-1] + 1 :] if not line[0].isspace()]
+        if after:
+            return after[0]
+    return own[-1] if own else "no output"
