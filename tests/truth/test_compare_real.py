@@ -1,7 +1,12 @@
 """`compare` on real CPU runs: the same config measured twice is not a difference; a 2.25x
 larger input is. Both sides use `--repeat 3`, as the significance rule requires, with one
 intra-op thread (see `one_thread`: with two on a shared 2-core machine, whole runs flip between
-two speeds)."""
+two speeds).
+
+A real machine drifts between runs (another VM on the host, frequency changes), so an honest rule
+is still wrong about such a pair now and then: the A/A pair by design ~5 % of the time. A wrong
+call gets the pair measured once more and the test fails only when the second call is wrong too
+(about the square of the rate for a correct rule; a broken rule fails both)."""
 
 from __future__ import annotations
 
@@ -53,26 +58,31 @@ def _compare(before: str, after: str) -> dict[str, Any]:
     return out["img_per_s"]
 
 
-@pytest.fixture(scope="module")
-def measured(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    root = tmp_path_factory.mktemp("compare_real")
-    weights = plain_checkpoint(root)
+def _call(work: Path, imgsz_after: int, attempt: int) -> dict[str, Any]:
+    weights = plain_checkpoint(work)
     with one_thread():
-        return {
-            "256": _measure(weights, root / "a", 256),
-            "256 again": _measure(weights, root / "b", 256),
-            "384": _measure(weights, root / "c", 384),
-        }
+        before = _measure(weights, work / f"before{attempt}", 256)
+        after = _measure(weights, work / f"after{imgsz_after}_{attempt}", imgsz_after)
+    return _compare(before, after)
 
 
-def test_the_same_config_twice_is_not_significant(measured: dict[str, str]) -> None:
-    call = _compare(measured["256"], measured["256 again"])
-    assert call["n"] == [3, 3]
-    assert call["significant"] is False, call["significance"]
+def _call_twice_if_wrong(work: Path, imgsz_after: int, expected: bool) -> list[dict[str, Any]]:
+    """The compare call of 256 against `imgsz_after`, and a second one only if the first call
+    is not `expected`."""
+    calls = [_call(work, imgsz_after, 0)]
+    if calls[0]["significant"] is not expected:
+        calls.append(_call(work, imgsz_after, 1))
+    return calls
 
 
-def test_imgsz_256_against_384_is_significant(measured: dict[str, str]) -> None:
-    call = _compare(measured["256"], measured["384"])
-    assert call["n"] == [3, 3]
-    assert call["significant"] is True, call["significance"]
-    assert call["after"] < call["before"]  # 2.25x the pixels: fewer images per second
+def test_the_same_config_twice_is_not_significant(tmp_path: Path) -> None:
+    calls = _call_twice_if_wrong(tmp_path, 256, expected=False)
+    assert all(call["n"] == [3, 3] for call in calls)
+    assert calls[-1]["significant"] is False, [call["significance"] for call in calls]
+
+
+def test_imgsz_256_against_384_is_significant(tmp_path: Path) -> None:
+    calls = _call_twice_if_wrong(tmp_path, 384, expected=True)
+    assert all(call["n"] == [3, 3] for call in calls)
+    assert calls[-1]["significant"] is True, [call["significance"] for call in calls]
+    assert calls[-1]["after"] < calls[-1]["before"]  # 2.25x the pixels: fewer images per second
