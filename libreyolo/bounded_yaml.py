@@ -39,9 +39,12 @@ def load_yaml_bounded(
     """The YAML document in `path` (safe tags only), or `error` (a UsageError class: exit 2)
     with one line when it is missing, no regular file, too large, not YAML, or its aliases
     expand past `max_nodes` nodes."""
-    loader, node = _checked(Path(path), error, max_nodes)
+    target = Path(path)
+    loader, node = _checked(target, error, max_nodes)
     try:
         return None if node is None else loader.construct_document(node)
+    except (yaml.YAMLError, RecursionError) as err:  # an unsafe tag, an unhashable key
+        raise error(f"{target}: not valid YAML: {yaml_problem(err)}", hint=FIX) from None
     finally:
         loader.dispose()
 

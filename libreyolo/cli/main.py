@@ -19,6 +19,7 @@ def _drop_task_word(argv: list[str]) -> list[str]:
 
 
 def _terminate(signum: int, frame: FrameType | None) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not cut the cleanup short
     raise Terminated
 
 

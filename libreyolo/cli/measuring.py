@@ -48,5 +48,5 @@ def measure(
     profile, path = measure_config(cfg, overrides, progress, notice=getattr(args, "notice", None))
     trace = profile.artifacts.trace
     # In the set, also for the --repeat aggregate, whose path is its link beside the set.
-    trace_path = str(set_dir(cfg.project, mode) / trace) if trace else None
+    trace_path = str(set_dir(cfg.project, cfg.mode.value) / trace) if trace else None
     return outcome(profile, str(path), trace_path)

@@ -17,11 +17,11 @@ from __future__ import annotations
 import json
 import math
 import os
-import stat
 from pathlib import Path
 from typing import Any
 
-from libreyolo.errors import AnalysisError
+from libreyolo.document.limits import MAX_PROFILE_BYTES, open_regular
+from libreyolo.errors import AnalysisError, ProfileError
 
 REQUEST_FILE = "point.json"  # a point's request: {config, overrides}
 STATUS_FILE = "status.json"  # a point's outcome: {status, reason, code, overrides, profile, ...}
@@ -33,7 +33,7 @@ SWEEP_SCHEMA = "libreyolo.sweep/v1"
 PLAN_SCHEMA = "libreyolo.sweep-plan/v1"
 MAX_DEPTH = 3  # point folders sit this deep under the sweep root at most (subdir b4_s640_amp1)
 MAX_SMALL_BYTES = 1 << 20  # point.json, status.json, sweep_plan.json
-MAX_RECORD_BYTES = 256 << 20  # a profile.json (read for its headline) or a sweep.json
+MAX_RECORD_BYTES = 256 << 20  # a sweep.json (a point's profile: limits.MAX_PROFILE_BYTES)
 # A point's status: `ok` (a profile; `reused` when a resumed sweep kept it), `failed`,
 # `interrupted` (Ctrl-C or SIGTERM stopped it) or `missing` (planned, never started).
 STATUSES = ("ok", "failed", "interrupted", "missing")
@@ -73,12 +73,10 @@ def _read_small_json(path: Path, max_bytes: int) -> Any:
     """The JSON at `path` when it is a regular file of at most `max_bytes` (no FIFO, device or
     folder is opened); None otherwise or when it does not parse."""
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            return None
-        with open(path, "rb") as handle:
+        with open_regular(str(path), max_bytes) as handle:  # no FIFO, device or folder opened
             raw = handle.read(max_bytes + 1)
         return None if len(raw) > max_bytes else _loads(raw)
-    except (OSError, ValueError, RecursionError):
+    except (OSError, ValueError, RecursionError, ProfileError):
         return None
 
 
@@ -183,7 +181,7 @@ def point_entry(folder: Path, root: Path | None = None) -> dict[str, Any]:
     profile_path = inside(folder, status.get("profile"))
     if profile_path is None:
         return entry | _outside("profile path") | {"reused": False}
-    raw = read_json(profile_path, MAX_RECORD_BYTES)
+    raw = read_json(profile_path, MAX_PROFILE_BYTES)
     metrics = raw.get("metrics")
     if not isinstance(metrics, dict):
         lost = f"profile missing or unreadable: {status.get('profile')}"
@@ -247,12 +245,10 @@ def collect_sweep(root: Path, only: list[Path] | None = None) -> dict[str, dict[
 def read_sweep_record(record_path: Path) -> dict[str, Any]:
     """A `sweep.json` read back; AnalysisError (exit 1) when it is not a sweep record."""
     try:
-        info = os.stat(record_path)
-        if not stat.S_ISREG(info.st_mode):
-            raise ValueError("not a regular file")
-        if info.st_size > MAX_RECORD_BYTES:
-            raise ValueError(f"larger than {MAX_RECORD_BYTES >> 20} MiB")
-        data = _loads(record_path.read_text(encoding="utf-8"))
+        with open_regular(str(record_path), MAX_RECORD_BYTES) as handle:
+            data = _loads(handle.read(MAX_RECORD_BYTES + 1))
+    except ProfileError as err:  # no regular file, or too large
+        raise AnalysisError(f"failed to read sweep {record_path}: {err.message}") from err
     except (OSError, ValueError, RecursionError) as err:
         raise AnalysisError(f"failed to read sweep {record_path}: {err}") from err
     if not isinstance(data, dict) or not isinstance(data.get("points"), dict):

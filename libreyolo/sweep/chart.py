@@ -17,8 +17,11 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from libreyolo.document.files import write_atomic
+from libreyolo.document.limits import open_regular
+from libreyolo.errors import ProfileError
 
 SOFTWARE = "libreyolo-sweep"  # the PNG's Software text chunk: this tool drew it
+MAX_CHART_BYTES = 64 << 20  # a chart we drew is ~50 kB; only its head is read
 _MARK = b"tEXtSoftware\x00" + SOFTWARE.encode()
 _PNG = b"\x89PNG\r\n\x1a\n"
 INSTALL_HINT = "pip install 'libreyolo[chart]'"
@@ -96,8 +99,8 @@ def write_chart(
 def is_our_chart(path: Path) -> bool:
     """Whether `path` is a PNG this module drew (its text chunks precede the image data)."""
     try:
-        with open(path, "rb") as handle:
+        with open_regular(str(path), MAX_CHART_BYTES) as handle:  # never a FIFO's open
             head = handle.read(4096)
-    except OSError:
+    except (OSError, ProfileError):
         return False
     return head.startswith(_PNG) and _MARK in head

@@ -56,7 +56,8 @@ from libreyolo.document.sweep_files import (
     is_status,
     read_json,
 )
-from libreyolo.errors import NoProfileError, ProfileError
+from libreyolo.errors import NoProfileError, OutOfMemoryError, ProfileError
+from libreyolo.measure.failures import is_out_of_memory
 from libreyolo.sweep.child_log import exit_text, last_error, relayed
 from libreyolo.sweep.lease import Lease, device_lease
 from libreyolo.sweep.owned import HINT, foreign_point_file
@@ -123,10 +124,11 @@ def _status(
 
 
 def _is_oom(err: BaseException | None) -> bool:
-    oom = getattr(sys.modules.get("torch"), "OutOfMemoryError", None)
-    return (oom is not None and isinstance(err, oom)) or (
-        isinstance(err, RuntimeError) and "out of memory" in str(err).lower()
-    )
+    """Out of memory, however it surfaced: the measurement's own error, or its cause (the
+    sweep records both as code `oom`)."""
+    if isinstance(err, OutOfMemoryError):
+        return True
+    return err is not None and is_out_of_memory(err)
 
 
 def measure_request(request_path: Path) -> dict[str, Any]:
@@ -140,9 +142,9 @@ def measure_request(request_path: Path) -> dict[str, Any]:
     try:
         record = _measure(request, point_dir, clock)
     except ProfileError as err:
-        code = "oom" if _is_oom(err.__cause__) else err.code
+        code = "oom" if _is_oom(err) or _is_oom(err.__cause__) else err.code
         record = _status(request, "failed", reason=err.message, code=code)
-    except RuntimeError as err:
+    except (RuntimeError, MemoryError) as err:
         if not _is_oom(err):
             raise
         record = _status(request, "failed", reason=f"out of memory: {err}", code="oom")

@@ -283,3 +283,35 @@ def test_sigterm_during_a_command_unwinds_to_status_143(monkeypatch: pytest.Monk
     finally:
         signal.signal(signal.SIGTERM, previous)
     assert result.status == 143 and result.stderr == "terminated\n"
+
+
+def test_a_second_sigterm_cannot_cut_the_cleanup_short() -> None:
+    from libreyolo.cli.main import _sigterm_unwinds
+    from libreyolo.errors import Terminated
+
+    with pytest.raises(Terminated), _sigterm_unwinds():
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(1)  # the handler raises before this ends
+        finally:
+            assert signal.getsignal(signal.SIGTERM) == signal.SIG_IGN  # while unwinding
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+
+
+def test_the_outcome_names_the_trace_where_the_experiments_mode_put_it(
+    weights: str, tmp_path: Path
+) -> None:
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "exp.yaml").write_text(  # typed `infer`, but the experiment trains
+        "defaults:\n  - profile\n  - override mode: run\n  - override dataset: synthetic\n"
+        "  - _self_\nbatch: 2\nimgsz: 64\nwindow:\n  warmup: 1\n  steps: 2\n"
+        "dataset:\n  workers: 0\n"
+    )
+    argv = ["profile", "infer", "--config-dir", str(tmp_path / "conf"), "--config", "exp"]
+    argv += ["--weights", weights, "--device", "cpu", "--project", str(tmp_path / "p"), "--json"]
+    result = invoke(argv)
+    assert result.status == 0, result.stderr
+    out = result.json()
+    assert isinstance(out, dict)
+    assert out["trace"] == str(tmp_path / "p" / "run" / "profile_trace.json")
+    assert Path(out["trace"]).is_file()

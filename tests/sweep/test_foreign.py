@@ -106,3 +106,17 @@ def test_a_point_with_a_foreign_file_fails_and_writes_nothing(tmp_path: Path, na
     assert record["reason"].startswith(f"refusing to replace {folder / name}")
     assert [p.name for p in folder.iterdir()] == [name]
     assert (folder / name).read_text(encoding="utf-8") == "someone's notes"
+
+
+def test_a_fifo_named_like_the_chart_is_foreign_and_never_opened(tmp_path: Path) -> None:
+    import os
+    import threading
+
+    from libreyolo.sweep.owned import foreign_file
+
+    os.mkfifo(tmp_path / "sweep.png")
+    found: list[object] = []
+    worker = threading.Thread(target=lambda: found.append(foreign_file(tmp_path)), daemon=True)
+    worker.start()
+    worker.join(timeout=10)  # a blocking open() of the FIFO would wait here for a writer
+    assert found == [tmp_path / "sweep.png"]

@@ -127,3 +127,12 @@ def test_yaml_that_is_no_regular_file_is_refused(tmp_path: Path) -> None:
     with pytest.raises(UsageError) as caught:
         load_yaml_bounded("/dev/zero")
     assert caught.value.message == "/dev/zero: not a regular file"
+
+
+@pytest.mark.parametrize("text", ["names: !!python/object:os.system x\n", "? [1, 2]\n: a\n"])
+def test_yaml_that_composes_but_cannot_be_built_is_one_line(text: str, tmp_path: Path) -> None:
+    path = _dataset(tmp_path, text)
+    with pytest.raises(DatasetError) as caught:
+        load_dataset_yaml(path)
+    assert caught.value.message.startswith(f"{path}: not valid YAML: ")
+    assert "\n" not in caught.value.message
