@@ -30,6 +30,7 @@ from libreyolo.kineto.source import (
     decode_meta,
     last_boundary,
     open_source,
+    skip_space,
     split_head,
 )
 from libreyolo.kineto.workers import decode_in_workers
@@ -42,7 +43,6 @@ PARALLEL_MIN_CHUNKS = 3
 # decodes the whole chunk, and only a nested `[{...}]` inside an event can make one fail.
 _ARRAY_END_TRIES = 3
 _ARRAY_END = re.compile(rb"}\s*]")
-_SPACE = re.compile(rb"[ \t\r\n]*")
 _COMMA = re.compile(rb"[ \t\r\n]*,")
 _COMMA_BYTE, _CLOSE_BRACKET, _OPEN_BRACE = ord(","), ord("]"), ord("{")
 _SPACE_BYTES = frozenset(WHITESPACE[i : i + 1] for i in range(len(WHITESPACE)))
@@ -154,7 +154,7 @@ class _Cutter:
 
     def _cut(self, buf: bytes) -> tuple[list[Any], int, bool]:
         """(complete events at the head of buf, bytes used, whether the array closed)."""
-        start = _skip_space(buf)
+        start = skip_space(buf)
         if buf[start : start + 1] == b"]":
             return [], start + 1, True
         boundary = last_boundary(buf)
@@ -197,13 +197,6 @@ class _Cutter:
 def _lstrip(buf: bytes) -> bytes:
     """buf without its leading whitespace (buf itself, not a copy, when it has none)."""
     return buf.lstrip(WHITESPACE) if buf[:1] in _SPACE_BYTES else buf
-
-
-def _skip_space(buf: bytes) -> int:
-    """Index of the first non-whitespace byte (without copying buf, unlike lstrip)."""
-    match = _SPACE.match(buf)
-    assert match is not None  # the pattern matches the empty string
-    return match.end()
 
 
 def _scan(buf: bytes) -> tuple[int, int | None]:

@@ -20,7 +20,7 @@ from libreyolo.errors import AnalysisError
 _STRUCTURE = re.compile(rb'[][{}"]')  # a string's opening quote or a bracket
 _STRING_BODY = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*', re.S)  # up to the closing quote
 _LONG_SPACE = re.compile(rb"[ \t\r\n]{64,}")  # shorter runs are kept: cutting them costs more
-_SPACE = b" \t\r\n"
+WHITESPACE = b" \t\r\n"  # JSON's whitespace
 _SHORT_STRING = 64  # a string this short that a piece cuts is carried whole to the next piece
 _EVENTS_KEY = b'"traceEvents"'
 _QUOTE, _COLON, _OPEN_BRACKET = ord('"'), b":", ord("[")
@@ -85,7 +85,7 @@ class Compactor:
             stop = len(data) if match is None else match.start()
             keep = self._squeeze(data, keep, pos, stop)
             if self.gap is not None:
-                self.gap = (self.gap + data[pos:stop].translate(None, _SPACE))[:2]
+                self.gap = (self.gap + data[pos:stop].translate(None, WHITESPACE))[:2]
             if match is None:
                 self._keep(data[keep:])
                 return None

@@ -30,14 +30,13 @@ from libreyolo.document.limits import (
     too_large,
 )
 from libreyolo.errors import AnalysisError
-from libreyolo.kineto.compact import Compactor, Until
+from libreyolo.kineto.compact import WHITESPACE, Compactor, Until
 
 # Big enough that the per-call cost of the decoder vanishes, small enough that one chunk, its
 # decoded structs and the copy handed to the decoder stay a few tens of MB.
 CHUNK_BYTES = 8 << 20
 # A JSON string (possibly cut by the buffer end) or a bracket: enough to track nesting exactly.
 TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)|[][{}]', re.S)
-WHITESPACE = b" \t\r\n"
 
 _BOUNDARY = re.compile(rb"}\s*,\s*{")
 _TAIL_WINDOW = 1 << 16  # bytes searched backwards for the last event boundary, widened as needed
@@ -178,12 +177,12 @@ def _first_bytes(source: Source) -> bytes:
     before it is read and dropped."""
     buf = source.read()
     buf = buf[len(_BOM) :] if buf.startswith(_BOM) else buf
-    while buf and _skip(buf) == len(buf):
+    while buf and skip_space(buf) == len(buf):
         buf = source.read()
-    return buf[_skip(buf) :]
+    return buf[skip_space(buf) :]
 
 
-def _skip(buf: bytes) -> int:
+def skip_space(buf: bytes) -> int:
     """Index of the first non-whitespace byte (lstrip would copy buf)."""
     match = _LEADING_SPACE.match(buf)
     assert match is not None  # the pattern matches the empty string

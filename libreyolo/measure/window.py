@@ -25,6 +25,7 @@ from typing import Any
 
 from libreyolo.document.model import Window
 from libreyolo.errors import UsageError
+from libreyolo.kineto.logs import is_noise
 from libreyolo.measure.failures import NO_SPACE
 
 MIN_MEASURED = 2  # one unsynced and one synced iteration at least
@@ -180,8 +181,6 @@ class TraceRecorder:
         return True
 
 
-# libkineto's progress lines, meaningless to a user: USDT probes, STAGE timings, INFO logs.
-_NOISE = re.compile(r"^(USDT:|STAGE:|INFO:|\s*$)")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 MAX_NOTES = 3
 MAX_SINK_BYTES = 64 * 1024
@@ -222,7 +221,7 @@ class Fd2Sink:
             text = sink.read(MAX_SINK_BYTES).decode("utf-8", "replace")
         self._file = None
         lines = [line.strip() for line in text.split("\n")]  # a CR belongs to its line
-        kept = [line for line in lines if not _NOISE.match(line) and "\x1b" not in line]
+        kept = [line for line in lines if not is_noise(line) and "\x1b" not in line]
         return [
             f"profiler: {_CONTROL.sub(' ', line[:MAX_LINE_CHARS])}" for line in kept[:MAX_NOTES]
         ]

@@ -6,19 +6,14 @@ reason and never relayed. Must not: read files or print (callers pass the log te
 
 from __future__ import annotations
 
-import re
 import signal
 
-# libkineto's and c10's own log lines (`USDT:2026-12-01 10:15:10 8988:8988 ...] profiler_start`,
-# `[W1201 10:15:10.123 CPUAllocator.cpp:249] ...`): never a point's reason, never relayed.
-NOISE = re.compile(
-    r"^((INFO|WARNING|ERROR|STAGE|USDT|VERBOSE):\d{4}-\d\d-\d\d |\[[WIEF]\d{4} |\[[WIEF] \S+:\d+\])"
-)
+from libreyolo.kineto.logs import is_noise
 
 
 def relayed(log: str) -> str:
     """The log without libkineto's and c10's own lines (what the sweep shows of a point)."""
-    return "".join(line for line in log.splitlines(True) if not NOISE.match(line))
+    return "".join(line for line in log.splitlines(True) if not is_noise(line))
 
 
 def exit_text(code: int | None) -> str:
@@ -35,7 +30,7 @@ def last_error(log: str) -> str:
     """A crashed child's reason from its log: the exception line of the last traceback, else
     the last line that is not libkineto's or c10's own noise; `no output` when there is none."""
     lines = [line.rstrip() for line in log.splitlines() if line.strip()]
-    own = [line for line in lines if not NOISE.match(line)]
+    own = [line for line in lines if not is_noise(line)]
     starts = [i for i, line in enumerate(own) if line.startswith("Traceback (most recent call")]
     if starts:
         after = [line for line in own[starts[-1] + 1 :] if not line[0].isspace()]
