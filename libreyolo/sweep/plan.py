@@ -8,7 +8,8 @@ so a sweep stopped or killed half-way still knows which points never ran (`missi
 Other sweepers (optuna, nevergrad...) choose their points as they go: no plan, and the report
 falls back to the point folders found.
 
-Must not: run a job, or write anything but `sweep_plan.json`.
+Must not: run a job, or write anything but `sweep_plan.json`. Hydra's private basic sweeper is
+imported only when a plan is made, so a Hydra that moved it costs the plan, not the sweep.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -25,7 +25,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from libreyolo.document.files import write_atomic
 from libreyolo.document.sweep_files import PLAN_FILE, PLAN_SCHEMA
 
-BASIC_SWEEPER = f"{BasicSweeper.__module__}.{BasicSweeper.__name__}"
+BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
 Plan = dict[str, list[str]]  # point folder relative to the sweep dir -> its overrides
 
 
@@ -39,6 +39,9 @@ def grid_plan(config: DictConfig) -> Plan | None:
     """The multirun `config`'s points, in launch order; None unless the basic sweeper runs it."""
     if config.hydra.sweeper.get("_target_") != BASIC_SWEEPER:
         return None
+    # Hydra's own (private) split of a grid into jobs: pinned with hydra-core 1.3.x
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+
     loader = GlobalHydra.instance().config_loader()
     params = [f"{key}={value}" for key, value in (config.hydra.sweeper.params or {}).items()]
     task = OmegaConf.to_container(config.hydra.overrides.task, resolve=False)

@@ -330,3 +330,28 @@ def test_a_malformed_sweep_json_gives_one_line_or_a_table_never_a_traceback(
         assert "point 'a' is no object" in result.stderr
     else:
         assert result.stderr == "" and result.stdout.splitlines()[-1].endswith("failed")
+
+
+def test_a_grid_hydra_cannot_plan_still_runs_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from omegaconf import OmegaConf
+
+    from libreyolo.sweep import app
+
+    def moved(config: object) -> None:
+        raise ImportError("No module named 'hydra._internal.core_plugins.basic_sweeper'")
+
+    monkeypatch.setattr(app, "grid_plan", moved)
+    roots: list[Path] = []
+    monkeypatch.setattr(app, "_ROOTS", roots)
+    monkeypatch.setattr(app, "_DATED", [])
+    config = OmegaConf.create({"hydra": {"sweep": {"dir": str(tmp_path / "s"), "subdir": "x"}}})
+    app.SweepReportCallback().on_multirun_start(config)
+    assert roots == [(tmp_path / "s").resolve()]
+    assert capsys.readouterr().err == (
+        "warning: no sweep plan (ImportError: No module named "
+        "'hydra._internal.core_plugins.basic_sweeper'): points that never run will not be "
+        "listed as missing\n"
+    )
+    assert not (tmp_path / "s" / "sweep_plan.json").exists()
