@@ -214,6 +214,15 @@ def _check_reader(argv: list[str]) -> None:
         assert isinstance(json.loads(stderr).get("error"), dict), context
 
 
+def _read_file_case(case: tuple[str, bytes]) -> None:
+    """Every profile reader on one mutated file, written under its own name."""
+    name, data = case
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / name
+        path.write_bytes(data)
+        _run_readers(path, PROFILE_READERS)
+
+
 def _run_readers(target: Path, readers: tuple[list[str], ...]) -> None:
     for reader in readers:
         argv = ["profile", *(str(target) if a == "F" else a for a in reader)]
@@ -225,21 +234,13 @@ def _run_readers(target: Path, readers: tuple[list[str], ...]) -> None:
 @settings(FUZZ, max_examples=80)
 @given(mutated_profiles())
 def test_fuzz_readers_on_mutated_profiles(case: tuple[str, bytes]) -> None:
-    name, data = case
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / name
-        path.write_bytes(data)
-        _run_readers(path, PROFILE_READERS)
+    _read_file_case(case)
 
 
 @FUZZ
 @given(mutated_traces())
 def test_fuzz_readers_on_mutated_traces(case: tuple[str, bytes]) -> None:
-    name, data = case
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / name
-        path.write_bytes(data)
-        _run_readers(path, PROFILE_READERS)
+    _read_file_case(case)
 
 
 @FUZZ
