@@ -10,6 +10,7 @@ otherwise from the trace's device-side step spans (the CPU may run ahead of the 
 from __future__ import annotations
 
 from libreyolo.analysis import stats
+from libreyolo.analysis.contention import host_metrics
 from libreyolo.document.model import Profile, Scalar, TraceAnalysis
 
 MALLOCS_PER_STEP_THRASH = 5  # libreyolo 1.6.0's rule: ≥ 5 cudaMalloc/cudaFree per step is thrash
@@ -33,6 +34,10 @@ ALWAYS = (
     "launches_per_step",
     "cuda_mallocs_per_step",
     "memory_pressure",
+    "cpu_wait_frac",
+    "steal_frac",
+    "cpu_wait_ms_per_step",
+    "contended",
     "bound",
 )
 
@@ -188,4 +193,5 @@ def compute_metrics(profile: Profile, *, bound: str) -> dict[str, Scalar]:
     if profile.run.mode == "inference":
         metrics |= _inference_metrics(profile, img_per_s)
     metrics["profiler_overhead_pct"] = profiler_overhead_pct(profile)
+    metrics |= host_metrics(profile)
     return metrics

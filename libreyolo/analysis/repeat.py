@@ -28,6 +28,9 @@ def aggregate(trials: list[Profile]) -> Profile:
     ips = [v for v in (_number(t.metrics.get("img_per_s")) for t in trials) if v is not None]
     sd = stats.sample_sd(ips)
     metrics |= {"img_per_s_std": None if sd is None else round(sd, 3), "img_per_s_n": len(ips)}
+    contended = [t.metrics.get("contended") for t in trials]
+    if any(isinstance(c, bool) for c in contended):  # one starved trial taints the means
+        metrics["contended"] = any(c is True for c in contended)
     bounds = {t.verdict.bound for t in trials if t.verdict}
     verdict = last.verdict
     if len(bounds) > 1 and verdict is not None:

@@ -7,6 +7,9 @@ verdict speaks of the CPU and its op mix, never of "host / launch".
 
 from __future__ import annotations
 
+import dataclasses
+
+from libreyolo.analysis import contention
 from libreyolo.analysis.opclass import op_category_ms
 from libreyolo.document.model import Profile, Scalar, Verdict
 
@@ -72,7 +75,26 @@ def _inference_stage_verdict(metrics: dict[str, Scalar]) -> Verdict | None:
 
 
 def decide(profile: Profile, metrics: dict[str, Scalar]) -> Verdict:
-    """The verdict for a profile whose metrics (apart from `bound`) are computed."""
+    """The verdict for a profile whose metrics (apart from `bound`) are computed: `contended`
+    when the host starved the measured threads, with the quiet-host verdict kept beside it."""
+    quiet = _decide_quiet(profile, metrics)
+    if metrics.get("contended") is not True:
+        return quiet
+    why, evidence = contention.reason(profile, metrics)
+    return dataclasses.replace(
+        _verdict("contended", why, evidence),
+        levers=_contention_levers(profile),
+        quiet_bound=quiet.bound,
+        quiet_why=quiet.why,
+    )
+
+
+def _contention_levers(profile: Profile) -> list[str]:
+    workers = profile.host.num_workers if profile.host is not None else None
+    return [lever for lever in contention.LEVERS if workers or "--workers" not in lever]
+
+
+def _decide_quiet(profile: Profile, metrics: dict[str, Scalar]) -> Verdict:
     has_gpu = profile.trace is not None and profile.trace.has_gpu
     util = float(metrics.get("gpu_util") or 0.0)
     dataload = metrics.get("dataload_frac")

@@ -96,6 +96,35 @@ class StepSample:
     wall_ms: float
     dataload_ms: float | None = None
     phase_ms: dict[str, float] = field(default_factory=dict)
+    # Host sampling (schedstat of every sampled thread, summed; null where not measured):
+    # time on a CPU, time runnable but waiting for one, and the measuring process's
+    # involuntary context switches (getrusage) during this step.
+    cpu_ms: float | None = None
+    cpu_wait_ms: float | None = None
+    num_involuntary_switches: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Host:
+    """The CPUs the measurement got over its measured steps (Linux /proc and getrusage).
+
+    Sampled threads: every thread of the measuring process and of its DataLoader workers.
+    `measurable` false: the platform has no per-thread schedstat (macOS, Windows), and every
+    other field is null. A profile without `host` (v1, trace-only, older v2) was not sampled.
+    """
+
+    measurable: bool
+    usable_cpus: int | None = None  # os.sched_getaffinity: the CPUs this process may run on
+    intra_op_threads: int | None = None  # torch.get_num_threads() while measuring
+    num_workers: int | None = None  # DataLoader worker processes sampled
+    num_threads_sampled: int | None = None  # most threads seen in one step, workers included
+    load_avg_1m: float | None = None  # at the end of the window
+    steal_frac: float | None = None  # hypervisor steal / all CPU time of the host, window
+    cpu_ms: float | None = None  # on-CPU time, summed over sampled threads and measured steps
+    cpu_wait_ms: float | None = None  # runnable-but-waiting time, same sum
+    worker_cpu_ms: float | None = None  # the DataLoader workers' share of cpu_ms
+    worker_cpu_wait_ms: float | None = None  # the workers' share of cpu_wait_ms
+    num_involuntary_switches: int | None = None  # measuring process, measured steps
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -257,6 +286,9 @@ class Verdict:
     why: str
     evidence: dict[str, Scalar] = field(default_factory=dict)
     levers: list[str] = field(default_factory=list)
+    # A `contended` verdict keeps what the same numbers would say on a quiet host.
+    quiet_bound: str | None = None
+    quiet_why: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -287,6 +319,7 @@ class Profile:
     environment: Environment = field(default_factory=Environment)
     window: Window = field(default_factory=Window)
     samples: Samples = field(default_factory=Samples)
+    host: Host | None = None
     trace: TraceAnalysis | None = None
     metrics: dict[str, Scalar] = field(default_factory=dict)
     verdict: Verdict | None = None

@@ -1,0 +1,96 @@
+"""Linux /proc text, parsed: per-thread scheduler counters and the host's CPU time split.
+
+Role: turn the exact text the kernel writes into numbers, and the difference of two readings
+into what happened in between. Pure (no I/O), so the rules are tested on recorded text.
+
+- `/proc/<pid>/task/<tid>/schedstat`: `on_cpu_ns run_queue_wait_ns num_timeslices`. The second
+  field is the time the thread was runnable but waited for a CPU: the one number that tells a
+  busy host from a slow program (Linux Documentation/scheduler/sched-stats.rst).
+- `/proc/stat`, first line: `cpu user nice system idle iowait irq softirq steal guest
+  guest_nice` in clock ticks; `steal` is time a hypervisor gave this VM's CPUs to others.
+  guest and guest_nice are already counted in user and nice, so they are not added again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+ThreadKey = tuple[int, int]  # (pid, tid): a thread of the measuring process or of a worker
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadTimes:
+    """One thread's cumulative scheduler counters, in nanoseconds."""
+
+    on_cpu_ns: int
+    wait_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class Delta:
+    """What the sampled threads did between two readings."""
+
+    on_cpu_ns: int
+    wait_ns: int
+    num_threads: int  # threads seen in both readings
+
+
+def parse_schedstat(text: str) -> ThreadTimes | None:
+    """The counters of one schedstat line, or None when the text is not one."""
+    fields = text.split()
+    if len(fields) < 2 or not all(f.isdigit() for f in fields[:2]):
+        return None
+    return ThreadTimes(on_cpu_ns=int(fields[0]), wait_ns=int(fields[1]))
+
+
+def delta(before: Mapping[ThreadKey, ThreadTimes], after: Mapping[ThreadKey, ThreadTimes]) -> Delta:
+    """The counters' growth over the threads present in both readings.
+
+    A thread that exited in between is gone from `after`: its last slice is lost, never
+    counted negative. One that started in between has no baseline and waits for the next
+    reading. A counter that went backwards belongs to a reused tid, a new thread: skipped.
+    """
+    on_cpu = wait = num = 0
+    for key, end in after.items():
+        start = before.get(key)
+        if start is None or end.on_cpu_ns < start.on_cpu_ns or end.wait_ns < start.wait_ns:
+            continue
+        on_cpu += end.on_cpu_ns - start.on_cpu_ns
+        wait += end.wait_ns - start.wait_ns
+        num += 1
+    return Delta(on_cpu_ns=on_cpu, wait_ns=wait, num_threads=num)
+
+
+@dataclass(frozen=True, slots=True)
+class CpuTicks:
+    """The host's CPU time so far, all CPUs together, in clock ticks."""
+
+    total: int
+    steal: int
+
+
+def parse_proc_stat(text: str) -> CpuTicks | None:
+    """The aggregate `cpu` line of /proc/stat, or None when it is missing or short (kernels
+    before 2.6.11 had no steal field)."""
+    for line in text.splitlines():
+        fields = line.split()
+        if not fields or fields[0] != "cpu":
+            continue
+        numbers = fields[1:9]  # user .. steal; guest time is inside user/nice already
+        if len(numbers) < 8 or not all(f.isdigit() for f in numbers):
+            return None
+        ticks = [int(f) for f in numbers]
+        return CpuTicks(total=sum(ticks), steal=ticks[7])
+    return None
+
+
+def steal_frac(before: CpuTicks | None, after: CpuTicks | None) -> float | None:
+    """Steal over all CPU time between the readings; None when either is missing or no tick
+    passed (the window was shorter than one tick)."""
+    if before is None or after is None:
+        return None
+    total = after.total - before.total
+    if total <= 0:
+        return None
+    return max(after.steal - before.steal, 0) / total
