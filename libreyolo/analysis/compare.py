@@ -75,6 +75,8 @@ class Comparison:
     latency_p50_ms: Delta | None
     latency_p99_ms: Delta | None
     warnings: tuple[str, ...]
+    cpu_wait_frac: Delta
+    contended: Delta
 
 
 def _trial_values(profile: Profile) -> list[float]:
@@ -126,6 +128,20 @@ def _noisy_trials(profile: Profile, side: str) -> tuple[str, ...]:
     )
 
 
+def _contended(profile: Profile, side: str) -> tuple[str, ...]:
+    """A warning when one side was measured on a starved host: its times are inflated by
+    however long its threads queued, which varies run to run, so no statistic over them holds."""
+    if profile.metrics.get("contended") is not True:
+        return ()
+    wait = profile.metrics.get("cpu_wait_frac")
+    how = f" (threads waited {wait:.0%} of their runnable time for a CPU)" if wait else ""
+    return (
+        f"the {side} profile was measured on a contended host{how}: "
+        "its times are inflated and the significance call cannot be trusted; measure it again "
+        "on a quiet machine",
+    )
+
+
 def _setting(profile: Profile, name: str) -> object:
     value = getattr(profile.run, name)
     return value if value is not None else profile.run.config.get(name)
@@ -155,6 +171,8 @@ def compare(before: Profile, after: Profile) -> Comparison:
         )
         + _noisy_trials(before, "before")
         + _noisy_trials(after, "after")
+        + _contended(before, "before")
+        + _contended(after, "after")
     )
     return Comparison(
         img_per_s=delta("img_per_s"),
@@ -167,4 +185,6 @@ def compare(before: Profile, after: Profile) -> Comparison:
         latency_p50_ms=delta("latency_p50_ms") if inference else None,
         latency_p99_ms=delta("latency_p99_ms") if inference else None,
         warnings=warnings,
+        cpu_wait_frac=delta("cpu_wait_frac"),
+        contended=delta("contended"),
     )

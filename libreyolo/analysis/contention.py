@@ -115,7 +115,7 @@ def reason(profile: Profile, metrics: dict[str, Scalar]) -> tuple[str, dict[str,
         "usable_cpus": host.usable_cpus,
         "cpus_used": None if used is None else round(used, 2),
     }
-    return "; ".join(parts) + " — every time here is inflated", evidence
+    return "; ".join(parts), evidence
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from libreyolo.analysis.contention import StepWait, step_waits
 from libreyolo.analysis.metrics import per_step_divisor
 from libreyolo.document.model import Profile
 from libreyolo.errors import UnknownNameError
@@ -24,6 +25,7 @@ class PhaseRow:
 class PhaseBreakdown:
     kind: ClassVar[str] = "phases"
     rows: tuple[PhaseRow, ...]
+    steps: tuple[StepWait, ...] = ()  # each measured step's CPU wait, where it was sampled
 
 
 def phase_names(profile: Profile) -> tuple[str, ...]:
@@ -57,4 +59,4 @@ def phase_breakdown(profile: Profile) -> PhaseBreakdown:
                 phase.num_unique_kernels,
             )
         )
-    return PhaseBreakdown(rows=tuple(rows))
+    return PhaseBreakdown(rows=tuple(rows), steps=step_waits(profile))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from libreyolo.analysis import stats
+from libreyolo.analysis import contention, stats
 from libreyolo.analysis.kernels import KernelRow, top_kernels
 from libreyolo.analysis.metrics import per_step_divisor, unsynced_walls
 from libreyolo.analysis.opclass import op_category_ms
@@ -62,6 +62,10 @@ class Summary:
     top_ops: tuple[OpRow, ...]
     num_trials: int
     notes: tuple[str, ...]
+    # Host contention: None when measured (the numbers are in `metrics`), else the line that
+    # says why it cannot be judged; the steps that waited most for a CPU.
+    contention_unknown: str | None
+    hardest_steps: tuple[contention.StepWait, ...]
 
 
 def _latency(profile: Profile) -> Latency | None:
@@ -173,4 +177,14 @@ def summarize(profile: Profile) -> Summary:
         top_ops=ops,
         num_trials=len(profile.trials),
         notes=notes,
+        contention_unknown=contention.state(profile),
+        hardest_steps=_hardest(profile),
     )
+
+
+def _hardest(profile: Profile) -> tuple[contention.StepWait, ...]:
+    """The steps hit hardest, named when at least one of them waited at the contended share
+    (a window can average under it while a few steps were starved)."""
+    rows = contention.hardest_hit(profile)
+    worst = rows[0].cpu_wait_frac if rows else 0.0
+    return rows if worst >= contention.CPU_WAIT_FRAC_CONTENDED else ()

@@ -31,11 +31,22 @@ def _throughput(entry: dict[str, Any]) -> float:
     return float(value) if isinstance(value, int | float) else -1.0
 
 
+def trusted(entry: dict[str, Any]) -> bool:
+    """An ok point whose numbers hold: no memory thrash, not measured on a contended host
+    (its img/s would rank the host's load, not the configuration)."""
+    metrics = _metrics(entry)
+    return (
+        entry.get("status") == "ok"
+        and not metrics.get("memory_pressure")
+        and metrics.get("contended") is not True
+    )
+
+
 def recommend(points: dict[str, dict[str, Any]]) -> dict[str, str]:
-    """Per imgsz: the ok point with the highest img/s and no memory thrash."""
+    """Per imgsz: the trusted point with the highest img/s."""
     best: dict[str, str] = {}
     for name, entry in points.items():
-        if entry.get("status") != "ok" or _metrics(entry).get("memory_pressure"):
+        if not trusted(entry):
             continue
         if _throughput(entry) < 0:
             continue

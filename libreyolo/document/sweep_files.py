@@ -43,6 +43,8 @@ HEADLINE = (
     "latency_p50_ms",
     "peak_vram_mb",
     "memory_pressure",
+    "cpu_wait_frac",
+    "contended",
     "bound",
 )
 # copied from status.json

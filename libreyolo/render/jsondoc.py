@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # result types only; importing them would cost every reader start-up time
     from libreyolo.analysis.compare import Comparison, Delta
+    from libreyolo.analysis.contention import StepWait
     from libreyolo.analysis.kernels import KernelRow, KernelTable
     from libreyolo.analysis.lookup import MetricList, MetricValue
     from libreyolo.analysis.ops import OpTable
@@ -68,6 +69,18 @@ def kernel_row(row: KernelRow) -> dict[str, Any]:
     }
 
 
+def step_wait(row: StepWait) -> dict[str, Any]:
+    """One measured step's CPU wait (`summary` and `phases` JSON)."""
+    return {
+        "index": row.index,
+        "synced": row.synced,
+        "wall_ms": row.wall_ms,
+        "cpu_ms": row.cpu_ms,
+        "cpu_wait_ms": row.cpu_wait_ms,
+        "cpu_wait_frac": row.cpu_wait_frac,
+    }
+
+
 @_view("kernels")
 def _(result: KernelTable, source: Source) -> Any:
     return {
@@ -114,7 +127,7 @@ def _(result: PhaseBreakdown, source: Source) -> Any:
         }
         for row in result.rows
     ]
-    return {"trace": source, "phases": rows}
+    return {"trace": source, "phases": rows, "steps": [step_wait(row) for row in result.steps]}
 
 
 def _delta(delta: Delta | None) -> dict[str, Any] | None:
@@ -154,6 +167,8 @@ def _(result: Comparison, source: Source) -> Any:
         "bound": _delta(result.bound),
         "latency_p50_ms": _delta(result.latency_p50_ms),
         "latency_p99_ms": _delta(result.latency_p99_ms),
+        "cpu_wait_frac": _delta(result.cpu_wait_frac),
+        "contended": _delta(result.contended),
         "warnings": list(result.warnings),
     }
 
@@ -236,6 +251,16 @@ def _(result: Summary, source: Source) -> Any:
             "why": result.verdict.why,
             "evidence": result.verdict.evidence,
             "levers": result.verdict.levers,
+            "quiet_bound": result.verdict.quiet_bound,
+            "quiet_why": result.verdict.quiet_why,
+        },
+        "contention": {
+            "contended": m.get("contended"),
+            "cpu_wait_frac": m.get("cpu_wait_frac"),
+            "cpu_wait_ms_per_step": m.get("cpu_wait_ms_per_step"),
+            "steal_frac": m.get("steal_frac"),
+            "unknown": result.contention_unknown,
+            "hardest_steps": [step_wait(row) for row in result.hardest_steps],
         },
         "has_gpu": result.has_gpu,
         "num_trials": result.num_trials,
@@ -275,6 +300,8 @@ def _(result: Outcome, source: Source) -> Any:
                 "bound": result.bound,
                 "stages_ms": stages,
                 "bound_why": result.why,
+                "contended": m.get("contended"),
+                "quiet_bound": result.quiet_bound,
                 "notes": list(result.notes),
             }
         )
@@ -288,6 +315,8 @@ def _(result: Outcome, source: Source) -> Any:
             "mode": "training",
             "step_ms": m.get("step_ms"),
             "bound_why": result.why,
+            "contended": m.get("contended"),
+            "quiet_bound": result.quiet_bound,
             "notes": list(result.notes),
         }
     )

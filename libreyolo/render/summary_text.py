@@ -13,6 +13,9 @@ if TYPE_CHECKING:
 MEMORY_PRESSURE_LINE = (
     "** MEMORY-PRESSURE: VRAM thrash, utilisation/throughput here are unreliable **"
 )
+CONTENDED_LINE = (
+    "** CONTENDED: the measured threads queued for CPUs; every time here is inflated **"
+)
 
 
 def _num(value: object) -> float:
@@ -71,6 +74,42 @@ def _device_lines(s: Summary) -> list[str]:
     return lines
 
 
+def _pct(value: object) -> str:
+    return f"{_num(value) * 100:.0f}%" if isinstance(value, int | float) else "?"
+
+
+def _host_lines(s: Summary) -> list[str]:
+    if s.contention_unknown is not None:
+        return [f"host     {s.contention_unknown}"]
+    m = s.metrics
+    lines = [
+        f"host     CPU wait {_pct(m.get('cpu_wait_frac'))} of runnable time "
+        f"({fmt_or_unknown(m.get('cpu_wait_ms_per_step'))} ms/step)  |  steal "
+        f"{_pct(m.get('steal_frac'))}"
+    ]
+    if s.hardest_steps:
+        worst = ", ".join(
+            f"#{row.index}{' (synced)' if row.synced else ''} waited {row.cpu_wait_ms:.1f} ms "
+            f"({row.cpu_wait_frac * 100:.0f}%)"
+            for row in s.hardest_steps
+        )
+        lines.append(f"         steps hit hardest: {worst}")
+    return lines
+
+
+def _verdict_lines(s: Summary) -> list[str]:
+    verdict = s.verdict
+    lines = [f">> {safe_text(verdict.bound.upper())}: {safe_text(verdict.why)}"]
+    if verdict.levers:
+        lines.append(f"   levers: {safe_text('; '.join(verdict.levers))}")
+    if verdict.quiet_bound is not None:
+        lines.append(
+            f"   on a quiet host the numbers would say {safe_text(verdict.quiet_bound.upper())}: "
+            f"{safe_text(verdict.quiet_why or '')}"
+        )
+    return lines
+
+
 def _mix_lines(s: Summary) -> list[str]:
     lines: list[str] = ["kernel mix:"]
     for c in s.categories:
@@ -107,13 +146,12 @@ def _op_mix_lines(s: Summary) -> list[str]:
 
 def summary_lines(s: Summary) -> list[str]:
     """Every line of the summary view, in order."""
-    lines: list[str] = [_headline(s), *_inference_lines(s), *_device_lines(s)]
+    lines: list[str] = [_headline(s), *_inference_lines(s), *_device_lines(s), *_host_lines(s)]
     if s.metrics.get("memory_pressure"):
         lines.append(MEMORY_PRESSURE_LINE)
-    verdict = s.verdict
-    lines.append(f">> {safe_text(verdict.bound.upper())}: {safe_text(verdict.why)}")
-    if verdict.levers:
-        lines.append(f"   levers: {safe_text('; '.join(verdict.levers))}")
+    if s.metrics.get("contended"):
+        lines.append(CONTENDED_LINE)
+    lines += _verdict_lines(s)
     if s.num_trials >= 2:
         lines.append(f"trials   {s.num_trials}: scalar metrics are means over the trials")
     lines += _mix_lines(s)

@@ -14,7 +14,7 @@ from typing import Any
 from libreyolo.analysis.sweep import by_throughput, counts
 from libreyolo.render.safe import safe_text, short_name
 
-HEADER = ("point", "status", "img/s", "peak MB", "thrash", "verdict")
+HEADER = ("point", "status", "img/s", "peak MB", "thrash", "contended", "verdict")
 
 
 def _fmt(value: Any, digits: int = 1) -> str:
@@ -44,6 +44,7 @@ def _row(name: str, entry: dict[str, Any]) -> tuple[str, ...]:
         _fmt(metrics.get("img_per_s")),
         _fmt(metrics.get("peak_vram_mb")),
         _fmt(metrics.get("memory_pressure")),
+        _fmt(metrics.get("contended")),
         safe_text(verdict),
     )
 
@@ -65,7 +66,14 @@ def sweep_lines(data: dict[str, Any]) -> list[str]:
         for imgsz, name in recommended.items()
     ]
     if not recommended:
-        lines.append("recommended: none (no point finished without failure or thrash)")
+        lines.append("recommended: none (no point finished without failure, thrash or contention)")
+    contended = sum(_object(e, "metrics").get("contended") is True for e in points.values())
+    if contended:
+        noun = "point was" if contended == 1 else "points were"
+        lines.append(
+            f"contended: {contended} {noun} measured on a busy host and never recommended; "
+            "measure again on a quiet machine"
+        )
     lines.append(count_line(points))
     return lines
 

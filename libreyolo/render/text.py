@@ -152,6 +152,9 @@ def _(result: Comparison) -> Lines:
     ):
         if delta is not None:
             lines.append(f"{label:<15}{_arrow(delta, ' ms')}{fmt_pct_change(delta.change)}")
+    wait = result.cpu_wait_frac
+    if wait.before is not None or wait.after is not None:
+        lines.append(f"CPU wait       {_util(wait.before)} -> {_util(wait.after)}")
     lines += [f"warning: {safe_text(w)}" for w in result.warnings]
     return lines
 
@@ -196,6 +199,13 @@ def _(result: Outcome) -> Lines:
         ]
     else:
         lines = [f"img/s: {_throughput(result)}  |  {safe_text(result.bound)}"]
+        if result.quiet_bound is not None:
+            lines.append(f">> CONTENDED: {safe_text(result.why)}")
+    if result.quiet_bound is not None:
+        lines.append(
+            f"   on a quiet host the numbers would say {safe_text(result.quiet_bound.upper())}: "
+            f"{safe_text(result.quiet_why or '')}"
+        )
     path = safe_text(result.profile_path)
     return [*lines, f"profile: {path}", f"next:    libreyolo profile summary {path}"]
 

@@ -58,6 +58,7 @@ def make_point(
     amp: bool = True,
     amp_ran: bool | None = None,
     thrash: bool = False,
+    contended: bool = False,
     status: dict[str, Any] | None = None,
 ) -> str:
     """One point folder as a sweep leaves it; `ips=None` makes a failed point (oom)."""
@@ -76,11 +77,14 @@ def make_point(
             "latency_p50_ms": 1000 * batch / ips,
             "peak_vram_mb": 100.0 * batch,
             "memory_pressure": thrash,
-            "bound": "compute",
+            "cpu_wait_frac": 0.45 if contended else 0.01,
+            "contended": contended,
+            "bound": "contended" if contended else "compute",
             "not_headline": 1,
         }
         ran = amp if amp_ran is None else amp_ran
-        profile = {"metrics": metrics, "verdict": {"bound": "compute"}, "run": {"amp": ran}}
+        verdict = {"bound": metrics["bound"]}
+        profile = {"metrics": metrics, "verdict": verdict, "run": {"amp": ran}}
         (folder / "infer" / "profile.json").write_text(json.dumps(profile), encoding="utf-8")
         record = {"status": "ok", "reason": "", "code": "", "profile": "infer/profile.json"}
     record |= {"overrides": overrides, **(status or {})}
@@ -200,16 +204,43 @@ def test_point_folders_skip_hidden_folders_and_stop_at_the_depth_limit(tmp_path:
 def test_table_lines_sort_by_throughput_and_end_with_the_counts(tmp_path: Path) -> None:
     data = write_report(make_sweep(tmp_path)).data
     lines = sweep_lines(data)
-    assert lines[0].split() == ["point", "status", "img/s", "peak", "MB", "thrash", "verdict"]
+    header = ["point", "status", "img/s", "peak", "MB", "thrash", "contended", "verdict"]
+    assert lines[0].split() == header
     names = [line.split()[0] for line in lines[1:6]]
     assert names == ["b4_s64_amp1", "b2_s64_amp1", "b1_s64_amp1", "b1_s96_amp1", "b2_s96_amp1"]
-    assert lines[1].split()[2:6] == ["120.0", "400.0", "yes", "compute"]
+    assert lines[1].split()[2:7] == ["120.0", "400.0", "yes", "no", "compute"]
     assert lines[5].endswith("oom: boom")
     assert lines[6:] == [
         "recommended for imgsz 64: b2_s64_amp1",
         "recommended for imgsz 96: b1_s96_amp1",
         "1 of 5 points failed",
     ]
+
+
+def test_a_contended_point_is_marked_and_never_recommended(tmp_path: Path) -> None:
+    make_point(tmp_path, 1, 64, 50.0)
+    make_point(tmp_path, 2, 64, 90.0, contended=True)  # fastest, but measured on a busy host
+    data = write_report(tmp_path).data
+    assert data["recommended"] == {"64": "b1_s64_amp1"}
+    assert data["points"]["b2_s64_amp1"]["metrics"]["contended"] is True
+    lines = sweep_lines(data)
+    assert lines[1].split()[:7] == ["b2_s64_amp1", "ok", "90.0", "200.0", "no", "yes", "contended"]
+    assert lines[-2:] == [
+        "contended: 1 point was measured on a busy host and never recommended; measure again "
+        "on a quiet machine",
+        "all 2 points ok",
+    ]
+    assert lines[-3] == "recommended for imgsz 64: b1_s64_amp1"
+
+
+def test_when_every_point_is_contended_none_is_recommended(tmp_path: Path) -> None:
+    make_point(tmp_path, 1, 64, 50.0, contended=True)
+    data = write_report(tmp_path).data
+    assert data["recommended"] == {}
+    assert (
+        "recommended: none (no point finished without failure, thrash or contention)"
+        in sweep_lines(data)
+    )
 
 
 def test_recommend_is_still_exported_by_the_report_module() -> None:
