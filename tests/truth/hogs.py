@@ -1,0 +1,42 @@
+"""Planted CPU contention: busy child processes beside a measurement, bounded and always killed.
+
+Each hog is a Python process that spins until its own deadline (so a test killed with -9 leaves
+nothing behind for longer than `MAX_SECONDS`) and is killed when the block ends. Two hogs per
+usable CPU keep every CPU's run queue non-empty, so the measured threads wait for a CPU most of
+the time they are runnable: the answer (`contended`) is known before anything is measured.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+MAX_SECONDS = 300  # a hog's own deadline, past any test that uses it
+HOGS_PER_CPU = 2
+SPIN = "import sys, time\nend = time.monotonic() + float(sys.argv[1])\nwhile time.monotonic() < end: pass\n"
+
+
+def usable_cpus() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+@contextmanager
+def busy_host(num_hogs: int | None = None, seconds: float = MAX_SECONDS) -> Iterator[list[int]]:
+    """`num_hogs` spinning processes (default: two per usable CPU) for the block; their pids."""
+    count = num_hogs if num_hogs is not None else HOGS_PER_CPU * usable_cpus()
+    hogs = [
+        subprocess.Popen([sys.executable, "-c", SPIN, str(seconds)], stdin=subprocess.DEVNULL)
+        for _ in range(count)
+    ]
+    try:
+        time.sleep(0.5)  # every hog is past its interpreter start and spinning
+        yield [hog.pid for hog in hogs]
+    finally:
+        for hog in hogs:
+            hog.kill()
+        for hog in hogs:
+            hog.wait()
