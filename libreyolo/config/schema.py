@@ -17,6 +17,16 @@ from typing import Any
 
 SCHEMA_GROUP = "schema"
 
+# The batch and window each mode's file (conf/mode/run.yaml, conf/mode/infer.yaml) sets, and so
+# the defaults of `libreyolo profile run|infer` and of the collectors' settings. The schema's own
+# fields carry the training values (`batch`, `warmup`, `steps`) and inference's `runs`.
+RUN_BATCH = 16
+RUN_WARMUP = 5
+RUN_STEPS = 20
+INFER_BATCH = 1
+INFER_WARMUP = 20
+INFER_RUNS = 100
+
 
 class Mode(StrEnum):
     """What is profiled: a training step (`run`) or an inference call (`infer`).
@@ -65,9 +75,9 @@ class DeviceConfig:
 class WindowConfig:
     """The measurement window: warmup, measured training steps, measured inference runs, repeats."""
 
-    warmup: int = 5
-    steps: int = 20
-    runs: int = 100
+    warmup: int = RUN_WARMUP
+    steps: int = RUN_STEPS
+    runs: int = INFER_RUNS
     repeat: int = 1
 
 
@@ -101,7 +111,7 @@ class ProfileConfig:
     device: DeviceConfig = field(default_factory=DeviceConfig)
     window: WindowConfig = field(default_factory=WindowConfig)
     sweep: SweepConfig = field(default_factory=SweepConfig)
-    batch: int = 16
+    batch: int = RUN_BATCH
     imgsz: int = 640
     amp: bool = True
     half: bool = False

@@ -18,6 +18,14 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from libreyolo.config.schema import (
+    INFER_BATCH,
+    INFER_RUNS,
+    INFER_WARMUP,
+    DeviceConfig,
+    ModelConfig,
+    ProfileConfig,
+)
 from libreyolo.document.model import Profile, RunInfo, Samples
 from libreyolo.errors import UsageError
 from libreyolo.measure.artifacts import StagedRun, set_dir
@@ -40,25 +48,26 @@ AMP_DTYPES |= {"bfloat16": torch.bfloat16, "bf16": torch.bfloat16}
 
 @dataclass(frozen=True, slots=True)
 class InferSettings:
-    """Everything `profile infer` needs; the CLI/Hydra layer fills it."""
+    """Everything `profile infer` needs; the CLI/Hydra layer fills it. Defaults are the config
+    schema's (`profile infer`'s own), so a direct caller measures what the CLI would."""
 
-    weights: str = "LibreYOLO9t.pt"
-    size: str | None = None
-    source: str | None = None  # None: the bundled sample image
-    batch: int = 1
-    imgsz: int = DEFAULT_IMGSZ
-    half: bool = False
-    amp_dtype: str = "float16"
-    warmup: int = 20
-    runs: int = 100
-    conf: float = 0.25
-    iou: float = 0.45
-    max_det: int = 300
-    device: str = "0"
-    trace: bool = True
-    project: str = "runs/profile"
-    fuse: str = "full"  # full (BN folded, RepConvN merged, channels-last), bn, or none
-    include_decode: bool = False  # decode files inside the window (in preprocess), not before
+    weights: str = ModelConfig.weights
+    size: str | None = None  # None: the checkpoint's own size (the config always names one)
+    source: str | None = ProfileConfig.source  # None: the bundled sample image
+    batch: int = INFER_BATCH
+    imgsz: int = ProfileConfig.imgsz
+    half: bool = ProfileConfig.half
+    amp_dtype: str = ProfileConfig.amp_dtype.value
+    warmup: int = INFER_WARMUP
+    runs: int = INFER_RUNS
+    conf: float = ProfileConfig.conf
+    iou: float = ProfileConfig.iou
+    max_det: int = ProfileConfig.max_det
+    device: str = DeviceConfig.name
+    trace: bool = ProfileConfig.trace
+    project: str = ProfileConfig.project
+    fuse: str = ModelConfig.fuse  # full (BN folded, RepConvN merged, channels-last), bn, none
+    include_decode: bool = ProfileConfig.include_decode  # decode files inside the window
 
 
 def parse_amp_dtype(value: str) -> torch.dtype:

@@ -22,6 +22,15 @@ from typing import Any, NamedTuple
 
 import torch
 
+from libreyolo.config.schema import (
+    RUN_BATCH,
+    RUN_STEPS,
+    RUN_WARMUP,
+    DatasetConfig,
+    DeviceConfig,
+    ModelConfig,
+    ProfileConfig,
+)
 from libreyolo.document.model import Profile, RunInfo, Samples
 from libreyolo.errors import NoProfileError, UsageError
 from libreyolo.measure.artifacts import StagedRun, set_dir
@@ -39,20 +48,21 @@ SEED = 0  # fixed shuffle and augmentation, so two runs see the same batches
 
 @dataclass(frozen=True, slots=True)
 class TrainSettings:
-    """Everything `profile run` needs; the CLI/Hydra layer fills it."""
+    """Everything `profile run` needs; the CLI/Hydra layer fills it. Defaults are the config
+    schema's (`profile run`'s own), so a direct caller measures what the CLI would."""
 
-    data: str = "coco128"
-    weights: str = "LibreYOLO9t.pt"
-    size: str | None = None
-    batch: int = 16
-    imgsz: int = 640
-    workers: int = 8
-    cache: bool = False  # decode + resize every image once before the window, keep it in RAM
-    amp: bool = True
-    steps: int = 20
-    warmup: int = 10
-    device: str = "0"
-    project: str = "runs/profile"
+    data: str = DatasetConfig.name_or_path
+    weights: str = ModelConfig.weights
+    size: str | None = None  # None: the checkpoint's own size (the config always names one)
+    batch: int = RUN_BATCH
+    imgsz: int = ProfileConfig.imgsz
+    workers: int = DatasetConfig.workers
+    cache: bool = DatasetConfig.cache  # decode + resize every image once before the window
+    amp: bool = ProfileConfig.amp
+    steps: int = RUN_STEPS
+    warmup: int = RUN_WARMUP
+    device: str = DeviceConfig.name
+    project: str = ProfileConfig.project
 
 
 def _fit_batch(settings: TrainSettings, device: torch.device, nc: int) -> tuple[TrainSettings, str]:
