@@ -123,6 +123,7 @@ class ProfileConfig:
     include_decode: bool = False  # infer: decode image files inside the window, not once before
     source: str | None = None
     project: str = "runs/profile"
+    threads: int | None = None  # torch's intra-op CPU threads (None: torch's own default)
 
 
 # Keys left unset (`???`) in the stored schemas although the Python classes have defaults: the
@@ -155,6 +156,12 @@ def register_schemas() -> None:
     # `${flag:${amp}}` -> 1 or 0: sweep folders read `b4_s640_amp1`, not `ampTrue`.
     if not OmegaConf.has_resolver("flag"):
         OmegaConf.register_new_resolver("flag", lambda value: int(bool(value)))
+    # `${tag:_t,${threads}}` -> `_t2`, or nothing while threads is null: a key that is usually
+    # unset names a sweep folder only when set (`b4_s640_amp1_t2`; unset keeps `b4_s640_amp1`).
+    if not OmegaConf.has_resolver("tag"):
+        OmegaConf.register_new_resolver(
+            "tag", lambda prefix, value: "" if value is None else f"{prefix}{value}"
+        )
 
     def writable(node: DictConfig) -> DictConfig:
         OmegaConf.set_readonly(node, None)

@@ -34,6 +34,7 @@ from libreyolo.measure.device import resolve_device
 from libreyolo.measure.loop import run_window
 from libreyolo.measure.memory import reset_peaks
 from libreyolo.measure.stages import Progress, stage
+from libreyolo.measure.threads import intra_op_threads, warn_if_crowded
 from libreyolo.measure.window import TraceRecorder, plan_window
 
 if TYPE_CHECKING:
@@ -68,6 +69,7 @@ class InferSettings:
     project: str = ProfileConfig.project
     fuse: str = ModelConfig.fuse  # full (BN folded, RepConvN merged, channels-last), bn, none
     include_decode: bool = ProfileConfig.include_decode  # decode files inside the window
+    threads: int | None = ProfileConfig.threads
 
 
 def parse_amp_dtype(value: str) -> torch.dtype:
@@ -100,7 +102,15 @@ def profile_inference(
 ) -> tuple[Profile, Path]:
     """Measure inference, save `<project>/infer/profile.json`; returns (profile, its path).
 
-    With `into`, measure into that staged set and leave the save and commit to its owner."""
+    With `into`, measure into that staged set and leave the save and commit to its owner.
+    `settings.threads` holds for the whole measurement; torch's count is restored after."""
+    with intra_op_threads(settings.threads):
+        return _profile_inference(settings, on_progress, into)
+
+
+def _profile_inference(
+    settings: InferSettings, on_progress: Progress | None, into: StagedRun | None
+) -> tuple[Profile, Path]:
     from libreyolo.workload.api import load_workload_model
     from libreyolo.workload.infer import PHASES, InferStep
     from libreyolo.workload.yolo9 import predict
@@ -115,6 +125,7 @@ def profile_inference(
     imgsz = predict.input_size(settings.imgsz or DEFAULT_IMGSZ)
 
     notes: list[str] = []
+    warn_if_crowded(0, device, notes)  # inference runs no loader workers
     with stage("load weights", on_progress, hint="check --weights and --size"):
         model = load_workload_model(settings.weights, settings.size, device, notes)
         reset_peaks(device)

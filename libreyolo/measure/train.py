@@ -40,6 +40,7 @@ from libreyolo.measure.loop import run_window
 from libreyolo.measure.memory import reset_peaks
 from libreyolo.measure.phases import PhaseTimer
 from libreyolo.measure.stages import Progress, stage
+from libreyolo.measure.threads import intra_op_threads, warn_if_crowded
 from libreyolo.measure.window import TraceRecorder, WindowPlan, plan_window
 
 PHASES = ("dataload", "to_device", "forward", "backward", "optimizer")
@@ -63,6 +64,7 @@ class TrainSettings:
     warmup: int = RUN_WARMUP
     device: str = DeviceConfig.name
     project: str = ProfileConfig.project
+    threads: int | None = ProfileConfig.threads
 
 
 def _fit_batch(settings: TrainSettings, device: torch.device, nc: int) -> tuple[TrainSettings, str]:
@@ -148,7 +150,15 @@ def profile_training(
 ) -> tuple[Profile, Path]:
     """Measure training, save `<project>/run/profile.json`; returns (profile, its path).
 
-    With `into`, measure into that staged set and leave the save and commit to its owner."""
+    With `into`, measure into that staged set and leave the save and commit to its owner.
+    `settings.threads` holds for the whole measurement; torch's count is restored after."""
+    with intra_op_threads(settings.threads):
+        return _profile_training(settings, on_progress, into)
+
+
+def _profile_training(
+    settings: TrainSettings, on_progress: Progress | None, into: StagedRun | None
+) -> tuple[Profile, Path]:
     from libreyolo.workload.api import load_workload_model
     from libreyolo.workload.data.augment import AugmentConfig
     from libreyolo.workload.data.dataset import YoloDataset
@@ -175,6 +185,7 @@ def profile_training(
     notes: list[str] = [f"dataset: skipped {line}" for line in dataset.issues[:5]]
     if fitted_note:
         notes.append(fitted_note)
+    warn_if_crowded(settings.workers, device, notes)
     with stage("load weights", on_progress, hint="check --weights and --size"):
         model = load_workload_model(settings.weights, settings.size, device, notes)
         reset_peaks(device)
