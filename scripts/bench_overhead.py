@@ -18,6 +18,7 @@ import warnings
 from pathlib import Path
 
 import torch
+from PIL import Image
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -26,20 +27,23 @@ from libreyolo.measure.infer import InferSettings, profile_inference  # noqa: E4
 from libreyolo.measure.train import TrainSettings, profile_training  # noqa: E402
 from libreyolo.workload.api import load_model  # noqa: E402
 from libreyolo.workload.data.synthetic import make_synthetic  # noqa: E402
+from libreyolo.workload.infer import InferStep  # noqa: E402
 from libreyolo.workload.yolo9 import predict  # noqa: E402
 
 CHECKPOINT = ROOT.parent / "shared/fixtures/libreyolo_v1_checkpoints/LibreYOLO9t_nc80_seed0.pt"
 
 
-def bare_p50(model: torch.nn.Module, image: object, imgsz: int, warmup: int, runs: int) -> float:
-    """p50 ms of preprocess -> forward -> postprocess with nothing around it (the unsynced
-    half of `runs`, as the profiler reports)."""
+def bare_p50(
+    model: torch.nn.Module, image: Image.Image, imgsz: int, warmup: int, runs: int
+) -> float:
+    """p50 ms of the collector's own iteration (preprocess -> forward -> postprocess) with
+    nothing around it (the unsynced half of `runs`, as the profiler reports)."""
+    step = InferStep(model, [image], [predict.SAMPLE_IMAGE], imgsz=predict.input_size(imgsz))
     samples = []
     with torch.inference_mode():
         for i in range(warmup + runs // 2):
             start = time.perf_counter()
-            x, boxes = predict.preprocess([image], imgsz=imgsz)
-            predict.postprocess(model(x), boxes)
+            step.step(i)
             if i >= warmup:
                 samples.append((time.perf_counter() - start) * 1000)
     return statistics.median(samples)

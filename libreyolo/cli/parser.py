@@ -125,6 +125,16 @@ def _add_run(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
     )
     p.add_argument("--device", default="0", help="CUDA device index, or cpu")
     p.add_argument("--project", default="runs/profile", help="Output root directory")
+    _add_threads(p)
+
+
+def _add_threads(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--threads",
+        type=positive_int,
+        default=None,
+        help="torch's intra-op CPU threads while measuring (default: torch's own choice)",
+    )
 
 
 def _add_infer(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
@@ -190,6 +200,7 @@ def _add_infer(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
         help="Model fusion: full (BN folded, RepConvN merged, channels-last), bn (BN folded "
         "only), none",
     )
+    _add_threads(p)
 
 
 def _reader_common(common: Parser) -> Parser:

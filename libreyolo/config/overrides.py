@@ -40,6 +40,7 @@ FLAG_KEYS: dict[str, str] = {
     "trace": "trace",
     "include_decode": "include_decode",
     "project": "project",
+    "threads": "threads",
 }
 
 # Flag values that are positional arguments, not options.

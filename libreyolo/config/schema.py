@@ -17,6 +17,16 @@ from typing import Any
 
 SCHEMA_GROUP = "schema"
 
+# The batch and window each mode's file (conf/mode/run.yaml, conf/mode/infer.yaml) sets, and so
+# the defaults of `libreyolo profile run|infer` and of the collectors' settings. The schema's own
+# fields carry the training values (`batch`, `warmup`, `steps`) and inference's `runs`.
+RUN_BATCH = 16
+RUN_WARMUP = 5
+RUN_STEPS = 20
+INFER_BATCH = 1
+INFER_WARMUP = 20
+INFER_RUNS = 100
+
 
 class Mode(StrEnum):
     """What is profiled: a training step (`run`) or an inference call (`infer`).
@@ -65,9 +75,9 @@ class DeviceConfig:
 class WindowConfig:
     """The measurement window: warmup, measured training steps, measured inference runs, repeats."""
 
-    warmup: int = 5
-    steps: int = 20
-    runs: int = 100
+    warmup: int = RUN_WARMUP
+    steps: int = RUN_STEPS
+    runs: int = INFER_RUNS
     repeat: int = 1
 
 
@@ -101,7 +111,7 @@ class ProfileConfig:
     device: DeviceConfig = field(default_factory=DeviceConfig)
     window: WindowConfig = field(default_factory=WindowConfig)
     sweep: SweepConfig = field(default_factory=SweepConfig)
-    batch: int = 16
+    batch: int = RUN_BATCH
     imgsz: int = 640
     amp: bool = True
     half: bool = False
@@ -113,6 +123,7 @@ class ProfileConfig:
     include_decode: bool = False  # infer: decode image files inside the window, not once before
     source: str | None = None
     project: str = "runs/profile"
+    threads: int | None = None  # torch's intra-op CPU threads (None: torch's own default)
 
 
 # Keys left unset (`???`) in the stored schemas although the Python classes have defaults: the
@@ -145,6 +156,12 @@ def register_schemas() -> None:
     # `${flag:${amp}}` -> 1 or 0: sweep folders read `b4_s640_amp1`, not `ampTrue`.
     if not OmegaConf.has_resolver("flag"):
         OmegaConf.register_new_resolver("flag", lambda value: int(bool(value)))
+    # `${tag:_t,${threads}}` -> `_t2`, or nothing while threads is null: a key that is usually
+    # unset names a sweep folder only when set (`b4_s640_amp1_t2`; unset keeps `b4_s640_amp1`).
+    if not OmegaConf.has_resolver("tag"):
+        OmegaConf.register_new_resolver(
+            "tag", lambda prefix, value: "" if value is None else f"{prefix}{value}"
+        )
 
     def writable(node: DictConfig) -> DictConfig:
         OmegaConf.set_readonly(node, None)

@@ -75,6 +75,7 @@ def infer_settings(cfg: ProfileConfig) -> Any:
         device=cfg.device.name,
         trace=cfg.trace,
         project=cfg.project,
+        threads=cfg.threads,
     )
 
 
@@ -94,6 +95,7 @@ def train_settings(cfg: ProfileConfig) -> Any:
         warmup=cfg.window.warmup,
         device=cfg.device.name,
         project=cfg.project,
+        threads=cfg.threads,
     )
 
 

@@ -1,41 +1,45 @@
 """`libreyolo profile infer`: time the predict path (preprocess, forward, postprocess).
 
 Role: validate the settings, load and (by default) fuse the model, decode the images once,
-run the window of window.py (unsynced end-to-end latency, then synced per-stage walls), record
-the unsynced half with the torch profiler, analyse the trace and save a finished Profile into
-`<project>/infer/` through a staged run directory. Images are decoded before the window, so
-preprocess times the letterbox and the host-to-device copy, not JPEG decoding (§15 item 19).
+run the window (loop.py) over the workload's InferStep (unsynced end-to-end latency, then
+synced per-stage walls; the unsynced half recorded by the torch profiler), analyse the trace
+and save a finished Profile into `<project>/infer/` through a staged run directory. Images
+are decoded before the window, so preprocess times the letterbox and the host-to-device copy,
+not JPEG decoding (§15 item 19).
 Must not print or exit, nor derive metrics or verdicts (`analysis.build.finalize` does).
 """
 
 from __future__ import annotations
 
 import os
-import time
-import warnings
-from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
 
-from libreyolo.document.model import Profile, RunInfo, Samples, StepSample
+from libreyolo.config.schema import (
+    INFER_BATCH,
+    INFER_RUNS,
+    INFER_WARMUP,
+    DeviceConfig,
+    ModelConfig,
+    ProfileConfig,
+)
+from libreyolo.document.model import Profile, RunInfo, Samples
 from libreyolo.errors import UsageError
 from libreyolo.measure.artifacts import StagedRun, set_dir
 from libreyolo.measure.assemble import analysed_trace, assemble_profile, conclude, staged
-from libreyolo.measure.device import resolve_device, synchronize
+from libreyolo.measure.device import resolve_device
+from libreyolo.measure.loop import run_window
 from libreyolo.measure.memory import reset_peaks
-from libreyolo.measure.phases import PhaseTimer, ms
-from libreyolo.measure.stages import stage
-from libreyolo.measure.window import TraceRecorder, WindowPlan, plan_window
+from libreyolo.measure.stages import Progress, stage
+from libreyolo.measure.threads import intra_op_threads, warn_if_crowded
+from libreyolo.measure.window import TraceRecorder, plan_window
 
 if TYPE_CHECKING:
-    from libreyolo.workload.yolo9.model import FuseMode, YOLOv9
+    from libreyolo.workload.yolo9.model import FuseMode
 
-Progress = Callable[[str, int, int], None]  # (stage, done, total): "measure" per iteration
-STAGES = ("preprocess", "forward", "postprocess")
 # --fuse: the model's fusion mode, or None to measure the model as loaded.
 FUSE_CHOICES: dict[str, FuseMode | None] = {"full": "full", "bn": "bn", "none": None}
 DEFAULT_IMGSZ = 640  # --imgsz 0 means the model's default input side
@@ -45,25 +49,27 @@ AMP_DTYPES |= {"bfloat16": torch.bfloat16, "bf16": torch.bfloat16}
 
 @dataclass(frozen=True, slots=True)
 class InferSettings:
-    """Everything `profile infer` needs; the CLI/Hydra layer fills it."""
+    """Everything `profile infer` needs; the CLI/Hydra layer fills it. Defaults are the config
+    schema's (`profile infer`'s own), so a direct caller measures what the CLI would."""
 
-    weights: str = "LibreYOLO9t.pt"
-    size: str | None = None
-    source: str | None = None  # None: the bundled sample image
-    batch: int = 1
-    imgsz: int = DEFAULT_IMGSZ
-    half: bool = False
-    amp_dtype: str = "float16"
-    warmup: int = 20
-    runs: int = 100
-    conf: float = 0.25
-    iou: float = 0.45
-    max_det: int = 300
-    device: str = "0"
-    trace: bool = True
-    project: str = "runs/profile"
-    fuse: str = "full"  # full (BN folded, RepConvN merged, channels-last), bn, or none
-    include_decode: bool = False  # decode files inside the window (in preprocess), not before
+    weights: str = ModelConfig.weights
+    size: str | None = None  # None: the checkpoint's own size (the config always names one)
+    source: str | None = ProfileConfig.source  # None: the bundled sample image
+    batch: int = INFER_BATCH
+    imgsz: int = ProfileConfig.imgsz
+    half: bool = ProfileConfig.half
+    amp_dtype: str = ProfileConfig.amp_dtype.value
+    warmup: int = INFER_WARMUP
+    runs: int = INFER_RUNS
+    conf: float = ProfileConfig.conf
+    iou: float = ProfileConfig.iou
+    max_det: int = ProfileConfig.max_det
+    device: str = DeviceConfig.name
+    trace: bool = ProfileConfig.trace
+    project: str = ProfileConfig.project
+    fuse: str = ModelConfig.fuse  # full (BN folded, RepConvN merged, channels-last), bn, none
+    include_decode: bool = ProfileConfig.include_decode  # decode files inside the window
+    threads: int | None = ProfileConfig.threads
 
 
 def parse_amp_dtype(value: str) -> torch.dtype:
@@ -88,22 +94,6 @@ def _validate(s: InferSettings) -> None:
         raise UsageError(f"model.fuse must be one of {', '.join(FUSE_CHOICES)}; got {s.fuse!r}")
 
 
-def load_workload_model(
-    weights: str, size: str | None, device: torch.device, notes: list[str]
-) -> YOLOv9:
-    """The model on `device`; a random-init fallback is announced again and noted."""
-    from libreyolo.workload.api import RandomWeightsWarning, load_model
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", RandomWeightsWarning)
-        model = load_model(weights, size=size, device=device)
-    for warning in caught:
-        if issubclass(warning.category, RandomWeightsWarning):
-            notes.append(f"random weights: {warning.message} (timings real, detections not)")
-        warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
-    return model
-
-
 def profile_inference(
     settings: InferSettings,
     *,
@@ -112,7 +102,17 @@ def profile_inference(
 ) -> tuple[Profile, Path]:
     """Measure inference, save `<project>/infer/profile.json`; returns (profile, its path).
 
-    With `into`, measure into that staged set and leave the save and commit to its owner."""
+    With `into`, measure into that staged set and leave the save and commit to its owner.
+    `settings.threads` holds for the whole measurement; torch's count is restored after."""
+    with intra_op_threads(settings.threads):
+        return _profile_inference(settings, on_progress, into)
+
+
+def _profile_inference(
+    settings: InferSettings, on_progress: Progress | None, into: StagedRun | None
+) -> tuple[Profile, Path]:
+    from libreyolo.workload.api import load_workload_model
+    from libreyolo.workload.infer import PHASES, InferStep
     from libreyolo.workload.yolo9 import predict
 
     _validate(settings)
@@ -125,6 +125,7 @@ def profile_inference(
     imgsz = predict.input_size(settings.imgsz or DEFAULT_IMGSZ)
 
     notes: list[str] = []
+    warn_if_crowded(0, device, notes)  # inference runs no loader workers
     with stage("load weights", on_progress, hint="check --weights and --size"):
         model = load_workload_model(settings.weights, settings.size, device, notes)
         reset_peaks(device)
@@ -132,37 +133,29 @@ def profile_inference(
         fuse_mode = FUSE_CHOICES[settings.fuse]
         if fuse_mode is not None:
             model = model.fuse(fuse_mode, in_place=True)  # the unfused model is not used again
-    amp_effective = settings.half and device.type == "cuda"
+        step = InferStep(
+            model,
+            images,
+            paths,
+            imgsz=imgsz,
+            batch=settings.batch,
+            device=device,
+            conf=settings.conf,
+            iou=settings.iou,
+            max_det=settings.max_det,
+            half=settings.half,
+            amp_dtype=amp_dtype,
+            include_decode=settings.include_decode,
+        )
+    amp_effective = step.amp_effective
     if settings.half and not amp_effective:
         notes.append(f"--half has no effect on {device.type}: the forward ran in float32")
-    autocast: Callable[[], AbstractContextManager[object]] = (
-        (lambda: torch.autocast("cuda", dtype=amp_dtype)) if amp_effective else nullcontext
-    )
-
-    def run_once(iteration: int, timer: PhaseTimer) -> None:
-        first = iteration * settings.batch
-        picks = [(first + j) % len(images) for j in range(settings.batch)]
-        with timer("preprocess"):
-            batch = (
-                [predict.decode_image(paths[k]) for k in picks]
-                if settings.include_decode
-                else [images[k] for k in picks]
-            )
-            x, boxes = predict.preprocess(batch, imgsz=imgsz, device=device)
-        with timer("forward"), autocast():
-            pred = model(x)
-        with timer("postprocess"):
-            detections = predict.postprocess(
-                pred, boxes, conf=settings.conf, iou=settings.iou, max_det=settings.max_det
-            )
-            # Latency ends with the detections in host memory, as a caller would use them.
-            for found in detections:
-                found.boxes.cpu(), found.scores.cpu(), found.classes.cpu()
 
     with staged(set_dir(settings.project, "infer"), into) as run, torch.inference_mode():
         with stage("measure", on_progress, hint="try --no-trace, a smaller --batch or --imgsz"):
-            samples = _measure(plan, device, settings.trace, run_once, on_progress)
-        trace = analysed_trace(samples.recorder, run, samples.stage_ms, device, notes)
+            recorder = TraceRecorder(plan, device.type, enabled=settings.trace)
+            window = run_window(plan, device, step.step, recorder, on_progress, phases=PHASES)
+        trace = analysed_trace(recorder, run, window.phase_ms, device, notes)
         config = asdict(settings) | {
             "amp_dtype": str(amp_dtype).removeprefix("torch."),
             "imgsz_input": imgsz,
@@ -185,74 +178,12 @@ def profile_inference(
             config=config,
         )
         recorded = Samples(
-            steps=samples.steps,
-            latency_ms=samples.latency_ms,
-            stage_ms=samples.stage_ms,
-            bare_ms=samples.bare_ms,
+            steps=window.steps,
+            latency_ms=window.unsynced_wall_ms,
+            stage_ms=window.phase_ms,
+            bare_ms=window.bare_ms,
         )
         profile = assemble_profile(
             kind="infer", info=info, device=device, plan=plan, samples=recorded, trace=trace
         )
         return profile, conclude(run, profile, commit=into is None)
-
-
-@dataclass
-class _Samples:
-    recorder: TraceRecorder
-    steps: list[StepSample]
-    latency_ms: list[float]
-    stage_ms: dict[str, list[float]]
-    bare_ms: list[float]
-
-
-def _measure(
-    plan: WindowPlan,
-    device: torch.device,
-    trace: bool,
-    run_once: Callable[[int, PhaseTimer], None],
-    on_progress: Progress | None,
-) -> _Samples:
-    """Run warmup, the traced unsynced half, the bare calibration iterations, then the synced
-    half; collect raw samples."""
-    timer = PhaseTimer(device)
-    recorder = TraceRecorder(plan, device.type, enabled=trace)
-    out = _Samples(recorder, [], [], {stage: [] for stage in STAGES}, [])
-    try:
-        for iteration in range(plan.num_total):
-            if iteration == plan.num_traced:
-                recorder.close()  # the synced half runs without the profiler
-            synced = plan.is_synced(iteration)
-            timer.begin(synced=synced)
-            start = time.perf_counter()
-            run_once(iteration, timer)
-            if not synced:
-                synchronize(device)  # one sync at the end: latency includes all queued work
-            elapsed = ms(time.perf_counter() - start)
-            if iteration < plan.num_traced:
-                recorder.step()
-            if plan.is_bare(iteration):
-                out.bare_ms.append(elapsed)
-            elif not plan.is_warmup(iteration):
-                index = iteration - plan.num_warmup - (plan.num_bare if synced else 0)
-                _record(out, index, synced, elapsed, timer.wall_ms())
-            if on_progress is not None:
-                on_progress(*plan.progress(iteration))
-    finally:
-        recorder.close()
-    return out
-
-
-def _record(
-    out: _Samples, index: int, synced: bool, elapsed: float, walls: dict[str, float]
-) -> None:
-    if synced:
-        for stage in STAGES:
-            out.stage_ms[stage].append(walls.get(stage, 0.0))
-        out.steps.append(
-            StepSample(
-                index=index, synced=True, wall_ms=round(sum(walls.values()), 4), phase_ms=walls
-            )
-        )
-    else:
-        out.latency_ms.append(elapsed)
-        out.steps.append(StepSample(index=index, synced=False, wall_ms=elapsed))

@@ -3,9 +3,9 @@
 Role: validate the settings; check that one epoch of the dataset holds the measured steps at
 this batch (an epoch boundary inside the window would add loader restarts and reshuffles to
 `dataload`, §15 item 18; warmup may span epochs, and the window starts a fresh epoch when the
-current one cannot hold it, a restart noted in the profile); run the window of window.py with
-the phases `dataload`, `to_device`, `forward`, `backward`, `optimizer`; record the unsynced
-half with the torch profiler; analyse the trace and save a finished Profile into
+current one cannot hold it, a restart noted in the profile); run the window (loop.py) with
+the phases `dataload`, `to_device`, `forward`, `backward`, `optimizer`, the unsynced half
+recorded by the torch profiler; analyse the trace and save a finished Profile into
 `<project>/run/` through a staged run directory. No validation pass or checkpoint runs inside
 the window. Must not print or exit, nor derive metrics or verdicts (`analysis.build.finalize`).
 """
@@ -16,21 +16,31 @@ import dataclasses
 import os
 import time
 from collections.abc import Generator, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import torch
 
-from libreyolo.document.model import Profile, RunInfo, Samples, StepSample
+from libreyolo.config.schema import (
+    RUN_BATCH,
+    RUN_STEPS,
+    RUN_WARMUP,
+    DatasetConfig,
+    DeviceConfig,
+    ModelConfig,
+    ProfileConfig,
+)
+from libreyolo.document.model import Profile, RunInfo, Samples
 from libreyolo.errors import NoProfileError, UsageError
 from libreyolo.measure.artifacts import StagedRun, set_dir
 from libreyolo.measure.assemble import analysed_trace, assemble_profile, conclude, staged
-from libreyolo.measure.device import resolve_device, synchronize
-from libreyolo.measure.infer import Progress, load_workload_model
+from libreyolo.measure.device import resolve_device
+from libreyolo.measure.loop import run_window
 from libreyolo.measure.memory import reset_peaks
-from libreyolo.measure.phases import MS_DIGITS, PhaseTimer, ms
-from libreyolo.measure.stages import stage
+from libreyolo.measure.phases import PhaseTimer
+from libreyolo.measure.stages import Progress, stage
+from libreyolo.measure.threads import intra_op_threads, warn_if_crowded
 from libreyolo.measure.window import TraceRecorder, WindowPlan, plan_window
 
 PHASES = ("dataload", "to_device", "forward", "backward", "optimizer")
@@ -39,20 +49,22 @@ SEED = 0  # fixed shuffle and augmentation, so two runs see the same batches
 
 @dataclass(frozen=True, slots=True)
 class TrainSettings:
-    """Everything `profile run` needs; the CLI/Hydra layer fills it."""
+    """Everything `profile run` needs; the CLI/Hydra layer fills it. Defaults are the config
+    schema's (`profile run`'s own), so a direct caller measures what the CLI would."""
 
-    data: str = "coco128"
-    weights: str = "LibreYOLO9t.pt"
-    size: str | None = None
-    batch: int = 16
-    imgsz: int = 640
-    workers: int = 8
-    cache: bool = False  # decode + resize every image once before the window, keep it in RAM
-    amp: bool = True
-    steps: int = 20
-    warmup: int = 10
-    device: str = "0"
-    project: str = "runs/profile"
+    data: str = DatasetConfig.name_or_path
+    weights: str = ModelConfig.weights
+    size: str | None = None  # None: the checkpoint's own size (the config always names one)
+    batch: int = RUN_BATCH
+    imgsz: int = ProfileConfig.imgsz
+    workers: int = DatasetConfig.workers
+    cache: bool = DatasetConfig.cache  # decode + resize every image once before the window
+    amp: bool = ProfileConfig.amp
+    steps: int = RUN_STEPS
+    warmup: int = RUN_WARMUP
+    device: str = DeviceConfig.name
+    project: str = ProfileConfig.project
+    threads: int | None = ProfileConfig.threads
 
 
 def _fit_batch(settings: TrainSettings, device: torch.device, nc: int) -> tuple[TrainSettings, str]:
@@ -130,13 +142,6 @@ def _epoch_batches(
         yield next(epoch)
 
 
-@dataclass
-class _Samples:
-    steps: list[StepSample] = field(default_factory=list)
-    phase_ms: dict[str, list[float]] = field(default_factory=dict)
-    bare_ms: list[float] = field(default_factory=list)
-
-
 def profile_training(
     settings: TrainSettings,
     *,
@@ -145,7 +150,16 @@ def profile_training(
 ) -> tuple[Profile, Path]:
     """Measure training, save `<project>/run/profile.json`; returns (profile, its path).
 
-    With `into`, measure into that staged set and leave the save and commit to its owner."""
+    With `into`, measure into that staged set and leave the save and commit to its owner.
+    `settings.threads` holds for the whole measurement; torch's count is restored after."""
+    with intra_op_threads(settings.threads):
+        return _profile_training(settings, on_progress, into)
+
+
+def _profile_training(
+    settings: TrainSettings, on_progress: Progress | None, into: StagedRun | None
+) -> tuple[Profile, Path]:
+    from libreyolo.workload.api import load_workload_model
     from libreyolo.workload.data.augment import AugmentConfig
     from libreyolo.workload.data.dataset import YoloDataset
     from libreyolo.workload.data.dataset_config import resolve_dataset
@@ -171,6 +185,7 @@ def profile_training(
     notes: list[str] = [f"dataset: skipped {line}" for line in dataset.issues[:5]]
     if fitted_note:
         notes.append(fitted_note)
+    warn_if_crowded(settings.workers, device, notes)
     with stage("load weights", on_progress, hint="check --weights and --size"):
         model = load_workload_model(settings.weights, settings.size, device, notes)
         reset_peaks(device)
@@ -184,43 +199,28 @@ def profile_training(
     loader = build_loader(dataset, batch=settings.batch, workers=settings.workers, seed=SEED)
 
     with staged(set_dir(settings.project, "run"), into) as run:
-        timer = PhaseTimer(device)
         recorder = TraceRecorder(plan, device.type, enabled=True)
-        out = _Samples(phase_ms={name: [] for name in PHASES})
         batches = _epoch_batches(loader, plan, available, notes)
+
+        def train_iteration(iteration: int, timer: PhaseTimer) -> float:
+            with timer("dataload"):
+                batch = next(batches)
+            loaded = time.perf_counter()  # the unsynced dataload_ms ends here
+            losses = trainer.step(batch, timer)
+            # Reading the loss back is what a training loop does every step (1.6.0 called
+            # .item()); it also ends the step's device work, so wall time is not CPU run-ahead.
+            losses["total"]
+            return loaded
+
         with stage("measure", on_progress, hint="try a smaller --batch or --imgsz, or --workers 0"):
             try:
-                for iteration in range(plan.num_total):
-                    if iteration == plan.num_traced:
-                        recorder.close()
-                    synced = plan.is_synced(iteration)
-                    timer.begin(synced=synced)
-                    start = time.perf_counter()
-                    with timer("dataload"):
-                        batch = next(batches)
-                    loaded = time.perf_counter()
-                    losses = trainer.step(batch, timer)
-                    # Reading the loss back is what a training loop does every step (1.6.0
-                    # called .item()); it also ends the step's device work, so wall time is
-                    # not CPU run-ahead.
-                    losses["total"]
-                    if not synced:
-                        synchronize(device)
-                    end = time.perf_counter()
-                    if iteration < plan.num_traced:
-                        recorder.step()
-                    if plan.is_bare(iteration):
-                        out.bare_ms.append(ms(end - start))
-                    elif not plan.is_warmup(iteration):
-                        index = iteration - plan.num_warmup - (plan.num_bare if synced else 0)
-                        _record(out, index, synced, start, loaded, end, timer)
-                    if on_progress is not None:
-                        on_progress(*plan.progress(iteration))
+                window = run_window(
+                    plan, device, train_iteration, recorder, on_progress, phases=PHASES
+                )
             finally:
-                recorder.close()
                 batches.close()  # stops loader workers before the trace is analysed
 
-        trace = analysed_trace(recorder, run, out.phase_ms, device, notes)
+        trace = analysed_trace(recorder, run, window.phase_ms, device, notes)
         config = asdict(settings) | {
             "device_resolved": str(device),
             "dataset_yaml": os.fspath(spec.yaml_path) if spec.yaml_path else None,
@@ -240,34 +240,8 @@ def profile_training(
             amp=trainer.amp_effective,
             config=config,
         )
-        samples = Samples(steps=out.steps, bare_ms=out.bare_ms)
+        samples = Samples(steps=window.steps, bare_ms=window.bare_ms)
         profile = assemble_profile(
             kind="train", info=info, device=device, plan=plan, samples=samples, trace=trace
         )
         return profile, conclude(run, profile, commit=into is None)
-
-
-def _record(
-    out: _Samples,
-    index: int,
-    synced: bool,
-    start: float,
-    loaded: float,
-    end: float,
-    timer: PhaseTimer,
-) -> None:
-    if synced:
-        walls = timer.wall_ms()
-        for name in PHASES:
-            out.phase_ms[name].append(walls.get(name, 0.0))
-        total = round(sum(walls.values()), MS_DIGITS)
-        out.steps.append(StepSample(index=index, synced=True, wall_ms=total, phase_ms=walls))
-    else:
-        out.steps.append(
-            StepSample(
-                index=index,
-                synced=False,
-                wall_ms=ms(end - start),
-                dataload_ms=ms(loaded - start),
-            )
-        )

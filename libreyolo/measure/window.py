@@ -77,6 +77,10 @@ class WindowPlan:
     def is_synced(self, iteration: int) -> bool:
         return iteration >= self.num_traced + self.num_bare
 
+    def sample_index(self, iteration: int) -> int:
+        """The measured iteration's index among the measured ones (bare iterations skipped)."""
+        return iteration - self.num_warmup - (self.num_bare if self.is_synced(iteration) else 0)
+
     def schedule(self) -> Callable[[int], Any]:
         """`torch.profiler.schedule`: warm up on the warmup iterations, record the unsynced half."""
         from torch.profiler import schedule

@@ -1,7 +1,8 @@
 """The workload's public entry point: a weights argument -> a model in eval mode.
 
 Name resolution (path, cache, download, announced random init) is `weights.resolve_weights`;
-checkpoint contents are `yolo9.checkpoint`. This module only joins the two.
+checkpoint contents are `yolo9.checkpoint`. This module only joins the two, and for a
+measurement notes a random-init fallback (`load_workload_model`).
 """
 
 from __future__ import annotations
@@ -37,4 +38,19 @@ def load_model(
     warnings.warn(resolved.warning or "random weights", RandomWeightsWarning, stacklevel=2)
     model = YOLOv9(size=size or resolved.size or "t").to(device).eval()
     model.random_init = True
+    return model
+
+
+def load_workload_model(
+    weights: str, size: str | None, device: str | torch.device, notes: list[str]
+) -> YOLOv9:
+    """`load_model` for a measurement: a random-init fallback is announced again (a warning for
+    the caller to show) and also appended to `notes`, so the profile records it."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RandomWeightsWarning)
+        model = load_model(weights, size=size, device=device)
+    for warning in caught:
+        if issubclass(warning.category, RandomWeightsWarning):
+            notes.append(f"random weights: {warning.message} (timings real, detections not)")
+        warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
     return model

@@ -14,16 +14,15 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Iterator, Mapping
 from typing import Any, Protocol
 
 import torch
 from torch import Tensor, nn
 
+from libreyolo.workload.hooks import PhaseHook, no_phases
 from libreyolo.workload.yolo9.loss import YOLOv9Loss, pad_targets
 
-PhaseHook = Callable[[str], AbstractContextManager[object]]
 PHASES = ("to_device", "forward", "backward", "optimizer")
 
 LR0 = 0.01
@@ -33,11 +32,6 @@ WARMUP_LR_START = 1e-4  # capped at lr0
 WARMUP_MOMENTUM = 0.8
 EMA_DECAY = 0.9999
 EMA_TAU = 2000.0  # updates over which the EMA decay ramps up (1 - e^-1 of the way at tau)
-
-
-def no_phases(name: str) -> AbstractContextManager[object]:
-    """The default phase hook: does nothing."""
-    return nullcontext()
 
 
 class BatchLike(Protocol):

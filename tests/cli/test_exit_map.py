@@ -37,7 +37,7 @@ def no_model(monkeypatch: pytest.MonkeyPatch) -> None:
     def forbidden(*args: object, **kwargs: object) -> None:
         raise AssertionError("the model was loaded before the destination was checked")
 
-    monkeypatch.setattr("libreyolo.measure.infer.load_workload_model", forbidden)
+    monkeypatch.setattr("libreyolo.workload.api.load_workload_model", forbidden)
 
 
 def _infer(weights: str, project: Path | str, *extra: str) -> list[str]:

@@ -1,0 +1,102 @@
+"""The measurement loop of window.py's plan, written once for both collectors.
+
+Role: run every iteration of a WindowPlan through the collector's step under one PhaseTimer:
+warmup and the unsynced half with the profiler recording, the bare (overhead calibration)
+iterations and the synced half without it; collect the raw samples. An unsynced iteration
+carries exactly one device sync, at its end, so its wall time covers all the work it queued
+and its CPU/GPU overlap stays intact; a synced one gets its syncs from the timer's phases.
+
+Must not: know what an iteration does (the step does), build models or data, analyse the
+trace, or print.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import torch
+
+from libreyolo.document.model import StepSample
+from libreyolo.measure.device import synchronize
+from libreyolo.measure.phases import MS_DIGITS, PhaseTimer, ms
+from libreyolo.measure.stages import Progress
+from libreyolo.measure.window import TraceRecorder, WindowPlan
+
+# Runs iteration `i` inside the timer's phases. Returns the perf_counter time at which its input
+# was in hand (training: the end of `next(batches)`, for the unsynced `dataload_ms`), or None.
+IterationStep = Callable[[int, PhaseTimer], float | None]
+
+
+@dataclass
+class WindowRecord:
+    """The raw samples of one window, in iteration order."""
+
+    phase_ms: dict[str, list[float]]  # per phase: its synced wall in each synced iteration
+    steps: list[StepSample] = field(default_factory=list)  # every measured iteration
+    bare_ms: list[float] = field(default_factory=list)  # unsynced walls with the profiler off
+
+    @property
+    def unsynced_wall_ms(self) -> list[float]:
+        """The honest walls: inference's latency samples."""
+        return [sample.wall_ms for sample in self.steps if not sample.synced]
+
+    def add(self, sample: StepSample) -> None:
+        self.steps.append(sample)
+        if sample.synced:
+            for name, walls in self.phase_ms.items():
+                walls.append(sample.phase_ms.get(name, 0.0))
+
+
+def run_window(
+    plan: WindowPlan,
+    device: torch.device,
+    step: IterationStep,
+    recorder: TraceRecorder,
+    on_progress: Progress | None,
+    *,
+    phases: Sequence[str],
+) -> WindowRecord:
+    """Run all `plan.num_total` iterations of `step`; `phases` name the synced walls kept.
+
+    `recorder` records the traced iterations and is closed on the way out, also on failure.
+    """
+    timer = PhaseTimer(device)
+    record = WindowRecord(phase_ms={name: [] for name in phases})
+    try:
+        for iteration in range(plan.num_total):
+            if iteration == plan.num_traced:
+                recorder.close()  # the bare and synced iterations run without the profiler
+            synced = plan.is_synced(iteration)
+            timer.begin(synced=synced)
+            start = time.perf_counter()
+            input_at = step(iteration, timer)
+            if not synced:
+                synchronize(device)  # one sync at the end: the wall includes all queued work
+            end = time.perf_counter()
+            if iteration < plan.num_traced:
+                recorder.step()
+            if plan.is_bare(iteration):
+                record.bare_ms.append(ms(end - start))
+            elif not plan.is_warmup(iteration):
+                index = plan.sample_index(iteration)
+                record.add(_sample(index, synced, start, input_at, end, timer))
+            if on_progress is not None:
+                on_progress(*plan.progress(iteration))
+    finally:
+        recorder.close()
+    return record
+
+
+def _sample(
+    index: int, synced: bool, start: float, input_at: float | None, end: float, timer: PhaseTimer
+) -> StepSample:
+    """One measured iteration: a synced one by its phase walls (its wall is their sum, the
+    syncs between phases excluded), an unsynced one by its start-to-end wall."""
+    if synced:
+        walls = timer.wall_ms()
+        total = round(sum(walls.values()), MS_DIGITS)
+        return StepSample(index=index, synced=True, wall_ms=total, phase_ms=walls)
+    dataload_ms = None if input_at is None else ms(input_at - start)
+    return StepSample(index=index, synced=False, wall_ms=ms(end - start), dataload_ms=dataload_ms)

@@ -1,0 +1,80 @@
+"""The CPU threads a measurement runs with: `--threads`, and a warning when they crowd the CPUs.
+
+Role: set torch's intra-op thread count for the length of one measurement and put the caller's
+back afterwards (in-process callers: tests, sweeps with `sweep.isolate: false`); say, in one
+line, when the threads a run will use want more CPUs than this process may run on, since they
+then wait for each other and every timing grows. Must not print (the caller's warnings
+handler shows the line) or choose a thread count on its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import warnings
+from collections.abc import Iterator
+
+import torch
+
+from libreyolo.errors import UsageError
+
+
+@contextlib.contextmanager
+def intra_op_threads(threads: int | None) -> Iterator[None]:
+    """torch runs with `threads` intra-op threads inside the block (None: leave torch's own)."""
+    if threads is None:
+        yield
+        return
+    if threads < 1:
+        raise UsageError(f"--threads must be 1 or more; got {threads}")
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+def num_usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask where the OS has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def warn_if_crowded(num_workers: int, device: torch.device, notes: list[str]) -> None:
+    """A warning (and a note in `notes`, so the profile says it too) when torch's current
+    intra-op threads and `num_workers` crowd the usable CPUs; nothing otherwise."""
+    text = crowding_warning(
+        torch.get_num_threads(), num_workers, num_usable_cpus(), on_cpu=device.type == "cpu"
+    )
+    if text is not None:
+        notes.append(text)
+        warnings.warn(text, UserWarning, stacklevel=2)
+
+
+def crowding_warning(
+    num_threads: int, num_workers: int, num_usable_cpus: int, *, on_cpu: bool
+) -> str | None:
+    """One line when the run's busy threads outnumber `num_usable_cpus`, else None.
+
+    On a CPU device the intra-op pool does the math, so its threads count; on an accelerator it
+    mostly waits, and only the main thread counts. DataLoader workers are processes of their
+    own, one CPU each.
+    """
+    wanted = (num_threads if on_cpu else 1) + num_workers
+    if wanted <= num_usable_cpus:
+        return None
+    parts = [_count(num_threads, "intra-op thread") if on_cpu else "the main thread"]
+    levers = ["--threads"] if on_cpu else []
+    if num_workers:
+        parts.append(_count(num_workers, "DataLoader worker"))
+        levers.insert(0, "--workers")
+    return (
+        f"{' + '.join(parts)} want {wanted} CPUs but this process may use {num_usable_cpus}: "
+        f"they will wait for each other (lower {' or '.join(levers)})"
+    )
+
+
+def _count(number: int, thing: str) -> str:
+    return f"{number} {thing}{'' if number == 1 else 's'}"

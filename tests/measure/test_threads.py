@@ -1,0 +1,85 @@
+"""`--threads` inside the collectors: the count holds for the block and is put back, and the one
+line that says when a run's threads crowd the CPUs it may use."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import torch
+
+from libreyolo.errors import UsageError
+from libreyolo.measure.threads import crowding_warning, intra_op_threads
+
+
+@pytest.fixture
+def two_threads() -> Iterator[None]:
+    """torch at 2 intra-op threads, so a restored count differs from the one asked for."""
+    original = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(original)
+
+
+def test_the_thread_count_holds_inside_and_is_restored_after(two_threads: None) -> None:
+    with intra_op_threads(1):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == 2
+    with pytest.raises(RuntimeError), intra_op_threads(1):
+        raise RuntimeError("a failed measurement")
+    assert torch.get_num_threads() == 2
+
+
+def test_no_threads_leaves_torch_alone_and_zero_is_a_usage_error(two_threads: None) -> None:
+    with intra_op_threads(None):
+        assert torch.get_num_threads() == 2
+    with pytest.raises(UsageError, match="--threads must be 1 or more; got 0"), intra_op_threads(0):
+        pass
+    assert torch.get_num_threads() == 2
+
+
+@pytest.mark.parametrize(
+    ("threads", "workers", "cpus", "on_cpu", "line"),
+    [
+        (
+            2,
+            8,
+            2,
+            True,
+            "2 intra-op threads + 8 DataLoader workers want 10 CPUs but this process may use 2: "
+            "they will wait for each other (lower --workers or --threads)",
+        ),
+        (
+            4,
+            0,
+            2,
+            True,
+            "4 intra-op threads want 4 CPUs but this process may use 2: "
+            "they will wait for each other (lower --threads)",
+        ),
+        (
+            1,
+            2,
+            2,
+            True,
+            "1 intra-op thread + 2 DataLoader workers want 3 CPUs but this process may use 2: "
+            "they will wait for each other (lower --workers or --threads)",
+        ),
+        (
+            16,
+            8,
+            4,
+            False,
+            "the main thread + 8 DataLoader workers want 9 CPUs but this process may use 4: "
+            "they will wait for each other (lower --workers)",
+        ),
+        (2, 0, 2, True, None),  # exactly enough
+        (1, 1, 2, True, None),
+        (64, 0, 1, False, None),  # an accelerator does the math: the pool's threads idle
+        (64, 3, 4, False, None),
+    ],
+)
+def test_the_crowding_line(
+    threads: int, workers: int, cpus: int, on_cpu: bool, line: str | None
+) -> None:
+    assert crowding_warning(threads, workers, cpus, on_cpu=on_cpu) == line
