@@ -96,7 +96,9 @@ def reason(profile: Profile, metrics: dict[str, Scalar]) -> tuple[str, dict[str,
     parts = []
     if isinstance(wait, float):
         parts.append(f"threads waited {wait:.0%} of their runnable time for a CPU")
-    if host.load_avg_1m is not None and host.usable_cpus:
+    if host.runnable_avg is not None and host.usable_cpus:
+        parts.append(f"{host.runnable_avg:.1f} runnable tasks for {host.usable_cpus} CPUs")
+    elif host.load_avg_1m is not None and host.usable_cpus:
         parts.append(f"load {host.load_avg_1m:.1f} on {host.usable_cpus} CPUs")
     if isinstance(steal, float) and steal >= STEAL_FRAC_CONTENDED:
         parts.append(f"the hypervisor stole {steal:.0%} of the host's CPU time")
@@ -112,6 +114,7 @@ def reason(profile: Profile, metrics: dict[str, Scalar]) -> tuple[str, dict[str,
         "cpu_wait_frac": wait,
         "steal_frac": steal,
         "load_avg_1m": host.load_avg_1m,
+        "runnable_avg": host.runnable_avg,
         "usable_cpus": host.usable_cpus,
         "cpus_used": None if used is None else round(used, 2),
     }

@@ -118,7 +118,8 @@ class Host:
     intra_op_threads: int | None = None  # torch.get_num_threads() while measuring
     num_workers: int | None = None  # DataLoader worker processes sampled
     num_threads_sampled: int | None = None  # most threads seen in one step, workers included
-    load_avg_1m: float | None = None  # at the end of the window
+    load_avg_1m: float | None = None  # at the end of the window (it trails by a minute)
+    runnable_avg: float | None = None  # mean runnable tasks on the host at the steps' ends
     steal_frac: float | None = None  # hypervisor steal / all CPU time of the host, window
     cpu_ms: float | None = None  # on-CPU time, summed over sampled threads and measured steps
     cpu_wait_ms: float | None = None  # runnable-but-waiting time, same sum

@@ -21,6 +21,7 @@ from libreyolo.analysis.build import finalize
 from libreyolo.document.files import save
 from libreyolo.document.model import (
     Artifacts,
+    Host,
     Kind,
     Profile,
     RunInfo,
@@ -76,6 +77,7 @@ def assemble_profile(
     plan: WindowPlan,
     samples: Samples,
     trace: TraceAnalysis | None,
+    host: Host | None,
 ) -> Profile:
     """The finalized profile (metrics, verdict) of one measurement."""
     return finalize(
@@ -87,6 +89,7 @@ def assemble_profile(
             environment=collect_environment(device),
             window=plan.document(),
             samples=samples,
+            host=host,
             trace=trace,
             artifacts=Artifacts(trace=TRACE_NAME if trace is not None else None),
         )

@@ -2,7 +2,8 @@
 
 Role: around every measured iteration, read each sampled thread's schedstat (the measuring
 process and its DataLoader workers) and the process's involuntary context switches; once per
-window, the usable CPUs, torch's intra-op threads, the load average and hypervisor steal.
+window, the usable CPUs, torch's intra-op threads, the load average and hypervisor steal; at
+every step's end, the host's runnable-task count (its mean is the load the window really saw).
 A step costs one `listdir` of /proc/self/task plus one `pread` per thread on descriptors kept
 open for the window (about 15 us for 4 threads here), far below what the overhead calibration
 can resolve. Where /proc has no schedstat (macOS, Windows) the sampler is inert and says so
@@ -23,6 +24,7 @@ from libreyolo.measure.procfs import (
     ThreadTimes,
     delta,
     parse_proc_stat,
+    parse_running,
     parse_schedstat,
     steal_frac,
 )
@@ -62,6 +64,8 @@ class _Totals:
     switches: int = 0
     most_threads: int = 0
     num_steps: int = 0
+    running: int = 0  # runnable tasks on the host, summed over the step ends that read it
+    num_running: int = 0
 
 
 @dataclass
@@ -79,6 +83,7 @@ class HostSampler:
     _ticks: CpuTicks | None = None
     _totals: _Totals = field(default_factory=_Totals)
     _started: bool = False
+    _loadavg: int | None = None  # descriptor of /proc/loadavg
 
     def __post_init__(self) -> None:
         self._pid = os.getpid()
@@ -91,6 +96,10 @@ class HostSampler:
         if not self._started:
             self._started = True
             self._ticks = self._read_ticks()
+            try:
+                self._loadavg = os.open(f"{self.proc}/loadavg", os.O_RDONLY)
+            except OSError:
+                self._loadavg = None
         self._workers = tuple(self.worker_pids())
         self._open_threads()
         self._start = self._read_threads()
@@ -114,6 +123,10 @@ class HostSampler:
         totals.switches += switches
         totals.most_threads = max(totals.most_threads, grown.num_threads)
         totals.num_steps += 1
+        running = self._read_running()
+        if running is not None:
+            totals.running += running
+            totals.num_running += 1
         return StepHost(_ms(grown.on_cpu_ns), _ms(grown.wait_ns), switches)
 
     def window(self) -> Host:
@@ -131,6 +144,7 @@ class HostSampler:
             num_workers=len(self._workers),
             num_threads_sampled=t.most_threads,
             load_avg_1m=None if load is None else round(load, 2),
+            runnable_avg=round(t.running / t.num_running, 2) if t.num_running else None,
             steal_frac=None if steal is None else round(steal, 4),
             cpu_ms=_ms(t.cpu_ns),
             cpu_wait_ms=_ms(t.wait_ns),
@@ -170,6 +184,14 @@ class HostSampler:
             times[key] = parsed
         return times
 
+    def _read_running(self) -> int | None:
+        if self._loadavg is None:
+            return None
+        try:
+            return parse_running(os.pread(self._loadavg, READ_BYTES, 0).decode("ascii", "replace"))
+        except OSError:
+            return None
+
     def _read_ticks(self) -> CpuTicks | None:
         try:
             with open(f"{self.proc}/stat", "rb") as f:
@@ -181,3 +203,6 @@ class HostSampler:
         for fd in self._fds.values():
             os.close(fd)
         self._fds.clear()
+        if self._loadavg is not None:
+            os.close(self._loadavg)
+            self._loadavg = None

@@ -184,6 +184,12 @@ def _profile_inference(
             bare_ms=window.bare_ms,
         )
         profile = assemble_profile(
-            kind="infer", info=info, device=device, plan=plan, samples=recorded, trace=trace
+            kind="infer",
+            info=info,
+            device=device,
+            plan=plan,
+            samples=recorded,
+            trace=trace,
+            host=window.host,
         )
         return profile, conclude(run, profile, commit=into is None)

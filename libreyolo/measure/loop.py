@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from libreyolo.document.model import StepSample
+from libreyolo.document.model import Host, StepSample
 from libreyolo.measure.device import synchronize
+from libreyolo.measure.host import HostSampler, StepHost
 from libreyolo.measure.phases import MS_DIGITS, PhaseTimer, ms
 from libreyolo.measure.stages import Progress
 from libreyolo.measure.window import TraceRecorder, WindowPlan
@@ -36,6 +37,7 @@ class WindowRecord:
     phase_ms: dict[str, list[float]]  # per phase: its synced wall in each synced iteration
     steps: list[StepSample] = field(default_factory=list)  # every measured iteration
     bare_ms: list[float] = field(default_factory=list)  # unsynced walls with the profiler off
+    host: Host | None = None  # what the measured iterations got from the CPUs
 
     @property
     def unsynced_wall_ms(self) -> list[float]:
@@ -57,46 +59,72 @@ def run_window(
     on_progress: Progress | None,
     *,
     phases: Sequence[str],
+    worker_pids: Callable[[], Sequence[int]] = tuple,
 ) -> WindowRecord:
     """Run all `plan.num_total` iterations of `step`; `phases` name the synced walls kept.
 
     `recorder` records the traced iterations and is closed on the way out, also on failure.
+    Every measured iteration (not warmup, not bare) is host-sampled: the threads of this
+    process and of the processes `worker_pids` names (the DataLoader's workers).
     """
     timer = PhaseTimer(device)
     record = WindowRecord(phase_ms={name: [] for name in phases})
+    sampler = HostSampler(worker_pids=worker_pids, intra_op_threads=torch.get_num_threads)
     try:
         for iteration in range(plan.num_total):
             if iteration == plan.num_traced:
                 recorder.close()  # the bare and synced iterations run without the profiler
             synced = plan.is_synced(iteration)
+            measured = not plan.is_warmup(iteration) and not plan.is_bare(iteration)
             timer.begin(synced=synced)
+            if measured:
+                sampler.begin()
             start = time.perf_counter()
             input_at = step(iteration, timer)
             if not synced:
                 synchronize(device)  # one sync at the end: the wall includes all queued work
             end = time.perf_counter()
+            host = sampler.end() if measured else StepHost()
             if iteration < plan.num_traced:
                 recorder.step()
             if plan.is_bare(iteration):
                 record.bare_ms.append(ms(end - start))
-            elif not plan.is_warmup(iteration):
+            elif measured:
                 index = plan.sample_index(iteration)
-                record.add(_sample(index, synced, start, input_at, end, timer))
+                record.add(_sample(index, synced, start, input_at, end, timer, host))
             if on_progress is not None:
                 on_progress(*plan.progress(iteration))
     finally:
         recorder.close()
+        record.host = sampler.window()  # also closes its descriptors on failure
     return record
 
 
 def _sample(
-    index: int, synced: bool, start: float, input_at: float | None, end: float, timer: PhaseTimer
+    index: int,
+    synced: bool,
+    start: float,
+    input_at: float | None,
+    end: float,
+    timer: PhaseTimer,
+    host: StepHost,
 ) -> StepSample:
     """One measured iteration: a synced one by its phase walls (its wall is their sum, the
-    syncs between phases excluded), an unsynced one by its start-to-end wall."""
+    syncs between phases excluded), an unsynced one by its start-to-end wall; both with what
+    the host sampler saw during it."""
     if synced:
         walls = timer.wall_ms()
-        total = round(sum(walls.values()), MS_DIGITS)
-        return StepSample(index=index, synced=True, wall_ms=total, phase_ms=walls)
-    dataload_ms = None if input_at is None else ms(input_at - start)
-    return StepSample(index=index, synced=False, wall_ms=ms(end - start), dataload_ms=dataload_ms)
+        wall_ms, dataload_ms = round(sum(walls.values()), MS_DIGITS), None
+    else:
+        walls, wall_ms = {}, ms(end - start)
+        dataload_ms = None if input_at is None else ms(input_at - start)
+    return StepSample(
+        index=index,
+        synced=synced,
+        wall_ms=wall_ms,
+        dataload_ms=dataload_ms,
+        phase_ms=walls,
+        cpu_ms=host.cpu_ms,
+        cpu_wait_ms=host.cpu_wait_ms,
+        num_involuntary_switches=host.num_involuntary_switches,
+    )

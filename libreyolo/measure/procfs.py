@@ -6,6 +6,9 @@ into what happened in between. Pure (no I/O), so the rules are tested on recorde
 - `/proc/<pid>/task/<tid>/schedstat`: `on_cpu_ns run_queue_wait_ns num_timeslices`. The second
   field is the time the thread was runnable but waited for a CPU: the one number that tells a
   busy host from a slow program (Linux Documentation/scheduler/sched-stats.rst).
+- `/proc/loadavg`: `1m 5m 15m running/total last_pid`; `running` is the number of tasks
+  runnable on the whole host at this instant (the reader included), a load that does not lag
+  by a minute as the averages do.
 - `/proc/stat`, first line: `cpu user nice system idle iowait irq softirq steal guest
   guest_nice` in clock ticks; `steal` is time a hypervisor gave this VM's CPUs to others.
   guest and guest_nice are already counted in user and nice, so they are not added again.
@@ -94,3 +97,12 @@ def steal_frac(before: CpuTicks | None, after: CpuTicks | None) -> float | None:
     if total <= 0:
         return None
     return max(after.steal - before.steal, 0) / total
+
+
+def parse_running(text: str) -> int | None:
+    """The instantaneous runnable-task count of a /proc/loadavg line, or None."""
+    fields = text.split()
+    if len(fields) < 4:
+        return None
+    running = fields[3].partition("/")[0]
+    return int(running) if running.isdigit() else None

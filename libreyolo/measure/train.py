@@ -163,7 +163,7 @@ def _profile_training(
     from libreyolo.workload.data.augment import AugmentConfig
     from libreyolo.workload.data.dataset import YoloDataset
     from libreyolo.workload.data.dataset_config import resolve_dataset
-    from libreyolo.workload.data.loader import batches_available, build_loader
+    from libreyolo.workload.data.loader import batches_available, build_loader, worker_pids
     from libreyolo.workload.train import TrainStep
 
     plan = plan_window(settings.warmup, settings.steps, measured_flag="--steps")
@@ -215,7 +215,13 @@ def _profile_training(
         with stage("measure", on_progress, hint="try a smaller --batch or --imgsz, or --workers 0"):
             try:
                 window = run_window(
-                    plan, device, train_iteration, recorder, on_progress, phases=PHASES
+                    plan,
+                    device,
+                    train_iteration,
+                    recorder,
+                    on_progress,
+                    phases=PHASES,
+                    worker_pids=lambda: worker_pids(loader),
                 )
             finally:
                 batches.close()  # stops loader workers before the trace is analysed
@@ -242,6 +248,12 @@ def _profile_training(
         )
         samples = Samples(steps=window.steps, bare_ms=window.bare_ms)
         profile = assemble_profile(
-            kind="train", info=info, device=device, plan=plan, samples=samples, trace=trace
+            kind="train",
+            info=info,
+            device=device,
+            plan=plan,
+            samples=samples,
+            trace=trace,
+            host=window.host,
         )
         return profile, conclude(run, profile, commit=into is None)

@@ -36,7 +36,8 @@ def _profile(
             usable_cpus=2,
             intra_op_threads=2,
             num_workers=workers,
-            load_avg_1m=4.1,
+            load_avg_1m=1.3,
+            runnable_avg=4.1,
             steal_frac=steal,
             cpu_ms=cpu_ms * len(waits),
             cpu_wait_ms=sum(waits),
@@ -75,7 +76,7 @@ def test_a_starved_window_is_contended_with_the_quiet_verdict_beside_it() -> Non
     assert profile.metrics["bound"] == "contended"
     assert verdict is not None and verdict.bound == "contended"
     assert verdict.why.startswith("threads waited 50% of their runnable time for a CPU")
-    assert "load 4.1 on 2 CPUs" in verdict.why
+    assert "4.1 runnable tasks for 2 CPUs" in verdict.why
     # 80 ms on CPU over 120 ms of steps: 0.7 CPUs of 2 busy, others held the rest
     assert "this run kept 0.7 of 2 CPUs busy: other processes held the rest" in verdict.why
     assert verdict.quiet_bound == "compute" and "CPU" in (verdict.quiet_why or "")

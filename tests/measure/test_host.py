@@ -41,6 +41,7 @@ def test_a_busy_step_is_on_cpu_time() -> None:
     assert host.intra_op_threads == 3 and host.num_workers == 0
     assert host.num_threads_sampled is not None and host.num_threads_sampled >= 1
     assert host.load_avg_1m is not None and host.load_avg_1m >= 0
+    assert host.runnable_avg is not None and host.runnable_avg >= 1  # this thread, at least
 
 
 @linux

@@ -9,6 +9,7 @@ from libreyolo.measure.procfs import (
     ThreadTimes,
     delta,
     parse_proc_stat,
+    parse_running,
     parse_schedstat,
     steal_frac,
 )
@@ -77,3 +78,9 @@ def test_steal_frac_over_the_window() -> None:
     assert steal_frac(CpuTicks(1000, 10), CpuTicks(1400, 50)) == pytest.approx(0.1)
     assert steal_frac(CpuTicks(1000, 10), CpuTicks(1000, 10)) is None  # no tick passed
     assert steal_frac(None, CpuTicks(1000, 10)) is None
+
+
+def test_loadavg_running_count() -> None:
+    assert parse_running("1.23 1.11 1.29 5/80 9295\n") == 5
+    assert parse_running("1.23 1.11 1.29\n") is None
+    assert parse_running("1.23 1.11 1.29 x/80 9295\n") is None

@@ -17,7 +17,11 @@ from contextlib import contextmanager
 
 MAX_SECONDS = 300  # a hog's own deadline, past any test that uses it
 HOGS_PER_CPU = 2
-SPIN = "import sys, time\nend = time.monotonic() + float(sys.argv[1])\nwhile time.monotonic() < end: pass\n"
+SPIN = (
+    "import sys, time\n"
+    "end = time.monotonic() + float(sys.argv[1])\n"
+    "while time.monotonic() < end: pass\n"
+)
 
 
 def usable_cpus() -> int:

@@ -31,3 +31,5 @@ def test_planted_bottleneck_gets_its_verdict(
     assert outcome.bound == scenario.expected("cpu"), (verdict, outcome.evidence)
     assert outcome.problems == [], (verdict, outcome.evidence)
     assert verdict["levers"], "a verdict comes with levers"
+    # measured on a quiet host: the contention check must not fire on the planted effects
+    assert outcome.document["metrics"]["contended"] is False, outcome.document["host"]

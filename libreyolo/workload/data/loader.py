@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sized
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import torch
 from torch.utils.data import DataLoader
@@ -123,3 +123,13 @@ def batches_available(spec: DatasetSpec | Sized, batch: int, drop_last: bool | N
     if drop_last is None:
         drop_last = size >= batch
     return size // batch if drop_last else math.ceil(size / batch)
+
+
+def worker_pids(loader: DataLoader[Any]) -> list[int]:
+    """The pids of a loader's worker processes; [] with no workers or before its first epoch.
+
+    torch names them only on its private iterator (`_workers`, unchanged since 1.x), which a
+    loader keeps as `_iterator` with persistent workers, as `build_loader` makes them.
+    """
+    workers = getattr(getattr(loader, "_iterator", None), "_workers", None) or []
+    return [pid for pid in (getattr(w, "pid", None) for w in workers) if isinstance(pid, int)]
