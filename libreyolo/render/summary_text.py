@@ -103,11 +103,15 @@ def _verdict_lines(s: Summary) -> list[str]:
     if verdict.levers:
         lines.append(f"   levers: {safe_text('; '.join(verdict.levers))}")
     if verdict.quiet_bound is not None:
-        lines.append(
-            f"   on a quiet host the numbers would say {safe_text(verdict.quiet_bound.upper())}: "
-            f"{safe_text(verdict.quiet_why or '')}"
-        )
+        lines.append(quiet_verdict_line(verdict.quiet_bound, verdict.quiet_why))
     return lines
+
+
+def quiet_verdict_line(bound: str, why: str | None) -> str:
+    """A contended verdict's second line: what its numbers say if the starvation is ignored
+    (not a prediction of a quiet run, whose numbers would differ)."""
+    label = safe_text(bound.upper())
+    return f"   read as if the host were quiet, these numbers say {label}: {safe_text(why or '')}"
 
 
 def _mix_lines(s: Summary) -> list[str]:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from libreyolo.render.safe import safe_text, short_name
-from libreyolo.render.summary_text import summary_lines
+from libreyolo.render.summary_text import quiet_verdict_line, summary_lines
 from libreyolo.render.units import fmt_count, fmt_or_unknown, fmt_pct_change, fmt_value
 
 if TYPE_CHECKING:  # result types only; importing them would cost every reader start-up time
@@ -202,10 +202,7 @@ def _(result: Outcome) -> Lines:
         if result.quiet_bound is not None:
             lines.append(f">> CONTENDED: {safe_text(result.why)}")
     if result.quiet_bound is not None:
-        lines.append(
-            f"   on a quiet host the numbers would say {safe_text(result.quiet_bound.upper())}: "
-            f"{safe_text(result.quiet_why or '')}"
-        )
+        lines.append(quiet_verdict_line(result.quiet_bound, result.quiet_why))
     path = safe_text(result.profile_path)
     return [*lines, f"profile: {path}", f"next:    libreyolo profile summary {path}"]
 

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import jsonschema
 import pytest
 
 from libreyolo.cli.main import main
+from libreyolo.cli.output import Output
 from libreyolo.document.codec import to_builtins
 from libreyolo.document.model import Profile
 from libreyolo.errors import NoProfileError, UsageError
+from libreyolo.measure import loop
+from libreyolo.measure.host import HostSampler
 from libreyolo.measure.train import TrainSettings, profile_training
 from libreyolo.workload.data.synthetic import make_synthetic
 
@@ -87,3 +91,46 @@ def test_dataset_too_small_names_the_numbers(checkpoint: Path, data: Path, tmp_p
 def test_autobatch_on_cpu_is_usage_error(checkpoint: Path, data: Path, tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="AutoBatch"):
         profile_training(_settings(checkpoint, data, tmp_path, batch=-1))
+
+
+linux_schedstat = pytest.mark.skipif(
+    not Path("/proc/self/task").is_dir(), reason="needs Linux /proc schedstat"
+)
+
+
+@linux_schedstat
+def test_every_measured_step_is_host_sampled(measured: tuple[Profile, Path]) -> None:
+    profile, _ = measured
+    host = profile.host
+    assert host is not None and host.measurable and host.num_workers == 0
+    assert all(s.cpu_ms is not None and s.cpu_ms > 0 for s in profile.samples.steps)
+    assert host.cpu_ms == pytest.approx(sum(s.cpu_ms or 0.0 for s in profile.samples.steps))
+    assert isinstance(profile.metrics["contended"], bool)
+
+
+@linux_schedstat
+def test_loader_workers_are_sampled_beside_the_process(
+    checkpoint: Path, data: Path, tmp_path: Path
+) -> None:
+    profile, _ = profile_training(_settings(checkpoint, data, tmp_path, workers=2))
+    host = profile.host
+    assert host is not None and host.num_workers == 2
+    assert host.worker_cpu_ms is not None and host.worker_cpu_ms > 0
+    assert host.cpu_ms is not None and host.cpu_ms > host.worker_cpu_ms
+
+
+def test_without_schedstat_contention_is_not_measurable(
+    checkpoint: Path, data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    no_proc = tmp_path / "no_proc"
+    no_proc.mkdir()
+    monkeypatch.setattr(loop, "HostSampler", functools.partial(HostSampler, proc=str(no_proc)))
+    profile, path = profile_training(_settings(checkpoint, data, tmp_path / "p"))
+    assert profile.host is not None and profile.host.measurable is False
+    assert all(s.cpu_ms is None and s.cpu_wait_ms is None for s in profile.samples.steps)
+    assert profile.metrics["contended"] is None and profile.metrics["cpu_wait_frac"] is None
+    out = tmp_path / "out.txt"
+    with out.open("w", encoding="utf-8") as stream:
+        assert main(["profile", "summary", str(path)], output=Output(stream, stream)) == 0
+    text = out.read_text(encoding="utf-8")
+    assert "host     contention not measurable: this platform has no per-thread schedstat" in text

@@ -27,8 +27,8 @@ def test_a_contended_summary_warns_names_the_steps_and_keeps_the_quiet_verdict()
     verdict = next(line for line in lines if line.startswith(">> "))
     assert verdict.startswith(">> CONTENDED: threads waited 48% of their runnable time")
     assert (
-        "   on a quiet host the numbers would say COMPUTE: the step runs on the CPU — CPU-bound"
-        in lines
+        "   read as if the host were quiet, these numbers say COMPUTE: the step runs on the CPU "
+        "— CPU-bound" in lines
     )
 
 
@@ -86,7 +86,7 @@ def test_the_run_outcome_says_contended_and_what_a_quiet_host_would_say() -> Non
     result = outcome(_profile(BUSY), "p/profile.json", None)
     lines = to_lines(result)
     assert lines[2].startswith(">> CONTENDED: threads waited 48%")
-    assert lines[3].startswith("   on a quiet host the numbers would say COMPUTE:")
+    assert lines[3].startswith("   read as if the host were quiet, these numbers say COMPUTE:")
     doc = json.loads(to_json_text(result))
     assert (doc["contended"], doc["bound"], doc["quiet_bound"]) == (True, "contended", "compute")
     training = to_lines(outcome(_profile(BUSY, mode="training"), "p/profile.json", None))

@@ -62,7 +62,7 @@ def test_inference_beside_busy_processes_is_contended(inputs: Path, tmp_path: Pa
     summary = invoke(["profile", "summary", str(tmp_path / "infer" / "profile.json")])
     assert "** CONTENDED:" in summary.stdout
     assert "steps hit hardest: #" in summary.stdout
-    assert "on a quiet host the numbers would say COMPUTE" in summary.stdout
+    assert "read as if the host were quiet, these numbers say COMPUTE" in summary.stdout
 
 
 def test_input_bound_training_with_a_hog_is_contended_not_compute(
