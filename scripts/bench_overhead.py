@@ -62,7 +62,7 @@ def bare_p50(
         for i in range(warmup + runs // 2):
             start = time.perf_counter()
             if sampled:
-                sampler.begin()
+                sampler.begin(after_sampled=i > warmup)
             step.step(i)
             if sampled:
                 sampler.end()
@@ -76,9 +76,9 @@ def sampler_us(worker_pids: list[int]) -> float:
     """Median microseconds of one begin/end pair over SAMPLER_STEPS empty steps."""
     sampler = HostSampler(worker_pids=lambda: worker_pids)
     costs = []
-    for _ in range(SAMPLER_STEPS):
+    for step in range(SAMPLER_STEPS):
         start = time.perf_counter()
-        sampler.begin()
+        sampler.begin(after_sampled=step > 0)  # consecutive steps, as the loop samples them
         sampler.end()
         costs.append((time.perf_counter() - start) * 1e6)
     sampler.window()
@@ -145,16 +145,13 @@ def main() -> None:
         f"infer p50, t at {args.imgsz}, batch 1, CPU, {torch.get_num_threads()} threads, "
         f"{args.rounds} rounds (median of the per-round p50s)"
     )
-    for label, target in (("bare", None), ("sampled", 1.01), ("no trace", 1.02), ("trace", 1.05)):
+    # The sampled loop has no target of its own: its cost is below this comparison's noise,
+    # and the direct measurement after the table is what the 1 % target is checked on.
+    for label, target in (("bare", None), ("sampled", None), ("no trace", 1.02), ("trace", 1.05)):
         p50 = statistics.median(rows[label])
-        verdict = (
-            ""
-            if target is None
-            else (
-                f"  {p50 / bare:.3f}x bare, target ≤ {target}: "
-                f"{'met' if p50 / bare <= target else 'MISSED'}"
-            )
-        )
+        verdict = "" if label == "bare" else f"  {p50 / bare:.3f}x bare"
+        if target is not None:
+            verdict += f", target ≤ {target}: {'met' if p50 / bare <= target else 'MISSED'}"
         print(f"  {label:<9} {p50:7.2f} ms  rounds {[round(v, 1) for v in rows[label]]}{verdict}")
     print_sampler_cost()
     with tempfile.TemporaryDirectory() as tmp:

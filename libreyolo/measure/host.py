@@ -4,10 +4,10 @@ Role: around every measured iteration, read each sampled thread's schedstat (the
 process and its DataLoader workers) and the process's involuntary context switches; once per
 window, the usable CPUs, torch's intra-op threads, the load average and hypervisor steal; at
 every step's end, the host's runnable-task count (its mean is the load the window really saw).
-A step costs one `listdir` of /proc/self/task plus one `pread` per thread on descriptors kept
-open for the window (about 15 us for 4 threads here), far below what the overhead calibration
-can resolve. Where /proc has no schedstat (macOS, Windows) the sampler is inert and says so
-(`Host(measurable=False)`). Must not decide what the numbers mean (analysis does).
+A step costs a `pread` or two per thread on descriptors kept open for the window (see
+`scripts/bench_overhead.py`: tens of microseconds with 8 workers), far below what the overhead
+calibration can resolve. Where /proc has no schedstat (macOS, Windows) the sampler is inert
+and says so (`Host(measurable=False)`). Must not decide what the numbers mean (analysis does).
 """
 
 from __future__ import annotations
@@ -32,6 +32,14 @@ from libreyolo.measure.procfs import (
 PROC = "/proc"
 READ_BYTES = 128  # one schedstat line is three integers
 STAT_BYTES = 4096  # the aggregate `cpu` line opens /proc/stat
+REFRESH_STEPS = 16  # steps between listings of every sampled process's threads
+
+
+def _open(path: str) -> int | None:
+    try:
+        return os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
 
 
 def _ms(ns: int) -> float:
@@ -71,63 +79,79 @@ class _Totals:
 @dataclass
 class HostSampler:
     """Per-step and per-window host counters. `begin()`/`end()` bracket one measured step;
-    `window()` returns the window's `Host` and closes the descriptors."""
+    `window()` returns the window's `Host` and closes the descriptors.
+
+    This process's threads are read at both ends of a step. DataLoader workers run ahead of the
+    steps (they prefetch), so a step boundary means nothing to them: they are read once per
+    step, at its end, and each step gets their growth since the previous step's end; a
+    `begin(after_sampled=False)` (the iteration before was not sampled) re-bases them first, so
+    warmup and calibration iterations never count. Which threads exist is re-listed every
+    `REFRESH_STEPS` steps and whenever a worker appears (a thread born in between counts from
+    the next listing).
+    """
 
     worker_pids: Callable[[], Sequence[int]] = tuple
     intra_op_threads: Callable[[], int] | None = None
     proc: str = PROC
-    _fds: dict[ThreadKey, int] = field(default_factory=dict)
-    _start: dict[ThreadKey, ThreadTimes] = field(default_factory=dict)
+    _own_fds: dict[ThreadKey, int] = field(default_factory=dict)  # this process's threads
+    _worker_fds: dict[ThreadKey, int] = field(default_factory=dict)
+    _last: dict[ThreadKey, ThreadTimes] = field(default_factory=dict)
+    _listed: set[int] = field(default_factory=set)
     _switches: int = 0
     _workers: tuple[int, ...] = ()
     _ticks: CpuTicks | None = None
     _totals: _Totals = field(default_factory=_Totals)
-    _started: bool = False
-    _loadavg: int | None = None  # descriptor of /proc/loadavg
+    _num_begins: int = 0
 
     def __post_init__(self) -> None:
         self._pid = os.getpid()
         self.measurable = os.path.isfile(f"{self.proc}/{self._pid}/task/{self._pid}/schedstat")
+        self._loadavg: int | None = None  # descriptor of /proc/loadavg
 
-    def begin(self) -> None:
-        """Read every sampled thread's counters: the start of one measured step."""
+    def begin(self, *, after_sampled: bool = False) -> None:
+        """The start of one measured step: read this process's threads (and, after a gap, the
+        workers' to re-base them)."""
         if not self.measurable:
             return
-        if not self._started:
-            self._started = True
+        if self._num_begins == 0:
             self._ticks = self._read_ticks()
-            try:
-                self._loadavg = os.open(f"{self.proc}/loadavg", os.O_RDONLY)
-            except OSError:
-                self._loadavg = None
-        self._workers = tuple(self.worker_pids())
-        self._open_threads()
-        self._start = self._read_threads()
+            self._loadavg = _open(f"{self.proc}/loadavg")
+        workers = tuple(self.worker_pids())
+        relist = self._num_begins % REFRESH_STEPS == 0
+        self._num_begins += 1
+        if relist or workers != self._workers:
+            self._workers = workers
+            self._open_threads(relist)
+        self._last.update(self._read(own=True))
+        if not after_sampled:
+            self._last.update(self._read(own=False))
         self._switches = resource.getrusage(resource.RUSAGE_SELF).ru_nivcsw
 
     def end(self) -> StepHost:
-        """The counters' growth since `begin()`, also added to the window's totals."""
+        """The counters' growth over the step, also added to the window's totals."""
         if not self.measurable:
             return StepHost()
         switches = resource.getrusage(resource.RUSAGE_SELF).ru_nivcsw - self._switches
-        after = self._read_threads()
-        grown = delta(self._start, after)
-        workers = set(self._workers)
-        mine = {k: v for k, v in after.items() if k[0] in workers}
-        worker_grown = delta(self._start, mine)
+        own, workers = self._read(own=True), self._read(own=False)
+        own_grown, worker_grown = delta(self._last, own), delta(self._last, workers)
+        self._last = own | workers
+        cpu_ns = own_grown.on_cpu_ns + worker_grown.on_cpu_ns
+        wait_ns = own_grown.wait_ns + worker_grown.wait_ns
         totals = self._totals
-        totals.cpu_ns += grown.on_cpu_ns
-        totals.wait_ns += grown.wait_ns
+        totals.cpu_ns += cpu_ns
+        totals.wait_ns += wait_ns
         totals.worker_cpu_ns += worker_grown.on_cpu_ns
         totals.worker_wait_ns += worker_grown.wait_ns
         totals.switches += switches
-        totals.most_threads = max(totals.most_threads, grown.num_threads)
+        totals.most_threads = max(
+            totals.most_threads, own_grown.num_threads + worker_grown.num_threads
+        )
         totals.num_steps += 1
         running = self._read_running()
         if running is not None:
             totals.running += running
             totals.num_running += 1
-        return StepHost(_ms(grown.on_cpu_ns), _ms(grown.wait_ns), switches)
+        return StepHost(_ms(cpu_ns), _ms(wait_ns), switches)
 
     def window(self) -> Host:
         """The window's Host record; closes every descriptor (the sampler is done)."""
@@ -153,33 +177,40 @@ class HostSampler:
             num_involuntary_switches=t.switches,
         )
 
-    def _open_threads(self) -> None:
-        """Descriptors for threads not seen before (kept open: a pread per step is cheap)."""
+    def _open_threads(self, relist: bool) -> None:
+        """Descriptors for threads not seen before (kept open: a pread per step is cheap),
+        listing every pid when `relist`, else only pids never listed."""
         for pid in (self._pid, *self._workers):
+            if pid in self._listed and not relist:
+                continue
+            self._listed.add(pid)
             try:
                 tids = os.listdir(f"{self.proc}/{pid}/task")
             except OSError:  # a worker that exited
                 continue
+            fds = self._own_fds if pid == self._pid else self._worker_fds
             for name in tids:
                 key = (pid, int(name))
-                if key in self._fds:
-                    continue
-                try:
-                    self._fds[key] = os.open(
-                        f"{self.proc}/{pid}/task/{name}/schedstat", os.O_RDONLY
-                    )
-                except OSError:  # the thread exited between listdir and open
-                    continue
+                if key not in fds:
+                    fd = _open(f"{self.proc}/{pid}/task/{name}/schedstat")
+                    if fd is not None:  # None: the thread exited between listdir and open
+                        fds[key] = fd
+        gone = [key for key in self._worker_fds if key[0] not in self._workers]
+        for key in gone:  # a loader that restarted its workers: the old ones are not ours
+            os.close(self._worker_fds.pop(key))
 
-    def _read_threads(self) -> dict[ThreadKey, ThreadTimes]:
+    def _read(self, *, own: bool) -> dict[ThreadKey, ThreadTimes]:
+        """The counters of this process's threads (`own`) or of the workers' threads; a
+        thread that has exited (ESRCH) loses its descriptor."""
         times: dict[ThreadKey, ThreadTimes] = {}
-        for key, fd in list(self._fds.items()):
+        fds = self._own_fds if own else self._worker_fds
+        for key, fd in list(fds.items()):
             try:
-                parsed = parse_schedstat(os.pread(fd, READ_BYTES, 0).decode("ascii", "replace"))
-            except OSError:  # ESRCH: the thread has exited; its descriptor is useless now
+                parsed = parse_schedstat(os.pread(fd, READ_BYTES, 0))
+            except OSError:
                 parsed = None
             if parsed is None:
-                os.close(self._fds.pop(key))
+                os.close(fds.pop(key))
                 continue
             times[key] = parsed
         return times
@@ -200,9 +231,10 @@ class HostSampler:
             return None
 
     def _close(self) -> None:
-        for fd in self._fds.values():
-            os.close(fd)
-        self._fds.clear()
+        for fds in (self._own_fds, self._worker_fds):
+            for fd in fds.values():
+                os.close(fd)
+            fds.clear()
         if self._loadavg is not None:
             os.close(self._loadavg)
             self._loadavg = None

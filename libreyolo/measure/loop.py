@@ -70,6 +70,7 @@ def run_window(
     timer = PhaseTimer(device)
     record = WindowRecord(phase_ms={name: [] for name in phases})
     sampler = HostSampler(worker_pids=worker_pids, intra_op_threads=torch.get_num_threads)
+    after_sampled = False  # whether the previous iteration was host-sampled
     try:
         for iteration in range(plan.num_total):
             if iteration == plan.num_traced:
@@ -78,13 +79,14 @@ def run_window(
             measured = not plan.is_warmup(iteration) and not plan.is_bare(iteration)
             timer.begin(synced=synced)
             if measured:
-                sampler.begin()
+                sampler.begin(after_sampled=after_sampled)
             start = time.perf_counter()
             input_at = step(iteration, timer)
             if not synced:
                 synchronize(device)  # one sync at the end: the wall includes all queued work
             end = time.perf_counter()
             host = sampler.end() if measured else StepHost()
+            after_sampled = measured
             if iteration < plan.num_traced:
                 recorder.step()
             if plan.is_bare(iteration):

@@ -18,13 +18,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
 
 ThreadKey = tuple[int, int]  # (pid, tid): a thread of the measuring process or of a worker
 
 
-@dataclass(frozen=True, slots=True)
-class ThreadTimes:
-    """One thread's cumulative scheduler counters, in nanoseconds."""
+class ThreadTimes(NamedTuple):
+    """One thread's cumulative scheduler counters, in nanoseconds (a tuple: read per step)."""
 
     on_cpu_ns: int
     wait_ns: int
@@ -39,12 +39,14 @@ class Delta:
     num_threads: int  # threads seen in both readings
 
 
-def parse_schedstat(text: str) -> ThreadTimes | None:
-    """The counters of one schedstat line, or None when the text is not one."""
-    fields = text.split()
-    if len(fields) < 2 or not all(f.isdigit() for f in fields[:2]):
+def parse_schedstat(raw: bytes | str) -> ThreadTimes | None:
+    """The counters of one schedstat line (bytes as read, or text), or None when it is not one."""
+    fields = raw.split(maxsplit=2)
+    try:
+        on_cpu, wait = int(fields[0]), int(fields[1])
+    except (IndexError, ValueError):
         return None
-    return ThreadTimes(on_cpu_ns=int(fields[0]), wait_ns=int(fields[1]))
+    return ThreadTimes(on_cpu, wait) if on_cpu >= 0 and wait >= 0 else None
 
 
 def delta(before: Mapping[ThreadKey, ThreadTimes], after: Mapping[ThreadKey, ThreadTimes]) -> Delta:

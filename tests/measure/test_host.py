@@ -88,3 +88,24 @@ def test_without_schedstat_the_sampler_says_not_measurable(tmp_path: Path) -> No
     sampler.begin()
     assert sampler.end() == StepHost()
     assert sampler.window() == Host(measurable=False)
+
+
+@linux
+def test_worker_time_outside_the_sampled_steps_is_not_counted() -> None:
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import time\nt=time.time()\nwhile time.time()-t<5: pass"]
+    )
+    try:
+        time.sleep(0.2)
+        sampler = HostSampler(worker_pids=lambda: [child.pid])
+        sampler.begin()
+        first = sampler.end()
+        time.sleep(0.3)  # a warmup or calibration iteration: the worker spins, unsampled
+        sampler.begin(after_sampled=False)  # re-bases the worker
+        second = sampler.end()
+        sampler.window()
+    finally:
+        child.kill()
+        child.wait()
+    assert first.cpu_ms is not None and second.cpu_ms is not None
+    assert second.cpu_ms < 100.0  # not the 300 ms the worker spun between the steps
