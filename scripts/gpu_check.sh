@@ -78,8 +78,10 @@ for name, train in (("infer_fp16", False), ("infer_b8", False), ("run_amp", True
         print(f"FAIL {name}: no profile ({err}); stderr: {stderr[-300:]}")
         failures.append(name)
         continue
-    m, trace = doc["metrics"], doc["trace"] or {}
+    m, trace, host = doc["metrics"], doc["trace"] or {}, doc.get("host") or {}
     checks = {
+        "host sampled": host.get("measurable") is True and m.get("cpu_wait_frac") is not None,
+        "quiet machine not contended": m.get("contended") is False,
         "gpu_util in (0, 1]": 0 < (m.get("gpu_util") or 0) <= 1,
         "kernels categorised": bool(trace.get("categories")),
         "phases present": bool(trace.get("phases")),
@@ -93,11 +95,12 @@ for name, train in (("infer_fp16", False), ("infer_b8", False), ("run_amp", True
     if train:
         names = {p["name"] for p in trace.get("phases", [])}
         checks["training phases"] = {"forward", "backward", "optimizer"} <= names
+        checks["2 loader workers sampled"] = host.get("num_workers") == 2
     for label, ok in checks.items():
         print(f"{'ok  ' if ok else 'FAIL'} {name}: {label}")
         if not ok:
             failures.append(f"{name}: {label}")
-    print(f"     {name}: {json.dumps({k: m.get(k) for k in ('img_per_s', 'step_ms', 'gpu_util', 'bound', 'latency_p50_ms', 'peak_vram_mb')})}")
+    print(f"     {name}: {json.dumps({k: m.get(k) for k in ('img_per_s', 'step_ms', 'gpu_util', 'bound', 'latency_p50_ms', 'peak_vram_mb', 'cpu_wait_frac', 'contended')})}")
 print("all GPU checks passed" if not failures else f"{len(failures)} GPU checks failed")
 sys.exit(1 if failures else 0)
 PY

@@ -147,6 +147,7 @@ def _blank(status: dict[str, Any], config: dict[str, Any], overrides: object) ->
         "batch": config.get("batch"),
         "imgsz": config.get("imgsz"),
         "amp": config.get("amp"),
+        "threads": config.get("threads"),  # --threads / a threads axis; None: torch's default
         "amp_effective": None,  # what the profile says ran: AMP/--half has no effect on a CPU
         "profile": None,
         "metrics": {},

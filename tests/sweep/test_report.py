@@ -41,6 +41,7 @@ POINT_KEYS = {
     "batch",
     "imgsz",
     "amp",
+    "threads",
     "amp_effective",
     "profile",
     "metrics",
@@ -150,8 +151,8 @@ def test_chart_series_drops_failed_points_and_sorts_by_batch(tmp_path: Path) -> 
         str(tmp_path), collect_points(tmp_path, point_folders(make_sweep(tmp_path)))
     )
     assert chart_series(data["points"]) == {
-        (64, True): [(1, 50.0), (2, 80.0), (4, 120.0)],
-        (96, True): [(1, 30.0)],
+        (64, True, None): [(1, 50.0), (2, 80.0), (4, 120.0)],
+        (96, True, None): [(1, 30.0)],
     }
 
 
@@ -164,6 +165,18 @@ def test_chart_labels_say_when_amp_had_no_effect(tmp_path: Path) -> None:
     assert chart_module._label(points, 64, True) == "imgsz 64, amp on (no effect)"
     assert chart_module._label(points, 64, False) == "imgsz 64, amp off"
     assert chart_module._label(points, 96, True) == "imgsz 96, amp on"
+    assert chart_module._label(points, 96, True, 2) == "imgsz 96, amp on, 2 threads"
+
+
+def test_a_threads_axis_draws_one_line_per_thread_count(tmp_path: Path) -> None:
+    for threads, ips in ((1, 40.0), (2, 70.0)):
+        root = tmp_path / f"t{threads}"
+        folder = root / make_point(root, 1, 64, ips)
+        request = json.loads((folder / "point.json").read_text(encoding="utf-8"))
+        request["config"]["threads"] = threads
+        (folder / "point.json").write_text(json.dumps(request), encoding="utf-8")
+    points = collect_points(tmp_path, point_folders(tmp_path))
+    assert chart_series(points) == {(64, True, 1): [(1, 40.0)], (64, True, 2): [(1, 70.0)]}
 
 
 def test_no_ok_point_means_no_chart_and_no_message(
