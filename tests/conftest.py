@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,3 +76,14 @@ def golden(request: pytest.FixtureRequest):
         assert actual == path.read_text(encoding="utf-8")
 
     return check
+
+
+@pytest.fixture
+def two_threads() -> Iterator[None]:
+    """torch at 2 intra-op threads, so a restored count differs from the one asked for."""
+    import torch  # here, not at the top: most tests never need torch
+
+    original = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(original)

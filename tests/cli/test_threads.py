@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -33,15 +32,6 @@ def test_a_bad_thread_count_exits_2(command: list[str], value: str, message: str
     result = invoke(["profile", *command, "--threads", value])
     assert result.status == 2 and result.stdout == ""
     assert f"argument --threads: {message}" in result.stderr
-
-
-@pytest.fixture
-def two_threads() -> Iterator[None]:
-    """torch at 2 intra-op threads, so a restored count differs from the one asked for."""
-    original = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(original)
 
 
 def test_infer_runs_with_the_threads_asked_and_gives_torch_its_own_back(

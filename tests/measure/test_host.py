@@ -7,6 +7,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -63,21 +64,25 @@ def test_a_thread_that_exits_mid_window_is_dropped_not_fatal() -> None:
     assert second.cpu_ms > 0
 
 
-@linux
-def test_worker_processes_are_sampled_and_split_out() -> None:
+@pytest.fixture
+def spinning_child() -> Iterator[int]:
+    """A child process that spins for at most 5 s (a busy DataLoader worker); its pid."""
     child = subprocess.Popen(
         [sys.executable, "-c", "import time\nt=time.time()\nwhile time.time()-t<5: pass"]
     )
-    try:
-        time.sleep(0.2)
-        sampler = HostSampler(worker_pids=lambda: [child.pid])
-        sampler.begin()
-        time.sleep(0.1)
-        sampler.end()
-        host = sampler.window()
-    finally:
-        child.kill()
-        child.wait()
+    time.sleep(0.2)
+    yield child.pid
+    child.kill()
+    child.wait()
+
+
+@linux
+def test_worker_processes_are_sampled_and_split_out(spinning_child: int) -> None:
+    sampler = HostSampler(worker_pids=lambda: [spinning_child])
+    sampler.begin()
+    time.sleep(0.1)
+    sampler.end()
+    host = sampler.window()
     assert host.num_workers == 1
     assert host.worker_cpu_ms is not None and host.worker_cpu_ms > 20.0
     assert host.cpu_ms is not None and host.cpu_ms >= host.worker_cpu_ms
@@ -91,21 +96,13 @@ def test_without_schedstat_the_sampler_says_not_measurable(tmp_path: Path) -> No
 
 
 @linux
-def test_worker_time_outside_the_sampled_steps_is_not_counted() -> None:
-    child = subprocess.Popen(
-        [sys.executable, "-c", "import time\nt=time.time()\nwhile time.time()-t<5: pass"]
-    )
-    try:
-        time.sleep(0.2)
-        sampler = HostSampler(worker_pids=lambda: [child.pid])
-        sampler.begin()
-        first = sampler.end()
-        time.sleep(0.3)  # a warmup or calibration iteration: the worker spins, unsampled
-        sampler.begin(after_sampled=False)  # re-bases the worker
-        second = sampler.end()
-        sampler.window()
-    finally:
-        child.kill()
-        child.wait()
+def test_worker_time_outside_the_sampled_steps_is_not_counted(spinning_child: int) -> None:
+    sampler = HostSampler(worker_pids=lambda: [spinning_child])
+    sampler.begin()
+    first = sampler.end()
+    time.sleep(0.3)  # a warmup or calibration iteration: the worker spins, unsampled
+    sampler.begin(after_sampled=False)  # re-bases the worker
+    second = sampler.end()
+    sampler.window()
     assert first.cpu_ms is not None and second.cpu_ms is not None
     assert second.cpu_ms < 100.0  # not the 300 ms the worker spun between the steps

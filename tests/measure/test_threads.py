@@ -3,22 +3,11 @@ line that says when a run's threads crowd the CPUs it may use."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import torch
 
 from libreyolo.errors import UsageError
 from libreyolo.measure.threads import crowding_warning, intra_op_threads
-
-
-@pytest.fixture
-def two_threads() -> Iterator[None]:
-    """torch at 2 intra-op threads, so a restored count differs from the one asked for."""
-    original = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(original)
 
 
 def test_the_thread_count_holds_inside_and_is_restored_after(two_threads: None) -> None:
