@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from libreyolo.analysis import stats
+from libreyolo.analysis.diff import ProfileDiff, diff_profiles
 from libreyolo.document.model import Profile, Scalar
 
 NOISY_TRIALS_CV = 0.10  # trials spreading more than this were measured on a changing machine
@@ -77,6 +78,7 @@ class Comparison:
     warnings: tuple[str, ...]
     cpu_wait_frac: Delta
     contended: Delta
+    diff: ProfileDiff | None = None
 
 
 def _trial_values(profile: Profile) -> list[float]:
@@ -154,8 +156,9 @@ def _ms_per_image(profile: Profile) -> float | None:
     return None
 
 
-def compare(before: Profile, after: Profile) -> Comparison:
-    """Deltas from `before` to `after`, a significance call and warnings on mismatched runs."""
+def compare(before: Profile, after: Profile, *, top: int = 10) -> Comparison:
+    """Deltas from `before` to `after`, a significance call, warnings on mismatched runs and
+    the per-step changes of phases and the `top` ops and kernels."""
     a, b = before.metrics, after.metrics
 
     def delta(key: str) -> Delta:
@@ -187,4 +190,5 @@ def compare(before: Profile, after: Profile) -> Comparison:
         warnings=warnings,
         cpu_wait_frac=delta("cpu_wait_frac"),
         contended=delta("contended"),
+        diff=diff_profiles(before, after, top),
     )

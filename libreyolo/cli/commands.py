@@ -78,7 +78,7 @@ def ops(args: argparse.Namespace) -> Outcome:
 def compare(args: argparse.Namespace) -> Outcome:
     from libreyolo.analysis.compare import compare as compare_profiles
 
-    result = compare_profiles(_profile(args, args.before), _profile(args, args.after))
+    result = compare_profiles(_profile(args, args.before), _profile(args, args.after), top=args.top)
     return result, (args.before, args.after)
 
 

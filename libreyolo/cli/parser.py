@@ -249,6 +249,12 @@ def _add_readers(sub: argparse._SubParsersAction[Parser], common: Parser) -> Non
     p = _add(sub, "compare", commands.compare, common)
     p.add_argument("before", help="Baseline profile.json / profile_trace.json")
     p.add_argument("after", help="New profile.json / profile_trace.json")
+    p.add_argument(
+        "--top",
+        type=non_negative_int,
+        default=10,
+        help="Show the N ops and kernels whose time per step changed most",
+    )
     p = _add(sub, "what-if", commands.what_if, common)
     p.add_argument("trace", help=TRACE_HELP)
     p.add_argument(

@@ -9,6 +9,8 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from libreyolo.render.diff_json import diff_json
+
 if TYPE_CHECKING:  # result types only; importing them would cost every reader start-up time
     from libreyolo.analysis.compare import Comparison, Delta
     from libreyolo.analysis.contention import StepWait
@@ -170,6 +172,7 @@ def _(result: Comparison, source: Source) -> Any:
         "cpu_wait_frac": _delta(result.cpu_wait_frac),
         "contended": _delta(result.contended),
         "warnings": list(result.warnings),
+        "changes": diff_json(result.diff) if result.diff else None,
     }
 
 

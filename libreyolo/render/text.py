@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from libreyolo.render.diff_text import diff_lines
 from libreyolo.render.safe import safe_text, short_name
 from libreyolo.render.summary_text import quiet_verdict_line, summary_lines
 from libreyolo.render.units import fmt_count, fmt_or_unknown, fmt_pct_change, fmt_value
@@ -156,6 +157,8 @@ def _(result: Comparison) -> Lines:
     if wait.before is not None or wait.after is not None:
         lines.append(f"CPU wait       {_util(wait.before)} -> {_util(wait.after)}")
     lines += [f"warning: {safe_text(w)}" for w in result.warnings]
+    if result.diff is not None:
+        lines += diff_lines(result.diff)
     return lines
 
 

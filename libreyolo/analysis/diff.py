@@ -1,0 +1,221 @@
+"""What changed between two profiles, per step: phases, the ops and the kernels that moved most.
+
+Role: the "why" under compare's headline deltas. Phases come from `phase_breakdown`, ops and
+kernels from the trace tables divided by each side's own step count, so runs with different
+window lengths compare. Kernels match by `kernel_names.normalise` (rows sharing a normalised
+name are merged on each side first); ops match by their exact aten name. A row on one side only
+is `new` or `gone`. A value a side does not have stays None, never 0. Matching kernels by their
+launching op (correlation id) would need per-kernel op links that profile.json does not hold.
+Pure: no I/O, no torch or numpy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from libreyolo.analysis import kernel_names
+from libreyolo.analysis.metrics import per_step_divisor
+from libreyolo.analysis.phases import phase_breakdown
+from libreyolo.document.model import Profile
+
+Status = Literal["changed", "new", "gone"]
+OpTime = Literal["self", "total"]
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseChange:
+    phase: str
+    wall_ms_before: float | None  # per step; None where that side has no such phase or time
+    wall_ms_after: float | None
+    gpu_ms_before: float | None  # None without a GPU on either side
+    gpu_ms_after: float | None
+    share_of_change: float | None  # wall change / the step's total change
+
+    @property
+    def wall_change_ms(self) -> float | None:
+        return _minus(self.wall_ms_after, self.wall_ms_before)
+
+    @property
+    def gpu_change_ms(self) -> float | None:
+        return _minus(self.gpu_ms_after, self.gpu_ms_before)
+
+
+@dataclass(frozen=True, slots=True)
+class RowChange:
+    name: str
+    status: Status
+    ms_before: float | None  # per step; None on the side the row is missing from
+    ms_after: float | None
+    calls_before: float | None  # per step
+    calls_after: float | None
+    num_merged: tuple[int, int] = (1, 1)  # raw names merged into this row, before and after
+
+    @property
+    def change_ms(self) -> float:
+        return (self.ms_after or 0.0) - (self.ms_before or 0.0)
+
+
+@dataclass(frozen=True, slots=True)
+class TableDiff:
+    changed: tuple[RowChange, ...]  # on both sides, the `top` by |change|
+    new: tuple[RowChange, ...]  # after only, the `top` by time
+    gone: tuple[RowChange, ...]  # before only, the `top` by time
+    num_matched: int
+    num_new: int
+    num_gone: int
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileDiff:
+    step_ms_before: float | None
+    step_ms_after: float | None
+    total_change_ms: float | None  # step_ms after − before, else the sum of phase wall changes
+    total_from: Literal["step_ms", "phases"] | None
+    # The phases' own wall change: on inference runs step_ms is the traced latency while phase
+    # walls are synced stage times, so the two totals can differ and both are shown.
+    phase_change_ms: float | None
+    has_gpu: bool
+    phases: tuple[PhaseChange, ...]
+    op_time: OpTime  # "total" when either side lacks self times (libreyolo 1.6.0 files)
+    ops: TableDiff
+    kernels: TableDiff | None  # None when neither side ran on a GPU
+    kernel_rule: str = kernel_names.RULE
+
+
+def _minus(after: float | None, before: float | None) -> float | None:
+    return None if after is None or before is None else after - before
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _has_gpu(profile: Profile) -> bool:
+    return bool(profile.trace and profile.trace.has_gpu)
+
+
+PhaseValues = tuple[str, float | None, float | None, float | None, float | None]
+
+
+def _phases(before: Profile, after: Profile, has_gpu: bool) -> list[PhaseValues]:
+    """(phase, wall before, wall after, gpu before, gpu after) per step, in report order;
+    the GPU values None without a GPU."""
+    rows_a = {r.phase: r for r in phase_breakdown(before).rows}
+    rows_b = {r.phase: r for r in phase_breakdown(after).rows}
+    names = list(rows_a) + [name for name in rows_b if name not in rows_a]
+    out = []
+    for name in names:
+        a, b = rows_a.get(name), rows_b.get(name)
+        values = (
+            a.wall_ms_per_step if a else None,
+            b.wall_ms_per_step if b else None,
+            a.gpu_ms_per_step if a and has_gpu else None,
+            b.gpu_ms_per_step if b and has_gpu else None,
+        )
+        if any(v is not None for v in values):  # a phase known on neither side says nothing
+            out.append((name, *values))
+    return out
+
+
+Row = tuple[float, float, int]  # ms per step, calls per step, raw names merged
+
+
+def _merge(rows: Iterable[tuple[str, float, int]], steps: int) -> dict[str, Row]:
+    merged: dict[str, Row] = {}
+    for name, ms, calls in rows:
+        total_ms, total_calls, count = merged.get(name, (0.0, 0.0, 0))
+        merged[name] = (total_ms + ms / steps, total_calls + calls / steps, count + 1)
+    return merged
+
+
+def _table(a: dict[str, Row], b: dict[str, Row], top: int) -> TableDiff:
+    def row(name: str, status: Status) -> RowChange:
+        ra, rb = a.get(name), b.get(name)
+        return RowChange(
+            name,
+            status,
+            ra[0] if ra else None,
+            rb[0] if rb else None,
+            ra[1] if ra else None,
+            rb[1] if rb else None,
+            (ra[2] if ra else 0, rb[2] if rb else 0),
+        )
+
+    matched = [row(n, "changed") for n in a if n in b]
+    new = [row(n, "new") for n in b if n not in a]
+    gone = [row(n, "gone") for n in a if n not in b]
+    matched.sort(key=lambda r: (-abs(r.change_ms), r.name))
+    new.sort(key=lambda r: (-(r.ms_after or 0.0), r.name))
+    gone.sort(key=lambda r: (-(r.ms_before or 0.0), r.name))
+    n = max(top, 0)
+    return TableDiff(
+        tuple(matched[:n]), tuple(new[:n]), tuple(gone[:n]), len(matched), len(new), len(gone)
+    )
+
+
+def _op_time(before: Profile, after: Profile) -> OpTime:
+    ops = [op for p in (before, after) for op in (p.trace.ops if p.trace else [])]
+    return "total" if any(op.self_ms is None for op in ops) else "self"
+
+
+def _ops(profile: Profile, op_time: OpTime) -> dict[str, Row]:
+    trace = profile.trace
+    rows = [
+        (
+            op.name,
+            op.total_ms if op_time == "total" or op.self_ms is None else op.self_ms,
+            op.num_calls,
+        )
+        for op in (trace.ops if trace else [])
+    ]
+    return _merge(rows, per_step_divisor(trace))
+
+
+def _kernels(profile: Profile) -> dict[str, Row]:
+    trace = profile.trace
+    rows = [
+        (kernel_names.normalise(k.name), k.total_ms, k.num_calls)
+        for k in (trace.kernels if trace else [])
+    ]
+    return _merge(rows, per_step_divisor(trace))
+
+
+def diff_profiles(before: Profile, after: Profile, top: int = 10) -> ProfileDiff:
+    """Per-step changes from `before` to `after`: phases, and the `top` ops and kernels."""
+    has_gpu = _has_gpu(before) or _has_gpu(after)
+    phase_values = _phases(before, after, has_gpu)
+    step_a = _number(before.metrics.get("step_ms"))
+    step_b = _number(after.metrics.get("step_ms"))
+    total = _minus(step_b, step_a)
+    total_from: Literal["step_ms", "phases"] | None = "step_ms" if total is not None else None
+    walls = [_minus(wall_b, wall_a) for _, wall_a, wall_b, _, _ in phase_values]
+    phase_total = sum(w for w in walls if w is not None) if walls and None not in walls else None
+    if total is None and phase_total is not None:
+        total, total_from = phase_total, "phases"
+    phases = tuple(
+        PhaseChange(name, wa, wb, ga, gb, _share(_minus(wb, wa), total))
+        for name, wa, wb, ga, gb in phase_values
+    )
+    op_time = _op_time(before, after)
+    return ProfileDiff(
+        step_ms_before=step_a,
+        step_ms_after=step_b,
+        total_change_ms=total,
+        total_from=total_from,
+        phase_change_ms=phase_total,
+        has_gpu=has_gpu,
+        phases=phases,
+        op_time=op_time,
+        ops=_table(_ops(before, op_time), _ops(after, op_time), top),
+        kernels=_table(_kernels(before), _kernels(after), top) if has_gpu else None,
+    )
+
+
+def _share(change: float | None, total: float | None) -> float | None:
+    if change is None or not total:
+        return None
+    return change / total
