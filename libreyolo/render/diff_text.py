@@ -31,6 +31,11 @@ def _calls(value: float | None) -> str:
     return "?" if value is None else fmt_count(value)
 
 
+def _pct(share: float) -> str:
+    text = f"{share:.0%}"
+    return "0%" if text == "-0%" else text  # a share that rounds to nothing has no sign
+
+
 def _step_line(diff: ProfileDiff) -> str:
     how = " (sum of the phases)" if diff.total_from == "phases" else ""
     if diff.total_from == "step_ms" and diff.phase_change_ms is not None:
@@ -42,7 +47,7 @@ def _step_line(diff: ProfileDiff) -> str:
 
 
 def _phase_line(row: PhaseChange, has_gpu: bool) -> str:
-    share = "" if row.share_of_change is None else f"  {row.share_of_change:.0%} of the change"
+    share = "" if row.share_of_change is None else f"  {_pct(row.share_of_change)} of the change"
     gpu = (
         f"  gpu {_ms(row.gpu_ms_before)} -> {_ms(row.gpu_ms_after)} ({_signed(row.gpu_change_ms)})"
         if has_gpu
