@@ -11,6 +11,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from libreyolo.cli.sources import open_metrics, open_profile, open_sweep
+from libreyolo.errors import UsageError
 
 if TYPE_CHECKING:
     from libreyolo.document.model import Profile
@@ -78,7 +79,14 @@ def ops(args: argparse.Namespace) -> Outcome:
 def compare(args: argparse.Namespace) -> Outcome:
     from libreyolo.analysis.compare import compare as compare_profiles
 
-    result = compare_profiles(_profile(args, args.before), _profile(args, args.after))
+    if args.metric is not None and args.fail_on_regression is None:
+        raise UsageError("--metric names the gated metric: it needs --fail-on-regression PCT")
+    result = compare_profiles(
+        _profile(args, args.before),
+        _profile(args, args.after),
+        fail_on_regression_pct=args.fail_on_regression,
+        metric=args.metric,
+    )
     return result, (args.before, args.after)
 
 
