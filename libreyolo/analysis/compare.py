@@ -85,6 +85,11 @@ class Comparison:
     cpu_wait_frac: Delta
     contended: Delta
 
+    @property
+    def failed_gates(self) -> tuple[tuple[str | None, Gate], ...]:
+        """The failed gate, if any (the command exits 4): one entry, no point name."""
+        return ((None, self.gate),) if self.gate is not None and self.gate.failed else ()
+
 
 def _trial_values(profile: Profile, metric: str = "img_per_s") -> list[float]:
     values = [t.metrics.get(metric) for t in profile.trials]

@@ -248,8 +248,8 @@ def _add_readers(sub: argparse._SubParsersAction[Parser], common: Parser) -> Non
     p.add_argument("--top", type=non_negative_int, default=20, help="Show top N by CPU time")
     p.add_argument("--phase", help="Restrict to a phase (forward/backward/...)")
     p = _add(sub, "compare", commands.compare, common)
-    p.add_argument("before", help="Baseline profile.json / profile_trace.json")
-    p.add_argument("after", help="New profile.json / profile_trace.json")
+    p.add_argument("before", help="Baseline profile.json / profile_trace.json, or a sweep folder")
+    p.add_argument("after", help="New profile.json / profile_trace.json, or a sweep folder")
     p.add_argument(
         "--fail-on-regression",
         type=positive_percent,

@@ -3,6 +3,7 @@ failed gate (exit 4). Pure."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from libreyolo.analysis.gate import GATE_METRICS
@@ -31,6 +32,9 @@ def gate_line(gate: Gate) -> str:
     return f"gate: {'FAILED' if gate.failed else 'passed'}, {gate_reason(gate)}"
 
 
-def regression_line(gate: Gate) -> str:
-    """The one stderr line of a failed gate."""
-    return f"regression: {gate_reason(gate)}"
+def regression_line(failed: Sequence[tuple[str | None, Gate]]) -> str:
+    """The one stderr line of failed gates: `(point, gate)`, point None for two profiles."""
+    return "regression: " + "; ".join(
+        gate_reason(gate) if point is None else f"{point}: {gate_reason(gate)}"
+        for point, gate in failed
+    )

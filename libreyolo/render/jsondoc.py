@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # result types only; importing them would cost every reader s
     from libreyolo.analysis.phases import PhaseBreakdown
     from libreyolo.analysis.summary import Summary
     from libreyolo.analysis.sweep import SweepView
+    from libreyolo.analysis.sweep_compare import SweepComparison
     from libreyolo.analysis.whatif import Projection
     from libreyolo.render.listing import SubcommandList
 
@@ -195,6 +196,28 @@ def _(result: Comparison, source: Source) -> Any:
         "contended": _delta(result.contended),
         "warnings": list(result.warnings),
     }
+
+
+@_view("sweep-compare")
+def _(result: SweepComparison, source: Source) -> Any:
+    before, after = source if isinstance(source, tuple) else (None, None)
+    points = [
+        {"point": p.point, **p.axes, "not_compared": p.not_compared}
+        | (
+            {"img_per_s": None, "gate": None}
+            if p.comparison is None
+            else {
+                "img_per_s": _tested(p.comparison.img_per_s, p.comparison.significance),
+                "gate": _gate(p.comparison.gate),
+            }
+        )
+        for p in result.points
+    ]
+    failed = len(result.failed_gates)
+    gate = None
+    if result.threshold_pct is not None:
+        gate = {"threshold_pct": result.threshold_pct, "num_failed": failed, "failed": failed > 0}
+    return {"before": before, "after": after, "points": points, "gate": gate}
 
 
 @_view("what-if")

@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # result types only; importing them would cost every reader s
     from libreyolo.analysis.phases import PhaseBreakdown
     from libreyolo.analysis.summary import Summary
     from libreyolo.analysis.sweep import SweepView
+    from libreyolo.analysis.sweep_compare import SweepComparison
     from libreyolo.analysis.whatif import Projection
     from libreyolo.render.listing import SubcommandList
 
@@ -233,6 +234,13 @@ def _(result: SweepView) -> Lines:
     from libreyolo.render.sweep_text import sweep_lines  # sweeps only: profile readers skip it
 
     return sweep_lines(result.data)
+
+
+@_view("sweep-compare")
+def _(result: SweepComparison) -> Lines:
+    from libreyolo.render.sweep_compare_text import sweep_compare_lines
+
+    return sweep_compare_lines(result)
 
 
 @_view("config")
