@@ -16,6 +16,7 @@ class ExitStatus(IntEnum):
     FAILED = 1  # a trace or profile cannot be analysed
     USAGE = 2  # missing file, invalid arguments, unknown field/phase/category
     NO_PROFILE = 3  # run/infer ended without writing a profile
+    REGRESSION = 4  # compare --fail-on-regression: after is significantly worse (output printed)
     INTERRUPTED = 130  # 128 + SIGINT
     TERMINATED = 143  # 128 + SIGTERM
 

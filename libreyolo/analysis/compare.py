@@ -24,12 +24,15 @@ from typing import ClassVar
 
 from libreyolo.analysis import stats
 from libreyolo.analysis.diff import ProfileDiff, diff_profiles
+from libreyolo.analysis.gate import Gate, gate_metric, regression_gate, require_trials
 from libreyolo.document.model import Profile, Scalar
 
 NOISY_TRIALS_CV = 0.10  # trials spreading more than this were measured on a changing machine
 SE_MULTIPLE = 2.0  # "exceeds twice the combined standard error": the floor of the threshold
 CONFIDENCE = 0.975  # two-sided 5 % Welch t-test
 SINGLE_RUN = "single run, use 'run --repeat N' for a significance call"  # libreyolo 1.6.0 wording
+SINGLE_WINDOW = "single window"  # the other tested deltas: one measured window, no trials
+TESTED = ("step_ms", "latency_p50_ms", "latency_p99_ms")  # tested like img/s when trials allow
 MATCHED_SETTINGS = ("mode", "batch", "imgsz", "device", "amp")
 
 
@@ -68,6 +71,10 @@ class Comparison:
     kind: ClassVar[str] = "compare"
     img_per_s: Delta
     significance: Significance
+    step_ms: Delta
+    tested: dict[str, Significance]  # TESTED metric -> its call (img/s's is `significance`)
+    has_gpu: bool  # either side's trace saw GPU work: the GPU lines mean something
+    gate: Gate | None  # --fail-on-regression's verdict
     ms_per_image: Delta
     gpu_util: Delta
     host_overhead_ms: Delta
@@ -80,9 +87,14 @@ class Comparison:
     contended: Delta
     diff: ProfileDiff | None = None
 
+    @property
+    def failed_gates(self) -> tuple[tuple[str | None, Gate], ...]:
+        """The failed gate, if any (the command exits 4): one entry, no point name."""
+        return ((None, self.gate),) if self.gate is not None and self.gate.failed else ()
 
-def _trial_values(profile: Profile) -> list[float]:
-    values = [t.metrics.get("img_per_s") for t in profile.trials]
+
+def _trial_values(profile: Profile, metric: str = "img_per_s") -> list[float]:
+    values = [t.metrics.get(metric) for t in profile.trials]
     return [float(v) for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
 
 
@@ -91,14 +103,16 @@ def threshold_multiplier(df: float | None) -> float:
     return SE_MULTIPLE if df is None else max(SE_MULTIPLE, stats.t_quantile(CONFIDENCE, df))
 
 
-def significance(before: Profile, after: Profile) -> Significance:
-    """The significance rule (module docstring) over the two profiles' trials."""
-    a, b = _trial_values(before), _trial_values(after)
-    if before.metrics.get("img_per_s") is None or after.metrics.get("img_per_s") is None:
-        return Significance(None, "img/s unavailable")
+def significance(before: Profile, after: Profile, metric: str = "img_per_s") -> Significance:
+    """The significance rule (module docstring) over the two profiles' trials of `metric`."""
+    a, b = _trial_values(before, metric), _trial_values(after, metric)
+    img = metric == "img_per_s"
+    if before.metrics.get(metric) is None or after.metrics.get(metric) is None:
+        return Significance(None, f"{'img/s' if img else metric} unavailable")
     se = stats.combined_standard_error(a, b)
     if se is None:
-        return Significance(None, SINGLE_RUN, n=(max(len(a), 1), max(len(b), 1)))
+        single = SINGLE_RUN if img else SINGLE_WINDOW
+        return Significance(None, single, n=(max(len(a), 1), max(len(b), 1)))
     mean_a, mean_b = stats.mean(a) or 0.0, stats.mean(b) or 0.0
     diff = abs(mean_b - mean_a)
     df = stats.welch_df(a, b) if se > 0.0 else None
@@ -156,10 +170,26 @@ def _ms_per_image(profile: Profile) -> float | None:
     return None
 
 
-def compare(before: Profile, after: Profile, *, top: int = 10) -> Comparison:
-    """Deltas from `before` to `after`, a significance call, warnings on mismatched runs and
-    the per-step changes of phases and the `top` ops and kernels."""
+def compare(
+    before: Profile,
+    after: Profile,
+    *,
+    top: int = 10,
+    fail_on_regression_pct: float | None = None,
+    metric: str | None = None,
+) -> Comparison:
+    """Deltas from `before` to `after`, significance calls, warnings on mismatched runs, the
+    per-step changes of phases and the `top` ops and kernels and, with
+    `fail_on_regression_pct`, the regression gate on `metric` (UsageError when it cannot
+    judge: a metric missing on a side or fewer than 2 trials of it)."""
     a, b = before.metrics, after.metrics
+    gate = None
+    if fail_on_regression_pct is not None:
+        metric = gate_metric(before, after, metric)
+        counts = (len(_trial_values(before, metric)), len(_trial_values(after, metric)))
+        require_trials(before, after, counts)
+        sig = significance(before, after, metric)
+        gate = regression_gate(metric, fail_on_regression_pct, sig)
 
     def delta(key: str) -> Delta:
         return Delta(a.get(key), b.get(key))
@@ -180,6 +210,14 @@ def compare(before: Profile, after: Profile, *, top: int = 10) -> Comparison:
     return Comparison(
         img_per_s=delta("img_per_s"),
         significance=significance(before, after),
+        step_ms=delta("step_ms"),
+        tested={
+            name: significance(before, after, name)
+            for name in TESTED
+            if inference or not name.startswith("latency")
+        },
+        has_gpu=any(p.trace is not None and p.trace.has_gpu for p in (before, after)),
+        gate=gate,
         ms_per_image=Delta(_ms_per_image(before), _ms_per_image(after)),
         gpu_util=delta("gpu_util"),
         host_overhead_ms=delta("host_overhead_ms"),

@@ -8,9 +8,10 @@ import of `compare` or `what-if`: reader start-up is a product feature (~0.1 s).
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from libreyolo.cli.sources import open_metrics, open_profile, open_sweep
+from libreyolo.errors import UsageError
 
 if TYPE_CHECKING:
     from libreyolo.document.model import Profile
@@ -78,7 +79,36 @@ def ops(args: argparse.Namespace) -> Outcome:
 def compare(args: argparse.Namespace) -> Outcome:
     from libreyolo.analysis.compare import compare as compare_profiles
 
-    result = compare_profiles(_profile(args, args.before), _profile(args, args.after), top=args.top)
+    if args.metric is not None and args.fail_on_regression is None:
+        raise UsageError("--metric names the gated metric: it needs --fail-on-regression PCT")
+    sweeps = open_sweep(args.before), open_sweep(args.after)
+    if sweeps[0] is not None and sweeps[1] is not None:
+        return _compare_sweeps(args, sweeps[0].data["points"], sweeps[1].data["points"])
+    if sweeps[0] is not None or sweeps[1] is not None:
+        raise UsageError("compare takes two profiles or two sweep folders, not one of each")
+    result = compare_profiles(
+        _profile(args, args.before),
+        _profile(args, args.after),
+        fail_on_regression_pct=args.fail_on_regression,
+        metric=args.metric,
+        top=args.top,
+    )
+    return result, (args.before, args.after)
+
+
+def _compare_sweeps(
+    args: argparse.Namespace, before: dict[str, Any], after: dict[str, Any]
+) -> Outcome:
+    from libreyolo.analysis.sweep_compare import compare_sweeps, matched_profiles
+
+    paths = {path for pair in matched_profiles(before, after) for path in pair}
+    result = compare_sweeps(
+        before,
+        after,
+        {path: _profile(args, path) for path in paths},
+        fail_on_regression_pct=args.fail_on_regression,
+        metric=args.metric,
+    )
     return result, (args.before, args.after)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import re
 
 from libreyolo.document.limits import parse_size
@@ -40,6 +41,17 @@ def probability(text: str) -> float:
         raise argparse.ArgumentTypeError(f"must be a number in [0, 1], got {text}") from None
     if not 0.0 <= value <= 1.0:
         raise argparse.ArgumentTypeError(f"must be a number in [0, 1], got {text}")
+    return value
+
+
+def positive_percent(text: str) -> float:
+    """A finite number of percent > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a percentage above 0, got {text}")
     return value
 
 

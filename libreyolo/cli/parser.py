@@ -17,6 +17,7 @@ from libreyolo.cli.flags import (
     non_negative_int,
     positive_int,
     positive_or_auto,
+    positive_percent,
     probability,
     regex,
 )
@@ -247,8 +248,20 @@ def _add_readers(sub: argparse._SubParsersAction[Parser], common: Parser) -> Non
     p.add_argument("--top", type=non_negative_int, default=20, help="Show top N by CPU time")
     p.add_argument("--phase", help="Restrict to a phase (forward/backward/...)")
     p = _add(sub, "compare", commands.compare, common)
-    p.add_argument("before", help="Baseline profile.json / profile_trace.json")
-    p.add_argument("after", help="New profile.json / profile_trace.json")
+    p.add_argument("before", help="Baseline profile.json / profile_trace.json, or a sweep folder")
+    p.add_argument("after", help="New profile.json / profile_trace.json, or a sweep folder")
+    p.add_argument(
+        "--fail-on-regression",
+        type=positive_percent,
+        metavar="PCT",
+        help="Exit 4 when after is worse by more than PCT %% and significantly so (needs "
+        "--repeat trials on both sides)",
+    )
+    p.add_argument(
+        "--metric",
+        choices=("img_per_s", "latency_p50_ms", "step_ms"),
+        help="The gated metric (default: img_per_s for training, latency_p50_ms for inference)",
+    )
     p.add_argument(
         "--top",
         type=non_negative_int,

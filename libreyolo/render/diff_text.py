@@ -97,6 +97,7 @@ def diff_lines(diff: ProfileDiff) -> list[str]:
     lines.append(f"ops ({diff.op_time} ms/step, by change)")
     lines += _row_lines(diff.ops)
     if diff.kernels is not None:
-        lines.append(f"kernels (matched by normalised name: {safe_text(diff.kernel_rule)})")
+        lines.append("kernels (ms/step, by change; matched by normalised name)")
+        lines.append(f"  rule: {safe_text(diff.kernel_rule)}")
         lines += _row_lines(diff.kernels)
     return lines

@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 from libreyolo.render.diff_json import diff_json
 
 if TYPE_CHECKING:  # result types only; importing them would cost every reader start-up time
-    from libreyolo.analysis.compare import Comparison, Delta
+    from libreyolo.analysis.compare import Comparison, Delta, Significance
     from libreyolo.analysis.contention import StepWait
+    from libreyolo.analysis.gate import Gate
     from libreyolo.analysis.kernels import KernelRow, KernelTable
     from libreyolo.analysis.lookup import MetricList, MetricValue
     from libreyolo.analysis.ops import OpTable
@@ -21,6 +22,7 @@ if TYPE_CHECKING:  # result types only; importing them would cost every reader s
     from libreyolo.analysis.phases import PhaseBreakdown
     from libreyolo.analysis.summary import Summary
     from libreyolo.analysis.sweep import SweepView
+    from libreyolo.analysis.sweep_compare import SweepComparison
     from libreyolo.analysis.whatif import Projection
     from libreyolo.render.listing import SubcommandList
 
@@ -143,11 +145,10 @@ def _delta(delta: Delta | None) -> dict[str, Any] | None:
     }
 
 
-@_view("compare")
-def _(result: Comparison, source: Source) -> Any:
-    sig = result.significance
-    img = _delta(result.img_per_s) or {}
-    img |= {
+def _significance(sig: Significance) -> dict[str, Any]:
+    """img/s's 1.6.0 significance keys (and any tested delta's): `significant` null when a side
+    has no trials."""
+    return {
         "std": [_r(s, 3) for s in sig.std],
         "n": list(sig.n),
         "significant": sig.significant,
@@ -157,23 +158,69 @@ def _(result: Comparison, source: Source) -> Any:
         "threshold_multiplier": _r(sig.multiplier, 4),
         "df": _r(sig.df, 2),
     }
+
+
+def _tested(delta: Delta | None, sig: Significance | None) -> dict[str, Any] | None:
+    view = _delta(delta)
+    return None if view is None or sig is None else view | _significance(sig)
+
+
+def _gate(gate: Gate | None) -> dict[str, Any] | None:
+    if gate is None:
+        return None
+    return {
+        "metric": gate.metric,
+        "threshold_pct": gate.threshold_pct,
+        "change_pct": round(gate.change_pct, 2),
+        "significant": gate.significant,
+        "failed": gate.failed,
+    }
+
+
+@_view("compare")
+def _(result: Comparison, source: Source) -> Any:
+    tested = result.tested
     before, after = source if isinstance(source, tuple) else (None, None)
     return {
         "before": before,
         "after": after,
-        "img_per_s": img,
+        "img_per_s": _tested(result.img_per_s, result.significance),
         "ms_per_image": _delta(result.ms_per_image),
         "gpu_util": _delta(result.gpu_util),
         "host_overhead_ms_per_step": _delta(result.host_overhead_ms),
         "launches_per_step": _delta(result.launches_per_step),
         "bound": _delta(result.bound),
-        "latency_p50_ms": _delta(result.latency_p50_ms),
-        "latency_p99_ms": _delta(result.latency_p99_ms),
+        "latency_p50_ms": _tested(result.latency_p50_ms, tested.get("latency_p50_ms")),
+        "latency_p99_ms": _tested(result.latency_p99_ms, tested.get("latency_p99_ms")),
+        "step_ms": _tested(result.step_ms, tested["step_ms"]),
+        "gate": _gate(result.gate),
         "cpu_wait_frac": _delta(result.cpu_wait_frac),
         "contended": _delta(result.contended),
         "warnings": list(result.warnings),
         "changes": diff_json(result.diff) if result.diff else None,
     }
+
+
+@_view("sweep-compare")
+def _(result: SweepComparison, source: Source) -> Any:
+    before, after = source if isinstance(source, tuple) else (None, None)
+    points = [
+        {"point": p.point, **p.axes, "not_compared": p.not_compared}
+        | (
+            {"img_per_s": None, "gate": None}
+            if p.comparison is None
+            else {
+                "img_per_s": _tested(p.comparison.img_per_s, p.comparison.significance),
+                "gate": _gate(p.comparison.gate),
+            }
+        )
+        for p in result.points
+    ]
+    failed = len(result.failed_gates)
+    gate = None
+    if result.threshold_pct is not None:
+        gate = {"threshold_pct": result.threshold_pct, "num_failed": failed, "failed": failed > 0}
+    return {"before": before, "after": after, "points": points, "gate": gate}
 
 
 @_view("what-if")

@@ -18,7 +18,7 @@ from libreyolo.render.summary_text import quiet_verdict_line, summary_lines
 from libreyolo.render.units import fmt_count, fmt_or_unknown, fmt_pct_change, fmt_value
 
 if TYPE_CHECKING:  # result types only; importing them would cost every reader start-up time
-    from libreyolo.analysis.compare import Comparison, Delta
+    from libreyolo.analysis.compare import Comparison, Delta, Significance
     from libreyolo.analysis.kernels import KernelTable
     from libreyolo.analysis.lookup import MetricList, MetricValue
     from libreyolo.analysis.ops import OpTable
@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # result types only; importing them would cost every reader s
     from libreyolo.analysis.phases import PhaseBreakdown
     from libreyolo.analysis.summary import Summary
     from libreyolo.analysis.sweep import SweepView
+    from libreyolo.analysis.sweep_compare import SweepComparison
     from libreyolo.analysis.whatif import Projection
     from libreyolo.render.listing import SubcommandList
 
@@ -114,7 +115,14 @@ def _(result: PhaseBreakdown) -> Lines:
 
 
 def _arrow(delta: Delta, suffix: str = "") -> str:
-    return f"{fmt_value(delta.before)} -> {fmt_value(delta.after)}{suffix}"
+    return f"{fmt_or_unknown(delta.before)} -> {fmt_or_unknown(delta.after)}{suffix}"
+
+
+def _tested(sig: Significance) -> str:
+    """The tag of a delta tested like img/s: the call and its numbers, or where it came from."""
+    if sig.significant is None:
+        return f"  [{sig.text}]"
+    return f"  [{'significant' if sig.significant else 'NOT significant'}: {sig.text}]"
 
 
 def _util(value: object) -> str:
@@ -141,24 +149,38 @@ def _(result: Comparison) -> Lines:
             f"ms/image       {_arrow(result.ms_per_image)}"
             f"{fmt_pct_change(result.ms_per_image.change)}   (batch-independent speed)"
         )
-    lines += [
-        f"GPU util       {_util(result.gpu_util.before)} -> {_util(result.gpu_util.after)}",
-        f"host overhead  {_arrow(result.host_overhead_ms, ' ms/step')}",
-        f"launches/step  {_arrow(result.launches_per_step)}",
-        f"verdict        {_arrow(result.bound)}",
-    ]
-    for label, delta in (
-        ("latency p50", result.latency_p50_ms),
-        ("latency p99", result.latency_p99_ms),
+    step = result.step_ms
+    if step.before is not None or step.after is not None:
+        lines.append(
+            f"step           {_arrow(step, ' ms')}{fmt_pct_change(step.change)}"
+            f"{_tested(result.tested['step_ms'])}"
+        )
+    if result.has_gpu:  # on CPU-only profiles these read 0% / 0: noise, not information
+        lines += [
+            f"GPU util       {_util(result.gpu_util.before)} -> {_util(result.gpu_util.after)}",
+            f"host overhead  {_arrow(result.host_overhead_ms, ' ms/step')}",
+            f"launches/step  {_arrow(result.launches_per_step)}",
+        ]
+    lines.append(f"verdict        {_arrow(result.bound)}")
+    for label, key, delta in (
+        ("latency p50", "latency_p50_ms", result.latency_p50_ms),
+        ("latency p99", "latency_p99_ms", result.latency_p99_ms),
     ):
         if delta is not None:
-            lines.append(f"{label:<15}{_arrow(delta, ' ms')}{fmt_pct_change(delta.change)}")
+            lines.append(
+                f"{label:<15}{_arrow(delta, ' ms')}{fmt_pct_change(delta.change)}"
+                f"{_tested(result.tested[key])}"
+            )
     wait = result.cpu_wait_frac
     if wait.before is not None or wait.after is not None:
         lines.append(f"CPU wait       {_util(wait.before)} -> {_util(wait.after)}")
     lines += [f"warning: {safe_text(w)}" for w in result.warnings]
     if result.diff is not None:
         lines += diff_lines(result.diff)
+    if result.gate is not None:
+        from libreyolo.render.gate_text import gate_line
+
+        lines.append(gate_line(result.gate))
     return lines
 
 
@@ -215,6 +237,13 @@ def _(result: SweepView) -> Lines:
     from libreyolo.render.sweep_text import sweep_lines  # sweeps only: profile readers skip it
 
     return sweep_lines(result.data)
+
+
+@_view("sweep-compare")
+def _(result: SweepComparison) -> Lines:
+    from libreyolo.render.sweep_compare_text import sweep_compare_lines
+
+    return sweep_compare_lines(result)
 
 
 @_view("config")
