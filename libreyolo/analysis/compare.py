@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from libreyolo.analysis import stats
-from libreyolo.analysis.diff import ProfileDiff, diff_profiles
+from libreyolo.analysis.diff import PhaseTest, ProfileDiff, diff_profiles, with_phase_tests
 from libreyolo.analysis.gate import Gate, gate_metric, regression_gate, require_trials
 from libreyolo.document.model import Profile, Scalar
 
@@ -96,6 +96,16 @@ class Comparison:
 def _trial_values(profile: Profile, metric: str = "img_per_s") -> list[float]:
     values = [t.metrics.get(metric) for t in profile.trials]
     return [float(v) for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+
+
+def _phase_test(before: Profile, after: Profile) -> PhaseTest:
+    """A phase's wall change called by the img/s rule on its `<phase>_wall_ms` trials."""
+
+    def test(phase: str) -> tuple[bool | None, str]:
+        sig = significance(before, after, f"{phase}_wall_ms")
+        return sig.significant, sig.text
+
+    return test
 
 
 def threshold_multiplier(df: float | None) -> float:
@@ -228,5 +238,5 @@ def compare(
         warnings=warnings,
         cpu_wait_frac=delta("cpu_wait_frac"),
         contended=delta("contended"),
-        diff=diff_profiles(before, after, top),
+        diff=with_phase_tests(diff_profiles(before, after, top), _phase_test(before, after)),
     )

@@ -11,7 +11,8 @@ Pure: no I/O, no torch or numpy.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import dataclasses
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -32,6 +33,10 @@ class PhaseChange:
     gpu_ms_before: float | None  # None without a GPU on either side
     gpu_ms_after: float | None
     share_of_change: float | None  # wall change / the step's total change
+    # The wall change's significance call over the `--repeat` trials (compare fills it):
+    # None without trials on both sides, then `significance` says where the value came from.
+    significant: bool | None = None
+    significance: str = "single window"
 
     @property
     def wall_change_ms(self) -> float | None:
@@ -219,3 +224,16 @@ def _share(change: float | None, total: float | None) -> float | None:
     if change is None or not total:
         return None
     return change / total
+
+
+PhaseTest = Callable[[str], tuple[bool | None, str]]  # phase -> (significant, how it was called)
+
+
+def with_phase_tests(diff: ProfileDiff, test: PhaseTest) -> ProfileDiff:
+    """`diff` with each phase's wall change called by `test` (compare's rule on the trials of
+    `<phase>_wall_ms`, which every trial's metric map holds)."""
+    phases = []
+    for row in diff.phases:
+        significant, how = test(row.phase)
+        phases.append(dataclasses.replace(row, significant=significant, significance=how))
+    return dataclasses.replace(diff, phases=tuple(phases))

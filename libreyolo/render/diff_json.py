@@ -26,6 +26,8 @@ def _phase(row: PhaseChange, has_gpu: bool) -> dict[str, Any]:
         "wall_ms": [_r(row.wall_ms_before, DIGITS_MS), _r(row.wall_ms_after, DIGITS_MS)],
         "wall_change_ms": _r(row.wall_change_ms, DIGITS_MS),
         "share_of_change": _r(row.share_of_change, DIGITS_SHARE),
+        "significant": row.significant,
+        "significance": row.significance,
     }
     if has_gpu:  # CPU-only comparisons have no GPU time to report, not a GPU time of null
         out["gpu_ms"] = [_r(row.gpu_ms_before, DIGITS_MS), _r(row.gpu_ms_after, DIGITS_MS)]

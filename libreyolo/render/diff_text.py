@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from libreyolo.analysis.diff import PhaseChange, ProfileDiff, RowChange, TableDiff
 
 DIFF_HEADER = "what changed (per step):"
+SINGLE_WINDOW_HEADER = "what changed (per step; one window a side, so no significance calls):"
 NAME_WIDTH = 14  # the phase column
 
 
@@ -53,9 +54,13 @@ def _phase_line(row: PhaseChange, has_gpu: bool) -> str:
         if has_gpu
         else ""
     )
+    tag = {True: "  [significant]", False: "  [NOT significant]"}.get(
+        row.significant,  # type: ignore[arg-type]
+        "",  # no trials: the phase line carries no call, like every single-window number here
+    )
     return (
         f"  {short_name(row.phase, NAME_WIDTH):<{NAME_WIDTH}} wall {_ms(row.wall_ms_before)} -> "
-        f"{_ms(row.wall_ms_after)} ({_signed(row.wall_change_ms)}){share}{gpu}"
+        f"{_ms(row.wall_ms_after)} ({_signed(row.wall_change_ms)}){share}{gpu}{tag}"
     )
 
 
@@ -90,9 +95,10 @@ def _row_lines(table: TableDiff) -> list[str]:
 
 def diff_lines(diff: ProfileDiff) -> list[str]:
     """compare's per-step change section: step, phases, ops and (with a GPU) kernels."""
-    lines = [DIFF_HEADER, _step_line(diff)]
+    tested = any(row.significant is not None for row in diff.phases)
+    lines = [DIFF_HEADER if tested else SINGLE_WINDOW_HEADER, _step_line(diff)]
     if diff.phases:
-        lines.append("phases")
+        lines.append("phases (calls over the --repeat trials)" if tested else "phases")
         lines += [_phase_line(row, diff.has_gpu) for row in diff.phases]
     lines.append(f"ops ({diff.op_time} ms/step, by change)")
     lines += _row_lines(diff.ops)

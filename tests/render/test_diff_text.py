@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
+from libreyolo.analysis.compare import compare
 from libreyolo.analysis.diff import diff_profiles
 from libreyolo.analysis.kernel_names import RULE
-from libreyolo.document.model import OpStat, PhaseStat
+from libreyolo.document.model import OpStat, PhaseStat, Profile, Trial
 from libreyolo.render.diff_json import diff_json
-from libreyolo.render.diff_text import DIFF_HEADER, diff_lines
+from libreyolo.render.diff_text import DIFF_HEADER, SINGLE_WINDOW_HEADER, diff_lines
 from tests.analysis.test_diff import _kernel, _op, _profile
 from tests.cli.test_readers import GPU_FILES
 from tests.conftest import invoke
@@ -34,7 +36,7 @@ def _cpu_pair():
 def test_cpu_diff_lines_have_no_kernel_section_and_no_null() -> None:
     lines = diff_lines(_cpu_pair())
     text = "\n".join(lines)
-    assert lines[0] == DIFF_HEADER
+    assert lines[0] == SINGLE_WINDOW_HEADER  # no trials on either side
     assert "kernels" not in text and "gpu" not in text
     assert "null" not in text and "None" not in text
     assert "  forward        wall 5.000 -> ? (?)" in lines
@@ -73,7 +75,7 @@ def test_compare_text_and_json_end_with_the_changes(gpu_traces: Path, monkeypatc
     text = invoke(["profile", "compare", GPU_FILES[0], GPU_FILES[1], "--top", "2"])
     assert text.status == 0, text.stderr
     lines = text.stdout.splitlines()
-    assert DIFF_HEADER in lines and lines[-1].startswith("  (")
+    assert SINGLE_WINDOW_HEADER in lines and lines[-1].startswith("  (")
     doc = invoke(["profile", "compare", GPU_FILES[0], GPU_FILES[1], "--top", "2", "--json"])
     changes = doc.json()["changes"]  # type: ignore[index]
     assert len(changes["kernels"]["changed"]) == 2 and changes["kernel_rule"] == RULE
@@ -82,3 +84,25 @@ def test_compare_text_and_json_end_with_the_changes(gpu_traces: Path, monkeypatc
 def test_compare_top_must_be_a_non_negative_count(gpu_traces: Path) -> None:
     name = str(gpu_traces / GPU_FILES[0])
     assert invoke(["profile", "compare", name, name, "--top", "-1"]).status == 2
+
+
+def test_phase_changes_carry_the_trials_significance_call() -> None:
+    def with_trials(walls: list[float]) -> Profile:
+        base = _profile(phases=(PhaseStat(name="forward", wall_ms_per_step=sum(walls) / 3),))
+        trials = [
+            Trial(index=i, metrics={"forward_wall_ms": w, "img_per_s": 100.0})
+            for i, w in enumerate(walls)
+        ]
+        metrics = base.metrics | {"forward_wall_ms": sum(walls) / 3}
+        return dataclasses.replace(base, trials=trials, metrics=metrics)
+
+    slower = compare(with_trials([10.0, 10.2, 9.9]), with_trials([15.0, 15.1, 14.8]))
+    assert slower.diff is not None
+    row = slower.diff.phases[0]
+    assert row.significant is True and "Welch t" in row.significance
+    lines = diff_lines(slower.diff)
+    assert lines[0] == DIFF_HEADER
+    assert "phases (calls over the --repeat trials)" in lines
+    assert any(line.startswith("  forward") and line.endswith("[significant]") for line in lines)
+    same = compare(with_trials([10.0, 10.2, 9.9]), with_trials([10.1, 9.9, 10.0]))
+    assert same.diff is not None and same.diff.phases[0].significant is False
