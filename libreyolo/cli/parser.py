@@ -266,7 +266,8 @@ def _add_readers(sub: argparse._SubParsersAction[Parser], common: Parser) -> Non
         "--top",
         type=non_negative_int,
         default=10,
-        help="Show the N ops and kernels whose time per step changed most",
+        metavar="N",
+        help="Show the N ops and kernels whose time per step changed most (default 10)",
     )
     p = _add(sub, "what-if", commands.what_if, common)
     p.add_argument("trace", help=TRACE_HELP)
