@@ -3,10 +3,11 @@
 Role: the "why" under compare's headline deltas. Phases come from `phase_breakdown`, ops and
 kernels from the trace tables divided by each side's own step count, so runs with different
 window lengths compare. Kernels match by `kernel_names.normalise` (rows sharing a normalised
-name are merged on each side first); ops match by their exact aten name. A row on one side only
-is `new` or `gone`. A value a side does not have stays None, never 0. Matching kernels by their
-launching op (correlation id) would need per-kernel op links that profile.json does not hold.
-Pure: no I/O, no torch or numpy.
+name are merged on each side first); kernels still unmatched are then paired by the aten op that
+launched them (`KernelStat.op`): one gone with one new of the same op, largest first, becomes one
+`changed` row (cuDNN picking another algorithm for the same convolution). Ops match by their
+exact aten name. A row on one side only is `new` or `gone`. A value a side does not have stays
+None, never 0. Pure: no I/O, no torch or numpy.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from libreyolo.analysis.phases import phase_breakdown
 from libreyolo.document.model import Profile
 
 Status = Literal["changed", "new", "gone"]
+MatchedBy = Literal["name", "op"]
 OpTime = Literal["self", "total"]
 
 
@@ -56,6 +58,7 @@ class RowChange:
     calls_before: float | None  # per step
     calls_after: float | None
     num_merged: tuple[int, int] = (1, 1)  # raw names merged into this row, before and after
+    matched_by: MatchedBy = "name"  # "op": a gone and a new kernel paired by their launching op
 
     @property
     def change_ms(self) -> float:
@@ -137,7 +140,16 @@ def _merge(rows: Iterable[tuple[str, float, int]], steps: int) -> dict[str, Row]
     return merged
 
 
-def _table(a: dict[str, Row], b: dict[str, Row], top: int) -> TableDiff:
+def _table(
+    a: dict[str, Row],
+    b: dict[str, Row],
+    top: int,
+    ops_a: dict[str, str] | None = None,
+    ops_b: dict[str, str] | None = None,
+) -> TableDiff:
+    """Rows matched by name; then, with `ops_a`/`ops_b` (row name -> launching op), leftover
+    gone and new rows of the same op paired into changed rows."""
+
     def row(name: str, status: Status) -> RowChange:
         ra, rb = a.get(name), b.get(name)
         return RowChange(
@@ -153,13 +165,51 @@ def _table(a: dict[str, Row], b: dict[str, Row], top: int) -> TableDiff:
     matched = [row(n, "changed") for n in a if n in b]
     new = [row(n, "new") for n in b if n not in a]
     gone = [row(n, "gone") for n in a if n not in b]
-    matched.sort(key=lambda r: (-abs(r.change_ms), r.name))
     new.sort(key=lambda r: (-(r.ms_after or 0.0), r.name))
     gone.sort(key=lambda r: (-(r.ms_before or 0.0), r.name))
+    if ops_a and ops_b:
+        paired, new, gone = _pair_by_op(gone, new, ops_a, ops_b)
+        matched += paired
+    matched.sort(key=lambda r: (-abs(r.change_ms), r.name))
     n = max(top, 0)
     return TableDiff(
         tuple(matched[:n]), tuple(new[:n]), tuple(gone[:n]), len(matched), len(new), len(gone)
     )
+
+
+def _pair_by_op(
+    gone: list[RowChange], new: list[RowChange], ops_a: dict[str, str], ops_b: dict[str, str]
+) -> tuple[list[RowChange], list[RowChange], list[RowChange]]:
+    """(paired, new left, gone left): within each op, the i-th largest gone row with the i-th
+    largest new row (both lists come largest first)."""
+    waiting: dict[str, list[RowChange]] = {}
+    for r in new:
+        if (op := ops_b.get(r.name)) is not None:
+            waiting.setdefault(op, []).append(r)
+    paired: list[RowChange] = []
+    taken: set[str] = set()
+    gone_left = []
+    for g in gone:
+        op = ops_a.get(g.name)
+        candidates = waiting.get(op) if op is not None else None
+        if not candidates:
+            gone_left.append(g)
+            continue
+        r = candidates.pop(0)
+        taken.add(r.name)
+        paired.append(
+            RowChange(
+                f"{g.name} -> {r.name} (same op {op})",
+                "changed",
+                g.ms_before,
+                r.ms_after,
+                g.calls_before,
+                r.calls_after,
+                (g.num_merged[0], r.num_merged[1]),
+                matched_by="op",
+            )
+        )
+    return paired, [r for r in new if r.name not in taken], gone_left
 
 
 def _op_time(before: Profile, after: Profile) -> OpTime:
@@ -180,13 +230,19 @@ def _ops(profile: Profile, op_time: OpTime) -> dict[str, Row]:
     return _merge(rows, per_step_divisor(trace))
 
 
-def _kernels(profile: Profile) -> dict[str, Row]:
+def _kernels(profile: Profile) -> tuple[dict[str, Row], dict[str, str]]:
+    """Kernel rows by normalised name, and each row's launching op: of the merged kernels that
+    have one, the op of the largest (rows without any have none)."""
     trace = profile.trace
-    rows = [
-        (kernel_names.normalise(k.name), k.total_ms, k.num_calls)
-        for k in (trace.kernels if trace else [])
-    ]
-    return _merge(rows, per_step_divisor(trace))
+    kernels = trace.kernels if trace else []
+    names = [kernel_names.normalise(k.name) for k in kernels]
+    rows = [(name, k.total_ms, k.num_calls) for name, k in zip(names, kernels, strict=True)]
+    ops: dict[str, str] = {}
+    largest: dict[str, float] = {}
+    for name, k in zip(names, kernels, strict=True):
+        if k.op is not None and k.total_ms > largest.get(name, -1.0):
+            ops[name], largest[name] = k.op, k.total_ms
+    return _merge(rows, per_step_divisor(trace)), ops
 
 
 def diff_profiles(before: Profile, after: Profile, top: int = 10) -> ProfileDiff:
@@ -216,8 +272,13 @@ def diff_profiles(before: Profile, after: Profile, top: int = 10) -> ProfileDiff
         phases=phases,
         op_time=op_time,
         ops=_table(_ops(before, op_time), _ops(after, op_time), top),
-        kernels=_table(_kernels(before), _kernels(after), top) if has_gpu else None,
+        kernels=_kernel_table(before, after, top) if has_gpu else None,
     )
+
+
+def _kernel_table(before: Profile, after: Profile, top: int) -> TableDiff:
+    (a, ops_a), (b, ops_b) = _kernels(before), _kernels(after)
+    return _table(a, b, top, ops_a, ops_b)
 
 
 def _share(change: float | None, total: float | None) -> float | None:

@@ -16,7 +16,9 @@ import re
 
 RULE = (
     "kernels match when their names agree after removing return types, argument lists, "
-    "numeric template values, tile/warp/stage shapes, architecture tags and hash suffixes"
+    "numeric template values, tile/warp/stage shapes, architecture tags and hash suffixes; "
+    "kernels still unmatched are then paired by the aten op that launched them, one gone with "
+    "one new of the same op, largest first"
 )
 
 _REPEAT = 8  # nesting depth handled by repeated rules: deeper than any kernel name seen

@@ -172,6 +172,9 @@ class KernelStat:
     total_ms: float
     num_calls: int
     phases: dict[str, CallStat] = field(default_factory=dict)
+    # The aten op that launched most of this kernel's time; None when unknown: v1 files, no
+    # enclosing op.
+    op: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -184,7 +184,7 @@ def aggregate_ops(
     stack: list[list[Any]] = []  # open ops of a thread: [end, end + tolerance, key, self µs]
     current = -1
     phase, phase_from, phase_until = 0, inf, -inf  # the phase holds on [phase_from, phase_until)
-    for i in _nesting_order(ts, dur, threads):
+    for i in nesting_order(ts, dur, threads):
         if threads[i] != current:
             _close_all(stack, own)
             current = threads[i]
@@ -220,7 +220,7 @@ def _close_all(stack: list[list[Any]], own: list[float]) -> None:
     stack.clear()
 
 
-def _nesting_order(ts: Sequence[float], dur: Sequence[float], threads: Sequence[int]) -> list[int]:
+def nesting_order(ts: Sequence[float], dur: Sequence[float], threads: Sequence[int]) -> list[int]:
     """Indices by (thread, start, longest first): parents before the children they enclose.
 
     Kineto writes each thread's ops in start order, so the two stable sorts run in linear time;

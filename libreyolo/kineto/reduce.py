@@ -27,6 +27,7 @@ from libreyolo.kineto import classify
 from libreyolo.kineto.attribution import PhaseMap, build_phase_map
 from libreyolo.kineto.events import KERNEL, TraceEvents, read_trace
 from libreyolo.kineto.intervals import US_DECIMALS, Union, to_ms, union_of
+from libreyolo.kineto.launch_ops import launching_ops
 from libreyolo.kineto.steps import (
     StepCounts,
     StepRange,
@@ -97,7 +98,10 @@ def reduce_trace(events: TraceEvents) -> TraceAnalysis:
     devices, unions = _devices(events, window)
     primary = max(devices, key=lambda device: device.busy_ms) if devices else None
     launches, mallocs = _calls(events, window, counts)
-    kernels = kernel_table(events, link.in_window, link.phase, phase_map, _major(events, primary))
+    major = _major(events, primary)
+    kernels = kernel_table(
+        events, link.in_window, link.phase, phase_map, major, launching_ops(events, launcher)
+    )
     ops = op_table(events, window, phase_map)
     busy, copies = unions[primary.id] if primary else (None, None)
     steps = trace_steps(window, counts, busy)

@@ -28,6 +28,7 @@ class KernelRow:
     total_us: float = 0.0
     calls: int = 0
     phases: dict[str, list[float]] = field(default_factory=dict)
+    op: str | None = None  # the cpu_op that launched most of its time
 
     @property
     def attention(self) -> bool:
@@ -40,6 +41,7 @@ class KernelRow:
             tensor_core=self.tensor_core,
             total_ms=to_ms(self.total_us),
             num_calls=self.calls,
+            op=self.op,
             phases={
                 phase: CallStat(total_ms=to_ms(us), num_calls=int(calls))
                 for phase, (us, calls) in _in_phase_order(self.phases)
@@ -57,19 +59,22 @@ def kernel_table(
     phases: list[int],
     phase_map: PhaseMap,
     compute_major: int | None,
+    ops: list[int],
 ) -> dict[str, KernelRow]:
-    """Kernels in the window by name, with per-phase totals (phase ids per GPU activity)."""
+    """Kernels in the window by name, with per-phase totals and the launching op (phase ids and
+    op name ids per GPU activity; op -1: none)."""
     gpu = events.gpu
-    by_key: dict[tuple[int, int], list[float]] = {}
+    by_key: dict[tuple[int, int, int], list[float]] = {}  # (name, phase, op) -> [µs, calls]
     for i, inside in enumerate(in_window):
         if inside and gpu.kind[i] == KERNEL:
-            sums = by_key.get(key := (gpu.name[i], phases[i]))
+            sums = by_key.get(key := (gpu.name[i], phases[i], ops[i]))
             if sums is None:
                 by_key[key] = sums = [0.0, 0]
             sums[0] += gpu.dur[i]
             sums[1] += 1
     table: dict[str, KernelRow] = {}
-    for (name_id, phase_id), (us, calls) in by_key.items():
+    by_op: dict[tuple[int, int], float] = {}  # (kernel name id, op name id) -> µs
+    for (name_id, phase_id, op_id), (us, calls) in by_key.items():
         name = events.names[name_id]
         row = table.get(name)
         if row is None:
@@ -78,8 +83,28 @@ def kernel_table(
             table[name] = row = KernelRow(category, tensor_core)
         row.total_us += us
         row.calls += int(calls)
-        row.phases[phase_map.phases[phase_id]] = [us, calls]
+        in_phase = row.phases.setdefault(phase_map.phases[phase_id], [0.0, 0])
+        in_phase[0] += us
+        in_phase[1] += calls
+        by_op[name_id, op_id] = by_op.get((name_id, op_id), 0.0) + us
+    _set_ops(table, by_op, events.names)
     return table
+
+
+def _set_ops(
+    table: dict[str, KernelRow], by_op: dict[tuple[int, int], float], names: list[str]
+) -> None:
+    """Give each kernel the op that launched most of its time (ties: the first op name); None
+    when the largest share has no enclosing op."""
+    best: dict[int, tuple[float, str, int]] = {}  # kernel name id -> (µs, op name, op id)
+    for (name_id, op_id), us in by_op.items():
+        op_name = names[op_id] if op_id >= 0 else ""
+        held = best.get(name_id)
+        if held is None or us > held[0] or (us == held[0] and op_name < held[1]):
+            best[name_id] = (us, op_name, op_id)
+    for name_id, (_, _, op_id) in best.items():
+        if op_id >= 0:
+            table[names[name_id]].op = names[op_id]
 
 
 def kernel_stats(kernels: dict[str, KernelRow]) -> list[KernelStat]:

@@ -1,7 +1,9 @@
 """A ProfileDiff as a JSON-ready dict: compare's `changes` key. Stdlib only, pure.
 
 A value a side does not have is `null` on that side only; a row on one side only carries its
-`status` (`new`, `gone`) so a reader never has to infer it from nulls.
+`status` (`new`, `gone`) so a reader never has to infer it from nulls. A `changed` row's
+`matched_by` says whether it matched by (normalised) name or, for kernels, was paired by its
+launching op.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ def _phase(row: PhaseChange, has_gpu: bool) -> dict[str, Any]:
 
 
 def _row(row: RowChange) -> dict[str, Any]:
-    return {
+    out = {
         "name": row.name,
         "status": row.status,
         "ms": [_r(row.ms_before, DIGITS_MS), _r(row.ms_after, DIGITS_MS)],
@@ -44,6 +46,9 @@ def _row(row: RowChange) -> dict[str, Any]:
         "calls": [_r(row.calls_before, DIGITS_COUNT), _r(row.calls_after, DIGITS_COUNT)],
         "num_merged": list(row.num_merged),
     }
+    if row.status == "changed":  # a row on one side only was matched by nothing
+        out["matched_by"] = row.matched_by
+    return out
 
 
 def _table(table: TableDiff) -> dict[str, Any]:

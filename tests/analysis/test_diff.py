@@ -58,9 +58,9 @@ def _op(name: str, self_ms: float | None, calls: int = 2) -> OpStat:
     return OpStat(name=name, self_ms=self_ms, total_ms=2 * (self_ms or 1.0), num_calls=calls)
 
 
-def _kernel(name: str, ms: float, calls: int = 2) -> KernelStat:
+def _kernel(name: str, ms: float, calls: int = 2, op: str | None = None) -> KernelStat:
     return KernelStat(
-        name=name, category="gemm / conv", tensor_core=True, total_ms=ms, num_calls=calls
+        name=name, category="gemm / conv", tensor_core=True, total_ms=ms, num_calls=calls, op=op
     )
 
 
@@ -144,6 +144,50 @@ def test_diff_merges_kernel_variants_before_matching() -> None:
     assert kernels is not None and kernels.num_new == kernels.num_gone == 0
     (row,) = kernels.changed
     assert (row.ms_before, row.ms_after, row.num_merged) == (3.0, 1.0, (2, 1))
+
+
+def test_diff_pairs_a_renamed_kernel_by_the_op_that_launched_it() -> None:
+    conv, mm = "aten::cudnn_convolution", "aten::mm"
+    before = _profile(
+        has_gpu=True,
+        kernels=(
+            _kernel("sm80_xmma_fprop_implicit_gemm", 6.0, op=conv),
+            _kernel("cudnn::winograd_small", 2.0, op=conv),
+            _kernel("ampere_sgemm_nn", 1.0, op=mm),
+            _kernel("orphan_kernel", 1.0),
+        ),
+    )
+    after = _profile(
+        has_gpu=True,
+        kernels=(
+            _kernel("implicit_convolve_sgemm", 8.0, op=conv),
+            _kernel("other_kernel", 1.0),  # no op: never paired
+        ),
+    )
+    kernels = diff_profiles(before, after).kernels
+    assert kernels is not None
+    (row,) = kernels.changed
+    assert row.matched_by == "op" and row.status == "changed"
+    assert row.name == (
+        "xmma_fprop_implicit_gemm -> implicit_convolve_sgemm (same op aten::cudnn_convolution)"
+    )
+    assert (row.ms_before, row.ms_after, row.change_ms) == (3.0, 4.0, 1.0)
+    gone = ["cudnn::winograd_small", "orphan_kernel", "sgemm_nn"]  # normalised, largest first
+    assert [r.name for r in kernels.gone] == gone
+    assert [r.name for r in kernels.new] == ["other_kernel"]
+    assert (kernels.num_matched, kernels.num_new, kernels.num_gone) == (1, 1, 3)
+
+
+def test_diff_matches_by_name_before_op() -> None:
+    op = "aten::addmm"
+    before = _profile(has_gpu=True, kernels=(_kernel("gemm_a", 2.0, op=op),))
+    after = _profile(
+        has_gpu=True, kernels=(_kernel("gemm_a", 3.0, op=op), _kernel("gemm_b", 1.0, op=op))
+    )
+    kernels = diff_profiles(before, after).kernels
+    assert kernels is not None
+    assert [(r.name, r.matched_by) for r in kernels.changed] == [("gemm_a", "name")]
+    assert [r.name for r in kernels.new] == ["gemm_b"]
 
 
 def test_diff_cpu_only_has_no_kernel_section() -> None:

@@ -81,6 +81,16 @@ def test_compare_text_and_json_end_with_the_changes(gpu_traces: Path, monkeypatc
     assert len(changes["kernels"]["changed"]) == 2 and changes["kernel_rule"] == RULE
 
 
+def test_compare_json_says_how_each_changed_kernel_matched(gpu_traces: Path, monkeypatch) -> None:
+    monkeypatch.chdir(gpu_traces)
+    doc = invoke(["profile", "compare", GPU_FILES[0], GPU_FILES[1], "--top", "100", "--json"])
+    kernels = doc.json()["changes"]["kernels"]  # type: ignore[index]
+    by_op = [row for row in kernels["changed"] if row["matched_by"] == "op"]
+    assert by_op and all(" -> " in row["name"] and "(same op " in row["name"] for row in by_op)
+    assert {row["matched_by"] for row in kernels["changed"]} == {"name", "op"}
+    assert all("matched_by" not in row for row in kernels["new"] + kernels["gone"])
+
+
 def test_compare_top_must_be_a_non_negative_count(gpu_traces: Path) -> None:
     name = str(gpu_traces / GPU_FILES[0])
     assert invoke(["profile", "compare", name, name, "--top", "-1"]).status == 2
