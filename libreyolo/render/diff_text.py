@@ -103,7 +103,9 @@ def diff_lines(diff: ProfileDiff) -> list[str]:
     lines.append(f"ops ({diff.op_time} ms/step, by change)")
     lines += _row_lines(diff.ops)
     if diff.kernels is not None:
-        lines.append("kernels (ms/step, by change; matched by normalised name)")
+        lines.append(
+            "kernels (ms/step, by change; matched by normalised name, then by launching op)"
+        )
         lines.append(f"  rule: {safe_text(diff.kernel_rule)}")
         lines += _row_lines(diff.kernels)
     return lines

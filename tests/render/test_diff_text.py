@@ -65,7 +65,7 @@ def test_gpu_diff_lines_state_the_kernel_matching_rule() -> None:
     before = _profile(has_gpu=True, kernels=(_kernel("ampere_sgemm_32x128_nt", 2.0),))
     after = _profile(has_gpu=True, kernels=(_kernel("volta_sgemm_64x64_nt", 4.0),))
     lines = diff_lines(diff_profiles(before, after))
-    assert "kernels (ms/step, by change; matched by normalised name)" in lines
+    assert "kernels (ms/step, by change; matched by normalised name, then by launching op)" in lines
     assert f"  rule: {RULE}" in lines
     assert "  +1.000  1.000 -> 2.000 ms  x1 -> x1  sgemm_nt" in lines
 
