@@ -168,14 +168,20 @@ class OpTotals:
 
 
 def aggregate_ops(
-    ops: Columns, phase_map: PhaseMap, start: float, end: float, skip: set[int]
+    ops: Columns,
+    phase_map: PhaseMap,
+    start: float,
+    end: float,
+    skip: set[int],
+    order: list[int] | None = None,
 ) -> OpTotals:
     """Inclusive and self time of every cpu_op that starts in [start, end), by name and phase.
 
     Self time subtracts direct cpu_op children on the same thread, found by nesting with
     NESTING_TOLERANCE_US; ops named in `skip` (ProfilerStep ranges) still nest but are not listed.
     This loop runs once per op of the trace, so it is flat: totals are plain lists indexed by key,
-    and an op's self time is added when it leaves the stack.
+    and an op's self time is added when it leaves the stack. `order`: `nesting_order` of the
+    ops, when the caller already has it.
     """
     stride = len(phase_map.phases)
     size = (max(ops.name) + 1) * stride if len(ops) else 0
@@ -184,7 +190,7 @@ def aggregate_ops(
     stack: list[list[Any]] = []  # open ops of a thread: [end, end + tolerance, key, self µs]
     current = -1
     phase, phase_from, phase_until = 0, inf, -inf  # the phase holds on [phase_from, phase_until)
-    for i in nesting_order(ts, dur, threads):
+    for i in order if order is not None else nesting_order(ts, dur, threads):
         if threads[i] != current:
             _close_all(stack, own)
             current = threads[i]

@@ -18,10 +18,12 @@ from libreyolo.kineto.events import TraceEvents
 NO_OP = -1
 
 
-def launching_ops(events: TraceEvents, launcher: list[int]) -> list[int]:
+def launching_ops(
+    events: TraceEvents, launcher: list[int], order: list[int] | None = None
+) -> list[int]:
     """Per GPU activity: the name id of the innermost cpu_op enclosing the start of its
     launching call (index into `events.calls`, -1: none) on that call's thread; NO_OP when
-    there is none."""
+    there is none. `order`: the ops' `nesting_order`, when the caller already has it."""
     calls, ops = events.calls, events.ops
     call_ts, call_thread = calls.ts, calls.thread
     queries = sorted({k for k in launcher if k >= 0}, key=call_ts.__getitem__)
@@ -32,30 +34,38 @@ def launching_ops(events: TraceEvents, launcher: list[int]) -> list[int]:
     stack: list[tuple[float, int]] = []  # (end, name id) of ops started on `current`
     current = -1
     position = 0
+    no_thread = len(events.threads)  # past every thread: the sentinel's position
 
-    def answer(until_thread: int, until_ts: float) -> None:
-        """Answer the calls before (until_thread, until_ts) from the stack."""
-        nonlocal position
-        while (k := queries[position]) >= 0:
+    def answer(until_thread: int, until_ts: float) -> int:
+        """Answer the calls before (until_thread, until_ts) from the stack; the next position."""
+        at = position
+        while (k := queries[at]) >= 0:
             thread, time = call_thread[k], call_ts[k]
             if thread > until_thread or (thread == until_thread and time >= until_ts):
-                return
+                break
             if thread != current:
                 found[k] = NO_OP
             else:
                 while stack and stack[-1][0] <= time:  # ended before: never enclose later calls
                     stack.pop()
                 found[k] = stack[-1][1] if stack else NO_OP
-            position += 1
+            at += 1
+        return at
 
-    for i in nesting_order(ts, dur, threads):
-        begin = ts[i]
+    def next_call() -> tuple[int, float]:
         k = queries[position]
-        if k >= 0 and (call_thread[k] < threads[i] or call_ts[k] < begin):
-            answer(threads[i], begin)
-        if threads[i] != current:
+        return (call_thread[k], call_ts[k]) if k >= 0 else (no_thread, inf)
+
+    # The loop runs once per op of the trace: the next call's (thread, start) stay in locals.
+    q_thread, q_ts = next_call()
+    for i in order if order is not None else nesting_order(ts, dur, threads):
+        thread, begin = threads[i], ts[i]
+        if q_thread < thread or (q_thread == thread and q_ts < begin):
+            position = answer(thread, begin)
+            q_thread, q_ts = next_call()
+        if thread != current:
             stack.clear()
-            current = threads[i]
+            current = thread
         stack.append((begin + dur[i], names[i]))
-    answer(len(events.threads), inf)
+    answer(no_thread, inf)  # the calls after the last op
     return [found[k] for k in launcher]

@@ -24,7 +24,7 @@ from libreyolo.document.model import (
 )
 from libreyolo.errors import AnalysisError
 from libreyolo.kineto import classify
-from libreyolo.kineto.attribution import PhaseMap, build_phase_map
+from libreyolo.kineto.attribution import PhaseMap, build_phase_map, nesting_order
 from libreyolo.kineto.events import KERNEL, TraceEvents, read_trace
 from libreyolo.kineto.intervals import US_DECIMALS, Union, to_ms, union_of
 from libreyolo.kineto.launch_ops import launching_ops
@@ -99,10 +99,16 @@ def reduce_trace(events: TraceEvents) -> TraceAnalysis:
     primary = max(devices, key=lambda device: device.busy_ms) if devices else None
     launches, mallocs = _calls(events, window, counts)
     major = _major(events, primary)
+    ops_order = nesting_order(events.ops.ts, events.ops.dur, events.ops.thread)  # sorted once
     kernels = kernel_table(
-        events, link.in_window, link.phase, phase_map, major, launching_ops(events, launcher)
+        events,
+        link.in_window,
+        link.phase,
+        phase_map,
+        major,
+        launching_ops(events, launcher, ops_order),
     )
-    ops = op_table(events, window, phase_map)
+    ops = op_table(events, window, phase_map, ops_order)
     busy, copies = unions[primary.id] if primary else (None, None)
     steps = trace_steps(window, counts, busy)
     # The GPU may finish a step's work after the CPU left it: the device-side window runs to

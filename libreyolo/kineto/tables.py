@@ -113,12 +113,14 @@ def kernel_stats(kernels: dict[str, KernelRow]) -> list[KernelStat]:
     return sorted(stats, key=lambda stat: (-stat.total_ms, stat.name))
 
 
-def op_table(events: TraceEvents, window: Window, phase_map: PhaseMap) -> list[OpStat]:
+def op_table(
+    events: TraceEvents, window: Window, phase_map: PhaseMap, order: list[int] | None = None
+) -> list[OpStat]:
     """cpu_ops that start in the window, by name: inclusive and self time, per phase; most
-    self time first (ties by name)."""
+    self time first (ties by name). `order`: the ops' nesting order, when already sorted."""
     names = events.names
     skip = {i for i, name in enumerate(names) if name.startswith(STEP_PREFIX)}
-    totals = aggregate_ops(events.ops, phase_map, window.start, window.end, skip)
+    totals = aggregate_ops(events.ops, phase_map, window.start, window.end, skip, order)
     rows: dict[int, dict[str, list[float]]] = {}
     for name_id, phase_id, total_us, self_us, calls in totals.rows():
         rows.setdefault(name_id, {})[phase_map.phases[phase_id]] = [total_us, self_us, calls]
