@@ -65,6 +65,11 @@ class Significance:
     multiplier: float | None = None  # k in |d| > k·SE: max(2, t_{0.975, df})
     df: float | None = None  # Welch–Satterthwaite degrees of freedom; None when SE = 0
 
+    @property
+    def how(self) -> str:
+        """The test behind the call (`test_name` of its df)."""
+        return test_name(self.df)
+
 
 @dataclass(frozen=True, slots=True)
 class Comparison:
@@ -95,7 +100,7 @@ class Comparison:
 
 def _trial_values(profile: Profile, metric: str = "img_per_s") -> list[float]:
     values = [t.metrics.get(metric) for t in profile.trials]
-    return [float(v) for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+    return [v for v in map(stats.as_number, values) if v is not None]
 
 
 def _phase_test(before: Profile, after: Profile) -> PhaseTest:
@@ -106,6 +111,11 @@ def _phase_test(before: Profile, after: Profile) -> PhaseTest:
         return sig.significant, sig.text
 
     return test
+
+
+def test_name(df: float | None) -> str:
+    """Welch's t and its degrees of freedom, or why no test was needed (SE = 0: no spread)."""
+    return "no spread in either side's trials" if df is None else f"Welch t, df={df:.1f}"
 
 
 def threshold_multiplier(df: float | None) -> float:
@@ -127,10 +137,9 @@ def significance(before: Profile, after: Profile, metric: str = "img_per_s") -> 
     diff = abs(mean_b - mean_a)
     df = stats.welch_df(a, b) if se > 0.0 else None
     k = threshold_multiplier(df)
-    how = "no spread in either side's trials" if df is None else f"Welch t, df={df:.1f}"
     return Significance(
         diff > k * se,
-        f"|d|={diff:.1f} vs {k:.2f}*SE={k * se:.1f} ({how})",
+        f"|d|={diff:.1f} vs {k:.2f}*SE={k * se:.1f} ({test_name(df)})",
         mean_a,
         mean_b,
         (stats.sample_sd(a), stats.sample_sd(b)),

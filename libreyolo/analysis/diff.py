@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from libreyolo.analysis import kernel_names
+from libreyolo.analysis import kernel_names, stats
 from libreyolo.analysis.metrics import per_step_divisor
 from libreyolo.analysis.phases import phase_breakdown
 from libreyolo.document.model import Profile
@@ -94,12 +94,6 @@ class ProfileDiff:
 
 def _minus(after: float | None, before: float | None) -> float | None:
     return None if after is None or before is None else after - before
-
-
-def _number(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value)
 
 
 def _has_gpu(profile: Profile) -> bool:
@@ -249,8 +243,8 @@ def diff_profiles(before: Profile, after: Profile, top: int = 10) -> ProfileDiff
     """Per-step changes from `before` to `after`: phases, and the `top` ops and kernels."""
     has_gpu = _has_gpu(before) or _has_gpu(after)
     phase_values = _phases(before, after, has_gpu)
-    step_a = _number(before.metrics.get("step_ms"))
-    step_b = _number(after.metrics.get("step_ms"))
+    step_a = stats.as_number(before.metrics.get("step_ms"))
+    step_b = stats.as_number(after.metrics.get("step_ms"))
     total = _minus(step_b, step_a)
     total_from: Literal["step_ms", "phases"] | None = "step_ms" if total is not None else None
     walls = [_minus(wall_b, wall_a) for _, wall_a, wall_b, _, _ in phase_values]

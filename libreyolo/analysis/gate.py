@@ -82,7 +82,6 @@ def regression_gate(metric: str, threshold_pct: float, sig: Significance) -> Gat
     if mean_a is None or mean_b is None or mean_a <= 0:
         raise UsageError(f"--fail-on-regression: the before trials' mean {metric} is not positive")
     change_pct = (mean_b - mean_a) / mean_a * 100.0
-    how = "no spread in either side's trials" if sig.df is None else f"Welch t, df={sig.df:.1f}"
     significant = sig.significant is True
     failed = _worse_pct(metric, change_pct) > threshold_pct and significant
-    return Gate(metric, threshold_pct, change_pct, significant, failed, how)
+    return Gate(metric, threshold_pct, change_pct, significant, failed, sig.how)

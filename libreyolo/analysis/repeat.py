@@ -8,13 +8,9 @@ from __future__ import annotations
 import dataclasses
 
 from libreyolo.analysis import stats
-from libreyolo.document.model import Profile, Scalar, Trial
+from libreyolo.document.model import Profile, Trial
 
 MIXED = "mixed"  # libreyolo 1.6.0's label when the trials disagree on the bottleneck
-
-
-def _number(value: Scalar) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def aggregate(trials: list[Profile]) -> Profile:
@@ -22,10 +18,12 @@ def aggregate(trials: list[Profile]) -> Profile:
     last = trials[-1]
     metrics = dict(last.metrics)
     for name, value in last.metrics.items():
-        values = [_number(t.metrics.get(name)) for t in trials]
-        if _number(value) is not None and all(v is not None for v in values):
+        values = [stats.as_number(t.metrics.get(name)) for t in trials]
+        if stats.as_number(value) is not None and all(v is not None for v in values):
             metrics[name] = round(stats.mean([v for v in values if v is not None]) or 0.0, 3)
-    ips = [v for v in (_number(t.metrics.get("img_per_s")) for t in trials) if v is not None]
+    ips = [
+        v for v in (stats.as_number(t.metrics.get("img_per_s")) for t in trials) if v is not None
+    ]
     sd = stats.sample_sd(ips)
     metrics |= {"img_per_s_std": None if sd is None else round(sd, 3), "img_per_s_n": len(ips)}
     contended = [t.metrics.get("contended") for t in trials]

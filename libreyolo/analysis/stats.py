@@ -10,6 +10,11 @@ import math
 from collections.abc import Sequence
 
 
+def as_number(value: object) -> float | None:
+    """`value` as a float when it is an int or float (a bool is not a number here), else None."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
 def mean(values: Sequence[float]) -> float | None:
     """Arithmetic mean, or None for no values."""
     import statistics

@@ -75,7 +75,7 @@ def _latency(profile: Profile) -> Latency | None:
     m = profile.metrics
     stored = (profile.legacy_v1 or {}).get("latency")
     legacy = stored if isinstance(stored, dict) else {}  # legacy_v1 is 1.6.0's data, untyped
-    n = len(samples) if samples else max(int(_f(legacy.get("n")) or 0), 0)
+    n = len(samples) if samples else max(int(stats.as_number(legacy.get("n")) or 0), 0)
     if n == 0:
         return None  # a bare trace has no latency samples: say nothing rather than "?"
     weak = tuple(
@@ -83,17 +83,13 @@ def _latency(profile: Profile) -> Latency | None:
     )
     mean = m.get("latency_mean_ms", legacy.get("mean_ms"))
     return Latency(
-        _f(m.get("latency_p50_ms")),
-        _f(m.get("latency_p90_ms")),
-        _f(m.get("latency_p99_ms")),
-        _f(mean),
+        stats.as_number(m.get("latency_p50_ms")),
+        stats.as_number(m.get("latency_p90_ms")),
+        stats.as_number(m.get("latency_p99_ms")),
+        stats.as_number(mean),
         n,
         weak,
     )
-
-
-def _f(value: object) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def _stages(profile: Profile) -> dict[str, float | None] | None:
@@ -101,9 +97,9 @@ def _stages(profile: Profile) -> dict[str, float | None] | None:
     if profile.run.mode != "inference" or m.get("forward_ms") is None:
         return None
     return {
-        "preprocess": _f(m.get("preprocess_ms")),
-        "forward": _f(m.get("forward_ms")),
-        "postprocess": _f(m.get("nms_ms")),
+        "preprocess": stats.as_number(m.get("preprocess_ms")),
+        "forward": stats.as_number(m.get("forward_ms")),
+        "postprocess": stats.as_number(m.get("nms_ms")),
     }
 
 
@@ -143,7 +139,7 @@ def _noise_notes(profile: Profile) -> tuple[str, ...]:
 
 
 def _overhead_notes(profile: Profile) -> tuple[str, ...]:
-    pct = _f(profile.metrics.get("profiler_overhead_pct"))
+    pct = stats.as_number(profile.metrics.get("profiler_overhead_pct"))
     if pct is None or pct <= OVERHEAD_NOTE_PCT:
         return ()
     n = profile.window.num_bare

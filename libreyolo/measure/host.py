@@ -46,12 +46,11 @@ def _ms(ns: int) -> float:
     return round(ns / 1e6, 4)
 
 
-def usable_cpus() -> int | None:
-    """The CPUs this process may run on (its affinity mask), else the machine's count."""
-    getaffinity = getattr(os, "sched_getaffinity", None)
-    if getaffinity is not None:
-        return len(getaffinity(0))
-    return os.cpu_count()
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask where the OS has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,13 +10,13 @@ handler shows the line) or choose a thread count on its own.
 from __future__ import annotations
 
 import contextlib
-import os
 import warnings
 from collections.abc import Iterator
 
 import torch
 
 from libreyolo.errors import UsageError
+from libreyolo.measure.host import usable_cpus
 
 
 @contextlib.contextmanager
@@ -35,18 +35,11 @@ def intra_op_threads(threads: int | None) -> Iterator[None]:
         torch.set_num_threads(previous)
 
 
-def num_usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity mask where the OS has one)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
-
-
 def warn_if_crowded(num_workers: int, device: torch.device, notes: list[str]) -> None:
     """A warning (and a note in `notes`, so the profile says it too) when torch's current
     intra-op threads and `num_workers` crowd the usable CPUs; nothing otherwise."""
     text = crowding_warning(
-        torch.get_num_threads(), num_workers, num_usable_cpus(), on_cpu=device.type == "cpu"
+        torch.get_num_threads(), num_workers, usable_cpus(), on_cpu=device.type == "cpu"
     )
     if text is not None:
         notes.append(text)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from libreyolo.render.safe import safe_text, short_name
-from libreyolo.render.units import bar, fmt_or_unknown, fmt_value
+from libreyolo.render.units import bar, fmt_or_unknown, fmt_share, fmt_value
 
 if TYPE_CHECKING:
     from libreyolo.analysis.summary import Summary
@@ -74,18 +74,14 @@ def _device_lines(s: Summary) -> list[str]:
     return lines
 
 
-def _pct(value: object) -> str:
-    return f"{_num(value) * 100:.0f}%" if isinstance(value, int | float) else "?"
-
-
 def _host_lines(s: Summary) -> list[str]:
     if s.contention_unknown is not None:
         return [f"host     {s.contention_unknown}"]
     m = s.metrics
     lines = [
-        f"host     CPU wait {_pct(m.get('cpu_wait_frac'))} of runnable time "
+        f"host     CPU wait {fmt_share(m.get('cpu_wait_frac'))} of runnable time "
         f"({fmt_or_unknown(m.get('cpu_wait_ms_per_step'))} ms/step)  |  steal "
-        f"{_pct(m.get('steal_frac'))}"
+        f"{fmt_share(m.get('steal_frac'))}"
     ]
     if s.hardest_steps:
         worst = ", ".join(

@@ -15,7 +15,13 @@ from typing import TYPE_CHECKING, Any
 from libreyolo.render.diff_text import diff_lines
 from libreyolo.render.safe import safe_text, short_name
 from libreyolo.render.summary_text import quiet_verdict_line, summary_lines
-from libreyolo.render.units import fmt_count, fmt_or_unknown, fmt_pct_change, fmt_value
+from libreyolo.render.units import (
+    fmt_count,
+    fmt_or_unknown,
+    fmt_pct_change,
+    fmt_share,
+    fmt_value,
+)
 
 if TYPE_CHECKING:  # result types only; importing them would cost every reader start-up time
     from libreyolo.analysis.compare import Comparison, Delta, Significance
@@ -125,10 +131,6 @@ def _tested(sig: Significance) -> str:
     return f"  [{'significant' if sig.significant else 'NOT significant'}: {sig.text}]"
 
 
-def _util(value: object) -> str:
-    return f"{float(value) * 100:.0f}%" if isinstance(value, int | float) else "?"
-
-
 @_view("compare")
 def _(result: Comparison) -> Lines:
     sig = result.significance
@@ -157,7 +159,8 @@ def _(result: Comparison) -> Lines:
         )
     if result.has_gpu:  # on CPU-only profiles these read 0% / 0: noise, not information
         lines += [
-            f"GPU util       {_util(result.gpu_util.before)} -> {_util(result.gpu_util.after)}",
+            f"GPU util       {fmt_share(result.gpu_util.before)} -> "
+            f"{fmt_share(result.gpu_util.after)}",
             f"host overhead  {_arrow(result.host_overhead_ms, ' ms/step')}",
             f"launches/step  {_arrow(result.launches_per_step)}",
         ]
@@ -173,7 +176,7 @@ def _(result: Comparison) -> Lines:
             )
     wait = result.cpu_wait_frac
     if wait.before is not None or wait.after is not None:
-        lines.append(f"CPU wait       {_util(wait.before)} -> {_util(wait.after)}")
+        lines.append(f"CPU wait       {fmt_share(wait.before)} -> {fmt_share(wait.after)}")
     lines += [f"warning: {safe_text(w)}" for w in result.warnings]
     if result.diff is not None:
         lines += diff_lines(result.diff)

@@ -29,6 +29,11 @@ def fmt_or_unknown(value: object) -> str:
     return "?" if value is None else fmt_value(value)
 
 
+def fmt_share(value: object) -> str:
+    """A fraction 0..1 as a whole percentage (`48%`), `?` when unknown."""
+    return f"{float(value) * 100:.0f}%" if isinstance(value, int | float) else "?"
+
+
 def fmt_count(value: float) -> str:
     """A per-step count: whole numbers without decimals, fractions with one."""
     return f"{value:.0f}" if abs(value - round(value)) < 0.05 else f"{value:.1f}"

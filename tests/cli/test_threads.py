@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from libreyolo.cli.parser import build_parser
-from libreyolo.measure.threads import crowding_warning, num_usable_cpus
+from libreyolo.measure.host import usable_cpus
+from libreyolo.measure.threads import crowding_warning
 from tests.conftest import SHARED_FIXTURES, invoke
 
 CHECKPOINT = SHARED_FIXTURES / "libreyolo_v1_checkpoints" / "LibreYOLO9t_nc80_seed0.pt"
@@ -53,12 +54,12 @@ def test_infer_runs_with_the_threads_asked_and_gives_torch_its_own_back(
 def test_more_threads_than_cpus_is_one_warning_line_and_a_note(tmp_path: Path) -> None:
     if not CHECKPOINT.is_file():
         pytest.skip(f"checkpoint fixture not found at {CHECKPOINT}")
-    threads = num_usable_cpus() + 1
+    threads = usable_cpus() + 1
     project = tmp_path / "p"
     argv = ["profile", "infer", "--weights", str(CHECKPOINT), *TINY, "--threads", str(threads)]
     result = invoke([*argv, "--project", str(project)])
     assert result.status == 0, result.stderr
-    line = crowding_warning(threads, 0, num_usable_cpus(), on_cpu=True)
+    line = crowding_warning(threads, 0, usable_cpus(), on_cpu=True)
     assert [w for w in result.stderr.splitlines() if "CPUs" in w] == [f"warning: {line}"]
     document = json.loads((project / "infer" / "profile.json").read_text())
     assert line in document["run"]["config"]["notes"]

@@ -8,12 +8,13 @@ the time they are runnable: the answer (`contended`) is known before anything is
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+from libreyolo.measure.host import usable_cpus
 
 MAX_SECONDS = 300  # a hog's own deadline, past any test that uses it
 HOGS_PER_CPU = 2
@@ -22,10 +23,6 @@ SPIN = (
     "end = time.monotonic() + float(sys.argv[1])\n"
     "while time.monotonic() < end: pass\n"
 )
-
-
-def usable_cpus() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 @contextmanager
