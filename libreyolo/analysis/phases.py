@@ -1,10 +1,12 @@
-"""Per-phase breakdown: GPU ms, wall ms, kernels and ops per step. Pure."""
+"""Per-phase breakdown: GPU ms, wall ms, kernels and ops per step, and each measured step's own
+split (the report's stacked bars; `phases --json` as `per_step`). Pure."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import ClassVar
 
+from libreyolo.analysis import stats
 from libreyolo.analysis.contention import StepWait, step_waits
 from libreyolo.analysis.metrics import per_step_divisor
 from libreyolo.document.model import Profile
@@ -21,11 +23,29 @@ class PhaseRow:
     unique_kernels: int
 
 
+OUTLIER_IQRS = 1.5  # Tukey's fence: a step above Q3 + 1.5 × IQR of its kind is an outlier
+
+
+@dataclass(frozen=True, slots=True)
+class StepPhases:
+    """One measured step: its wall time and, where the collector timed them (synced steps),
+    its phases. Bare traces give the ProfilerStep's CPU span instead (`source` "trace")."""
+
+    index: int
+    synced: bool | None  # None: a trace step, which says nothing about syncs
+    wall_ms: float
+    dataload_ms: float | None
+    phase_ms: dict[str, float]
+    outlier: bool
+    source: str  # "collector" | "trace"
+
+
 @dataclass(frozen=True, slots=True)
 class PhaseBreakdown:
     kind: ClassVar[str] = "phases"
     rows: tuple[PhaseRow, ...]
     steps: tuple[StepWait, ...] = ()  # each measured step's CPU wait, where it was sampled
+    per_step: tuple[StepPhases, ...] = ()
 
 
 def phase_names(profile: Profile) -> tuple[str, ...]:
@@ -59,4 +79,52 @@ def phase_breakdown(profile: Profile) -> PhaseBreakdown:
                 phase.num_unique_kernels,
             )
         )
-    return PhaseBreakdown(rows=tuple(rows), steps=step_waits(profile))
+    return PhaseBreakdown(rows=tuple(rows), steps=step_waits(profile), per_step=per_step(profile))
+
+
+def _fence(walls: list[float]) -> float:
+    """Tukey's upper fence of `walls`; infinite below 4 values (no quartiles to speak of)."""
+    if len(walls) < 4:
+        return float("inf")
+    q1 = stats.percentile(walls, 25) or 0.0
+    q3 = stats.percentile(walls, 75) or 0.0
+    return q3 + OUTLIER_IQRS * (q3 - q1)
+
+
+def per_step(profile: Profile) -> tuple[StepPhases, ...]:
+    """Every measured step in order, outliers flagged against the steps of the same kind
+    (synced steps wait for the device and are slower by design)."""
+    samples = profile.samples.steps
+    if samples:
+        fences = {
+            synced: _fence([s.wall_ms for s in samples if s.synced is synced])
+            for synced in (False, True)
+        }
+        return tuple(
+            StepPhases(
+                index=s.index,
+                synced=s.synced,
+                wall_ms=s.wall_ms,
+                dataload_ms=s.dataload_ms,
+                phase_ms=dict(s.phase_ms),
+                outlier=s.wall_ms > fences[s.synced],
+                source="collector",
+            )
+            for s in samples
+        )
+    steps = profile.trace.steps if profile.trace else []
+    # A trace step's time: start to the end of the GPU work it launched, else its CPU span.
+    walls = [t.cpu_ms if t.gpu_span_ms is None else t.gpu_span_ms for t in steps]
+    fence = _fence(walls)
+    return tuple(
+        StepPhases(
+            index=t.index,
+            synced=None,
+            wall_ms=wall,
+            dataload_ms=None,
+            phase_ms={},
+            outlier=wall > fence,
+            source="trace",
+        )
+        for t, wall in zip(steps, walls, strict=True)
+    )

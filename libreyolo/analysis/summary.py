@@ -15,6 +15,16 @@ from libreyolo.analysis.kernels import KernelRow, top_kernels
 from libreyolo.analysis.metrics import per_step_divisor, unsynced_walls
 from libreyolo.analysis.opclass import op_category_ms
 from libreyolo.analysis.ops import OpRow, top_ops
+from libreyolo.analysis.run_view import (
+    MemoryView,
+    RunHeader,
+    TrialRow,
+    TrialSpread,
+    memory_view,
+    run_header,
+    trial_rows,
+    trial_spread,
+)
 from libreyolo.document.model import Profile, Scalar, Verdict
 
 TOP_KERNELS = 8
@@ -24,6 +34,14 @@ VERY_NOISY_IQR_SHARE = 0.25  # above this: single-run numbers are too noisy to r
 P90_MIN_SAMPLES = 64  # fewer samples make p90 weak (MLPerf early-stopping floors)
 P99_MIN_SAMPLES = 100  # the issue's floor for a trustworthy p99
 OVERHEAD_NOTE_PCT = 5.0  # above this, say the headline times carry the profiler's own cost
+HISTOGRAM_BINS = 24  # the latency histogram's equal-width bins, min to max
+
+
+@dataclass(frozen=True, slots=True)
+class Bin:
+    lo_ms: float
+    hi_ms: float
+    count: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +59,7 @@ class Latency:
     mean_ms: float | None
     num_samples: int
     weak: tuple[str, ...]  # percentiles with too few samples to trust
+    histogram: tuple[Bin, ...] = ()  # the measured latencies (empty for 1.6.0 files)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +85,10 @@ class Summary:
     # says why it cannot be judged; the steps that waited most for a CPU.
     contention_unknown: str | None
     hardest_steps: tuple[contention.StepWait, ...]
+    run: RunHeader
+    trials: tuple[TrialRow, ...]
+    trial_spread: tuple[TrialSpread, ...]
+    memory: MemoryView | None
 
 
 def _latency(profile: Profile) -> Latency | None:
@@ -89,7 +112,23 @@ def _latency(profile: Profile) -> Latency | None:
         stats.as_number(mean),
         n,
         weak,
+        histogram(samples),
     )
+
+
+def histogram(values: list[float], num_bins: int = HISTOGRAM_BINS) -> tuple[Bin, ...]:
+    """Equal-width bins from the smallest to the largest value (one bin when all are equal);
+    the last bin holds its upper edge."""
+    if not values:
+        return ()
+    lo, hi = min(values), max(values)
+    if hi <= lo:
+        return (Bin(lo, hi, len(values)),)
+    width = (hi - lo) / num_bins
+    counts = [0] * num_bins
+    for value in values:
+        counts[min(int((value - lo) / width), num_bins - 1)] += 1
+    return tuple(Bin(lo + i * width, lo + (i + 1) * width, c) for i, c in enumerate(counts))
 
 
 def _stages(profile: Profile) -> dict[str, float | None] | None:
@@ -152,6 +191,7 @@ def _overhead_notes(profile: Profile) -> tuple[str, ...]:
 def summarize(profile: Profile) -> Summary:
     """Everything `summary` shows, derived from one profile."""
     verdict = profile.verdict or Verdict(bound=str(profile.metrics.get("bound")), why="")
+    trials = trial_rows(profile)
     op_categories, ops = _op_mix(profile)
     notes = (
         _overhead_notes(profile)
@@ -175,6 +215,10 @@ def summarize(profile: Profile) -> Summary:
         notes=notes,
         contention_unknown=contention.state(profile),
         hardest_steps=_hardest(profile),
+        run=run_header(profile),
+        trials=trials,
+        trial_spread=trial_spread(trials),
+        memory=memory_view(profile),
     )
 
 

@@ -123,6 +123,12 @@ def what_if(args: argparse.Namespace) -> Outcome:
     return result, args.trace
 
 
+def report(args: argparse.Namespace) -> Outcome:
+    from libreyolo.cli.report import write_report
+
+    return write_report(args.inputs, args.output, max_input_bytes=args.max_input_bytes), None
+
+
 def run(args: argparse.Namespace) -> Outcome:
     from libreyolo.cli.measuring import measure
 

@@ -44,6 +44,10 @@ SUBCOMMANDS: tuple[tuple[str, str], ...] = (
     ("ops", "Framework view: aten/autograd ops by CPU time (host-launch culprits)."),
     ("compare", "Diff two profiles: did the change help? (the optimise-loop closer)."),
     ("what-if", "Estimate a change's payoff BEFORE editing code (rough projection)."),
+    (
+        "report",
+        "Write one self-contained HTML page: a profile, a comparison of two, or a sweep.",
+    ),
 )
 TRACE_HELP = "Path to profile.json or profile_trace.json (.gz accepted)"
 
@@ -279,6 +283,20 @@ def _add_readers(sub: argparse._SubParsersAction[Parser], common: Parser) -> Non
         "--remove-launches",
         type=non_negative_int,
         help="Project removing N kernel launches/step (e.g. an op-fusion win)",
+    )
+    p = _add(sub, "report", commands.report, common)
+    p.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="trace",
+        help=TRACE_HELP + "; two of them for a comparison page, or a sweep folder",
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="Where to write the page (default: report.html next to the first input, "
+        "sweep.html inside a sweep folder)",
     )
 
 

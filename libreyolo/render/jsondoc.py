@@ -20,10 +20,12 @@ if TYPE_CHECKING:  # result types only; importing them would cost every reader s
     from libreyolo.analysis.ops import OpTable
     from libreyolo.analysis.outcome import ConfigView, Outcome
     from libreyolo.analysis.phases import PhaseBreakdown
+    from libreyolo.analysis.run_view import MemoryView, RunHeader
     from libreyolo.analysis.summary import Summary
     from libreyolo.analysis.sweep import SweepView
     from libreyolo.analysis.sweep_compare import SweepComparison
     from libreyolo.analysis.whatif import Projection
+    from libreyolo.render.html.written import ReportWritten
     from libreyolo.render.listing import SubcommandList
 
 RAW_NAME_CHARS = 90  # libreyolo 1.6.0's `raw_name` width
@@ -131,7 +133,24 @@ def _(result: PhaseBreakdown, source: Source) -> Any:
         }
         for row in result.rows
     ]
-    return {"trace": source, "phases": rows, "steps": [step_wait(row) for row in result.steps]}
+    per_step = [
+        {
+            "index": row.index,
+            "synced": row.synced,
+            "wall_ms": row.wall_ms,
+            "dataload_ms": row.dataload_ms,
+            "phase_ms": row.phase_ms,
+            "outlier": row.outlier,
+            "source": row.source,
+        }
+        for row in result.per_step
+    ]
+    return {
+        "trace": source,
+        "phases": rows,
+        "steps": [step_wait(row) for row in result.steps],
+        "per_step": per_step,
+    }
 
 
 def _delta(delta: Delta | None) -> dict[str, Any] | None:
@@ -261,6 +280,10 @@ def _(result: Summary, source: Source) -> Any:
             "mean_ms": lat.mean_ms,
             "n": lat.num_samples,
             "weak": list(lat.weak),
+            "histogram": [
+                {"lo_ms": round(b.lo_ms, 4), "hi_ms": round(b.hi_ms, 4), "count": b.count}
+                for b in lat.histogram
+            ],
         }
         out["stages_ms"] = result.stages_ms
     out |= {
@@ -315,8 +338,48 @@ def _(result: Summary, source: Source) -> Any:
         "has_gpu": result.has_gpu,
         "num_trials": result.num_trials,
         "notes": list(result.notes),
+        "run": _run_header(result.run),
+        "trials": [{"index": t.index, "bound": t.bound, **t.metrics} for t in result.trials],
+        "trial_spread": {
+            t.metric: {"mean": t.mean, "sd": t.sd, "n": t.n} for t in result.trial_spread
+        },
+        "memory": None if result.memory is None else _memory(result.memory),
     }
     return out
+
+
+def _run_header(run: RunHeader) -> dict[str, Any]:
+    return {
+        "mode": run.mode,
+        "model": run.model,
+        "weights": run.weights,
+        "random_init": run.random_init,
+        "device": run.device,
+        "device_name": run.device_name,
+        "batch": run.batch,
+        "imgsz": run.imgsz,
+        "amp": run.amp,
+        "window": {
+            "num_warmup": run.num_warmup,
+            "num_measured": run.num_measured,
+            "num_unsynced": run.num_unsynced,
+            "num_synced": run.num_synced,
+            "num_bare": run.num_bare,
+        },
+        "tool_version": run.tool_version,
+        "created": run.created,
+        "trace": run.trace,
+    }
+
+
+def _memory(mem: MemoryView) -> dict[str, Any]:
+    return {
+        "peak_allocated_mb": mem.peak_allocated_mb,
+        "peak_reserved_mb": mem.peak_reserved_mb,
+        "num_alloc_retries": mem.num_alloc_retries,
+        "cuda_mallocs_per_step": mem.cuda_mallocs_per_step,
+        "thrash": mem.thrash,
+    }
 
 
 @_view("sweep")
@@ -370,6 +433,17 @@ def _(result: Outcome, source: Source) -> Any:
             "notes": list(result.notes),
         }
     )
+
+
+@_view("report")
+def _(result: ReportWritten, source: Source) -> Any:
+    return {
+        "report": result.path,
+        "page": result.page,
+        "bytes": result.num_bytes,
+        "inputs": list(result.inputs),
+        "num_points": result.num_points,
+    }
 
 
 @_view("config")

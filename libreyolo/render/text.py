@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # result types only; importing them would cost every reader s
     from libreyolo.analysis.sweep import SweepView
     from libreyolo.analysis.sweep_compare import SweepComparison
     from libreyolo.analysis.whatif import Projection
+    from libreyolo.render.html.written import ReportWritten
     from libreyolo.render.listing import SubcommandList
 
 KERNELS_HEADER = "  %GPU   ms/step  x/step TC  kernel  [category]"
@@ -247,6 +248,11 @@ def _(result: SweepComparison) -> Lines:
     from libreyolo.render.sweep_compare_text import sweep_compare_lines
 
     return sweep_compare_lines(result)
+
+
+@_view("report")
+def _(result: ReportWritten) -> Lines:
+    return [safe_text(result.path)]  # the path alone: `xdg-open "$(libreyolo profile report …)"`
 
 
 @_view("config")

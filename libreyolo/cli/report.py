@@ -1,0 +1,112 @@
+"""`libreyolo profile report`: pick the page for the inputs, build it, write it atomically.
+
+One profile (any file the readers take) gives a profile page, two a comparison page, a sweep
+folder a sweep page. The default destination is `report.html` next to the first input
+(`sweep.html` inside a sweep folder); an existing file there is replaced only when this command
+wrote it (its generator tag), while a path given with `-o` is the user's choice and is replaced.
+
+Must not: import torch, numpy or Hydra (a reader), or leave a half-written page.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from libreyolo.cli.sources import open_profile, open_sweep
+from libreyolo.document.files import write_atomic
+from libreyolo.document.limits import open_regular
+from libreyolo.errors import ProfileError, UsageError
+from libreyolo.render.html.page import GENERATOR
+from libreyolo.render.html.written import ReportWritten
+
+PROFILE_PAGE, SWEEP_PAGE = "report.html", "sweep.html"
+_OUR_MARK = f'<meta name="generator" content="{GENERATOR}">'.encode()
+_HEAD_BYTES = 4096
+
+
+def _default_output(first: str, sweep: bool) -> Path:
+    if sweep:
+        return Path(first) / SWEEP_PAGE
+    base = Path.cwd() if first == "-" else Path(first).parent
+    return base / PROFILE_PAGE
+
+
+def is_our_page(path: Path) -> bool:
+    """Whether `path` is a page this command wrote (its head carries the generator tag)."""
+    try:
+        with open_regular(str(path), 1 << 30) as handle:
+            return _OUR_MARK in handle.read(_HEAD_BYTES)
+    except (OSError, ProfileError):
+        return False
+
+
+def _destination(output: str | None, first: str, sweep: bool) -> Path:
+    target = Path(output) if output is not None else _default_output(first, sweep)
+    if target.is_dir():
+        raise UsageError(
+            f"cannot write the report to {target}: it is a folder", hint="give -o FILE"
+        )
+    if output is None and target.exists() and not is_our_page(target):
+        raise UsageError(
+            f"refusing to replace {target}: libreyolo profile report did not write it",
+            hint="choose another path with -o FILE",
+        )
+    return target
+
+
+def _write(target: Path, page: str) -> int:
+    payload = page.encode("utf-8")
+    try:
+        write_atomic(target, payload)
+    except OSError as err:
+        raise UsageError(
+            f"cannot write the report to {target}: {err.strerror or err}", hint="choose -o FILE"
+        ) from err
+    return len(payload)
+
+
+def write_report(inputs: list[str], output: str | None, *, max_input_bytes: int) -> ReportWritten:
+    """Build the page `inputs` call for and write it; the written page's description."""
+    if len(inputs) > 2:
+        raise UsageError(
+            f"report takes one input, or two to compare; got {len(inputs)}",
+            hint="libreyolo profile report before.json after.json",
+        )
+    sweeps = [open_sweep(path) for path in inputs]
+    if any(s is not None for s in sweeps):
+        if len(inputs) != 1:
+            raise UsageError(
+                "a sweep page takes one sweep folder",
+                hint="compare two sweeps with: libreyolo profile compare <sweep> <sweep>",
+            )
+        return _sweep(inputs[0], output, max_input_bytes)
+    target = _destination(output, inputs[0], sweep=False)
+    if len(inputs) == 1:
+        from libreyolo.analysis.report import profile_report
+        from libreyolo.render.html.profile_page import profile_page
+
+        profile = open_profile(inputs[0], max_input_bytes=max_input_bytes)
+        page = profile_page(profile_report(profile, inputs[0]))
+        return ReportWritten(str(target), "profile", _write(target, page), tuple(inputs))
+    from libreyolo.analysis.report import compare_report
+    from libreyolo.render.html.compare_page import compare_page
+
+    before = open_profile(inputs[0], max_input_bytes=max_input_bytes)
+    after = open_profile(inputs[1], max_input_bytes=max_input_bytes)
+    page = compare_page(compare_report(before, after, (inputs[0], inputs[1])))
+    return ReportWritten(str(target), "compare", _write(target, page), tuple(inputs))
+
+
+def _sweep(folder: str, output: str | None, max_input_bytes: int) -> ReportWritten:
+    from libreyolo.analysis.report import sweep_report
+    from libreyolo.document.point_profiles import read_point_profiles
+    from libreyolo.render.html.sweep_page import sweep_page
+
+    view = open_sweep(folder)
+    assert view is not None  # the caller opened it as a sweep
+    target = _destination(output, folder, sweep=True)
+    profiles, lost = read_point_profiles(Path(os.path.realpath(folder)), view.data)
+    report = sweep_report(view.data, folder, profiles, lost)
+    size = _write(target, sweep_page(report))
+    return ReportWritten(str(target), "sweep", size, (folder,), num_points=len(view.data["points"]))

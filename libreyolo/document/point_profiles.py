@@ -1,0 +1,51 @@
+"""The profiles of a sweep's ok points, read for the sweep's report page.
+
+Role: each ok point's `profile` path from the sweep record, rebased onto where the sweep folder
+is now (a copied or moved sweep keeps its pages) and kept inside it (`sweep_files.inside`), is
+read as a profile document. A point whose profile cannot be read is reported with the reason,
+never dropped in silence. Both `libreyolo profile report <sweep dir>` and `libreyolo-sweep` call
+this, so both pages are built from the same files.
+
+Must not: import torch, numpy, Hydra or OmegaConf, or write anything.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from libreyolo.document.files import load
+from libreyolo.document.limits import MAX_PROFILE_BYTES
+from libreyolo.document.model import Profile
+from libreyolo.document.sweep_files import inside
+from libreyolo.errors import ProfileError
+
+
+def _rebased(root: Path, recorded_root: object, profile: str) -> Path | None:
+    path = Path(profile)
+    if isinstance(recorded_root, str) and path.is_relative_to(recorded_root):
+        path = path.relative_to(recorded_root)
+    return inside(root, str(path))
+
+
+def read_point_profiles(
+    root: Path, record: dict[str, Any]
+) -> tuple[dict[str, Profile], dict[str, str]]:
+    """(profiles of the ok points by name, reasons for the ok points whose profile is lost)."""
+    profiles: dict[str, Profile] = {}
+    lost: dict[str, str] = {}
+    for name, entry in record.get("points", {}).items():
+        if entry.get("status") != "ok":
+            continue
+        recorded = entry.get("profile")
+        path = (
+            _rebased(root, record.get("sweep_dir"), recorded) if isinstance(recorded, str) else None
+        )
+        if path is None:
+            lost[name] = f"profile not found inside the sweep folder: {recorded}"
+            continue
+        try:
+            profiles[name] = load(str(path), max_input_bytes=MAX_PROFILE_BYTES)
+        except ProfileError as err:
+            lost[name] = err.message
+    return profiles, lost
