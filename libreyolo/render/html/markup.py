@@ -3,8 +3,11 @@ tables, sections and notes.
 
 Every number a page shows is a `<data>` element whose `data-src` names the reader and the JSON
 path (`["summary", "latency", "p50_ms"]`) that prints the same value under `--json`, so a test,
-or a user with a scraper, can check each one. Text from files passes `safe_text` before
-`html.escape`: a control character in a kernel name is shown as an escape, never obeyed.
+or a user with a scraper, can check each one. The reader's inputs are those of the nearest
+enclosing element with `data-input` (a JSON list of paths: one profile, a sweep folder, or the
+two sides of a comparison); the page's `<main>` carries the page's own. Text from files passes
+`safe_text` before `html.escape`: a control character in a kernel name is shown as an escape,
+never obeyed.
 
 Pure: strings in, strings out.
 """
@@ -107,6 +110,17 @@ def _key(value: object) -> str:
     if isinstance(value, int | float):
         return repr(value) if math.isfinite(value) else ""
     return "" if value is None else str(value)
+
+
+def scope(inputs: Sequence[str], body: str, *, tag: str = "div") -> str:
+    """`body` with its numbers read from `inputs` (a sweep point's profile, a comparison's
+    side) instead of the page's."""
+    return f'<{tag} data-input="{esc(json.dumps(list(inputs)))}">{body}</{tag}>'
+
+
+def input_attr(inputs: Sequence[str]) -> str:
+    """The `data-input` attribute naming the files a page's numbers come from."""
+    return f'data-input="{esc(json.dumps(list(inputs)))}"'
 
 
 def section(anchor: str, title: str, body: str, *, intro: str = "") -> str:

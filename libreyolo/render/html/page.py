@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from libreyolo.render.html.markup import esc
+from libreyolo.render.html.markup import esc, input_attr
 
 GENERATOR = "libreyolo profile report"
 
@@ -126,8 +126,10 @@ def document(
     toc: Sequence[tuple[str, str]],
     body: str,
     footer: str,
+    inputs: Sequence[str],
 ) -> str:
-    """The whole page: `toc` is (anchor, label) for the contents line."""
+    """The whole page: `toc` is (anchor, label) for the contents line, `inputs` the files its
+    numbers come from."""
     links = "".join(f'<a href="#{esc(anchor)}">{esc(label)}</a>' for anchor, label in toc)
     return (
         "<!DOCTYPE html>\n"
@@ -136,6 +138,6 @@ def document(
         f'<meta name="generator" content="{esc(GENERATOR)}">'
         f"<title>{esc(title)}</title><style>{CSS}</style></head><body>"
         f'<header class="top"><h1>{esc(title)}</h1><div class="meta">{subtitle}</div></header>'
-        f'<nav class="toc">{links}</nav><main>{body}'
+        f'<nav class="toc">{links}</nav><main {input_attr(inputs)}>{body}'
         f"<footer>{footer}</footer></main><script>{SCRIPT}</script></body></html>\n"
     )

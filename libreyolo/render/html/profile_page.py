@@ -562,4 +562,11 @@ def profile_page(report: ProfileReport) -> str:
         f"{esc(r.tool_version)} measured it. Every number here is one that <code>libreyolo "
         "profile summary|phases|kernels|ops --json</code> prints for the same file."
     )
-    return document(title=title(s), subtitle=subtitle, toc=toc, body=content, footer=footer)
+    return document(
+        title=title(s),
+        subtitle=subtitle,
+        toc=toc,
+        body=content,
+        footer=footer,
+        inputs=[report.source],
+    )
