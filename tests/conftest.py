@@ -87,3 +87,55 @@ def two_threads() -> Iterator[None]:
     torch.set_num_threads(2)
     yield
     torch.set_num_threads(original)
+
+
+# CPU profiles measured once per session (small windows) for the report tests.
+@pytest.fixture(scope="session")
+def cpu_infer_profile(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    project = tmp_path_factory.mktemp("report-infer")
+    result = invoke(
+        [
+            "profile",
+            "infer",
+            "--device",
+            "cpu",
+            "--imgsz",
+            "64",
+            "--warmup",
+            "2",
+            "--runs",
+            "20",
+            "--project",
+            str(project),
+        ]
+    )
+    assert result.status == 0, result.stderr
+    return project / "infer" / "profile.json"
+
+
+@pytest.fixture(scope="session")
+def cpu_train_profile(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    project = tmp_path_factory.mktemp("report-train")
+    result = invoke(
+        [
+            "profile",
+            "run",
+            "synthetic",
+            "--device",
+            "cpu",
+            "--batch",
+            "2",
+            "--imgsz",
+            "64",
+            "--steps",
+            "6",
+            "--warmup",
+            "1",
+            "--workers",
+            "0",
+            "--project",
+            str(project),
+        ]
+    )
+    assert result.status == 0, result.stderr
+    return project / "run" / "profile.json"

@@ -233,7 +233,12 @@ def _(result: Outcome) -> Lines:
     if result.quiet_bound is not None:
         lines.append(quiet_verdict_line(result.quiet_bound, result.quiet_why))
     path = safe_text(result.profile_path)
-    return [*lines, f"profile: {path}", f"next:    libreyolo profile summary {path}"]
+    return [
+        *lines,
+        f"profile: {path}",
+        f"next:    libreyolo profile summary {path}",
+        f"         libreyolo profile report {path}  (an HTML page)",
+    ]
 
 
 @_view("sweep")

@@ -102,6 +102,9 @@ def test_infer_text_output_keeps_the_v1_lines(weights: str, tmp_path: Path) -> N
     assert lines[2].startswith(">> COMPUTE: ")
     assert lines[3] == f"profile: {tmp_path / 'infer' / 'profile.json'}"
     assert lines[4] == f"next:    libreyolo profile summary {tmp_path / 'infer' / 'profile.json'}"
+    assert lines[5] == (
+        f"         libreyolo profile report {tmp_path / 'infer' / 'profile.json'}  (an HTML page)"
+    )
 
 
 def test_infer_default_device_without_cuda_exits_2(weights: str, tmp_path: Path) -> None:

@@ -55,6 +55,7 @@ margin:0}
 dl.facts div{display:flex;gap:8px;border-bottom:1px dotted var(--line);padding:2px 0}
 dl.facts dt{color:var(--muted);min-width:84px}
 dl.facts dd{margin:0;overflow-wrap:anywhere}
+p.paths{color:var(--muted);margin:6px 0 0;overflow-wrap:anywhere}
 .scroll{overflow-x:auto}
 table{border-collapse:collapse;width:100%;font-size:13px;font-variant-numeric:tabular-nums}
 caption{text-align:left;color:var(--muted);padding:2px 0 4px}

@@ -156,9 +156,11 @@ def run_facts(s: Summary, source: str) -> str:
             ("window", window),
             ("tool", f"libreyolo {esc(r.tool_version)}"),
             ("when", esc(r.created or "unknown")),
-            ("profile", f"<code>{esc(source)}</code>"),
-            ("trace", f"<code>{esc(r.trace)}</code>" if r.trace else "–"),
         ]
+    ) + (
+        f'<p class="paths">profile <code>{esc(source)}</code>'
+        + (f" · trace <code>{esc(r.trace)}</code>" if r.trace else "")
+        + "</p>"
     )
 
 
@@ -192,28 +194,37 @@ def _step_column(i: int, step: StepPhases, keys: list[str]) -> svg.Column:
     return svg.Column(str(step.index), tuple(segments), flag=flag)
 
 
-def steps_chart(steps: Sequence[StepPhases]) -> str:
+def steps_chart(steps: Sequence[StepPhases], order: Sequence[str] = ()) -> str:
+    """Each measured step as a column, stacked by phase in `order` (the profile's phase order;
+    phases not in it follow as first seen)."""
     if not steps:
         return '<p class="intro">No per-step samples in this file.</p>'
-    keys: list[str] = []
+    keys: list[str] = list(order)
     columns = [_step_column(i, step, keys) for i, step in enumerate(steps)]
-    legend_keys = [(k, svg.colour(k, i)) for i, k in enumerate(keys)]
+    present = {seg.key for c in columns for seg in c.segments}
+    legend_keys = [(k, svg.colour(k, i)) for i, k in enumerate(keys) if k in present]
+    trace_only = all(step.source == "trace" for step in steps)
     if any(c.faded for c in columns):
-        trace_only = all(step.source == "trace" for step in steps)
         legend_keys.append(
-            ("step CPU span (trace)" if trace_only else UNSYNCED + ": no phase split", svg.GREY)
+            ("step span (trace)" if trace_only else UNSYNCED + ": no phase split", svg.GREY)
         )
-    if any(c.segments[-1].key == "other" for c in columns if not c.faded):
+    if "other" in present:
         legend_keys.append(("other (outside the phases)", svg.GREY))
     chart = svg.stacked_columns(
         columns, [*keys, "other", UNSYNCED], mark="steps", y_label="ms per step"
     )
+    if trace_only:
+        caption = (
+            "Each ProfilerStep of the trace: from its start to the end of the GPU work it "
+            "launched (its CPU span where there is no GPU). A bare trace has no phase split."
+        )
+    else:
+        caption = (
+            "Each measured step. Unsynced steps (faded) run ahead of the device: their wall time "
+            "is the honest step time. Synced steps wait for the device after every phase, so "
+            "their split is exact."
+        )
     outliers = sum(1 for s in steps if s.outlier)
-    caption = (
-        "Each measured step. Unsynced steps (faded) run ahead of the device: their wall time is "
-        "the honest step time. Synced steps wait for the device after every phase, so their "
-        "split is exact."
-    )
     if outliers:
         caption += f" ▲ marks {outliers} outlier step{'s' if outliers > 1 else ''} (Tukey's fence)."
     return (
@@ -370,7 +381,7 @@ def kernel_table(report: ProfileReport) -> str:
                 name(r.label) + tc,
                 esc(r.category),
                 num(r.ms_per_step, (*src, "ms_per_step"), digits=3),
-                num(r.share, (*src, "pct_of_gpu"), scale=100),
+                num(r.share * 100, (*src, "pct_of_gpu")),
                 num(r.num_per_step, (*src, "count_per_step"), digits=1),
             ]
         )
@@ -397,7 +408,7 @@ def op_table(report: ProfileReport) -> str:
             [
                 name(r.name),
                 num(ms, (*src, "ms_per_step"), digits=3),
-                num(r.share, (*src, "pct_of_cpu_ops"), scale=100),
+                num(r.share * 100, (*src, "pct_of_cpu_ops")),
                 num(r.num_per_step, (*src, "count_per_step"), digits=1),
             ]
         )
@@ -502,7 +513,11 @@ def body(report: ProfileReport) -> tuple[list[tuple[str, str]], str]:
         banners(s),
         section("verdict", "Verdict", verdict_block(s) + headline_cards(s)),
         section("run", "Run", run_facts(s, report.source)),
-        section("steps", "Per-step time", steps_chart(report.phases.per_step)),
+        section(
+            "steps",
+            "Per-step time",
+            steps_chart(report.phases.per_step, [r.phase for r in report.phases.rows]),
+        ),
     ]
     if s.latency is not None:
         toc.append(("latency", "latency"))

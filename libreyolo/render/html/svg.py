@@ -30,8 +30,10 @@ PHASE_COLOURS = {
     "backward": "#009E73",
     "optimizer": "#D55E00",
     "preprocess": "#56B4E9",
+    "to_device": "#56B4E9",
     "postprocess": "#F0E442",
     "other": GREY,
+    "unphased": GREY,
 }
 
 
@@ -72,7 +74,7 @@ def _svg(width: int, height: int, body: str, label: str) -> str:
     # Never drawn larger than designed: text stays 11 px in a wide column.
     return (
         f'<svg viewBox="0 0 {width} {height}" style="max-width:{width}px" role="img" '
-        f'aria-label="{esc(label)}" xmlns="http://www.w3.org/2000/svg">{body}</svg>'
+        f'aria-label="{esc(label)}">{body}</svg>'
     )
 
 
@@ -182,7 +184,7 @@ def hbars(
     """Horizontal bars, one row per entry, scaled to the largest value."""
     per_bar, gap = 14, 8
     top = max((b.value for r in rows for b in r.bars), default=0.0) or 1.0
-    plot_w = width - label_w - 70
+    plot_w = width - label_w - 120  # room for the value printed after the longest bar
     parts, y = [], 4.0
     for row in rows:
         row_h = per_bar * len(row.bars)
