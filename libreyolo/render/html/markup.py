@@ -140,9 +140,15 @@ def banner(text: str, *, kind: str = "warn") -> str:
     return f'<div class="banner {kind}" role="alert">{esc(text)}</div>'
 
 
+WIDE = frozenset({"window"})  # facts whose values need two grid columns
+
+
 def definition_list(items: Iterable[tuple[str, str]]) -> str:
     """Label/value pairs (values pre-rendered)."""
-    body = "".join(f"<div><dt>{esc(k)}</dt><dd>{v}</dd></div>" for k, v in items)
+    body = "".join(
+        f"<div{' class=wide' if k in WIDE else ''}><dt>{esc(k)}</dt><dd>{v}</dd></div>"
+        for k, v in items
+    )
     return f'<dl class="facts">{body}</dl>'
 
 

@@ -43,7 +43,7 @@ border-radius:0 6px 6px 0}
 .verdict .why{margin:4px 0 0}
 .verdict ul{margin:6px 0 0;padding-left:20px}
 .verdict .quiet{color:var(--muted);margin-top:6px}
-.cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(150px,1fr));gap:10px}
+.cards{margin-top:12px;display:grid;grid-template-columns:repeat(auto-fill,minmax(150px,1fr));gap:10px}
 .card{background:var(--panel);border:1px solid var(--line);border-radius:6px;padding:8px 12px}
 .card .label{color:var(--muted);font-size:12px}
 .card .value{font-size:20px;font-weight:600;font-variant-numeric:tabular-nums}
@@ -52,6 +52,7 @@ border-radius:0 6px 6px 0}
 .na{color:var(--muted)}
 dl.facts{display:grid;grid-template-columns:repeat(auto-fill,minmax(210px,1fr));gap:2px 18px;
 margin:0}
+dl.facts div.wide{grid-column:span 2}
 dl.facts div{display:flex;gap:8px;border-bottom:1px dotted var(--line);padding:2px 0}
 dl.facts dt{color:var(--muted);min-width:84px}
 dl.facts dd{margin:0;overflow-wrap:anywhere}

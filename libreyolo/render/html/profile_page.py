@@ -226,7 +226,7 @@ def steps_chart(steps: Sequence[StepPhases], order: Sequence[str] = ()) -> str:
         )
     outliers = sum(1 for s in steps if s.outlier)
     if outliers:
-        caption += f" ▲ marks {outliers} outlier step{'s' if outliers > 1 else ''} (Tukey's fence)."
+        caption += f" ▼ marks {outliers} outlier step{'s' if outliers > 1 else ''} (Tukey's fence)."
     return (
         f"<figure>{svg.legend(legend_keys)}{chart}<figcaption>{esc(caption)}</figcaption></figure>"
     )
