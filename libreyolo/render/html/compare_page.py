@@ -116,7 +116,7 @@ def runs_block(report: CompareReport) -> str:
     return f'<div class="grid2">{"".join(sides)}</div>'
 
 
-def warnings_block(report: CompareReport, doc: _Doc) -> str:
+def warnings_block(doc: _Doc) -> str:
     """compare's warnings, then a line for each side measured as one window (no trials)."""
     out = [banner(str(w)) for w in doc.at("warnings") or []]
     n = doc.at("img_per_s", "n") or [1, 1]
@@ -449,7 +449,7 @@ def compare_page(report: CompareReport) -> str:
     content = "".join(
         [
             PAGE_CSS,
-            warnings_block(report, doc),
+            warnings_block(doc),
             section("runs", "The two runs", runs_block(report)),
             section(
                 "deltas",
