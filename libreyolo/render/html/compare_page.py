@@ -419,19 +419,6 @@ def verdicts_block(report: CompareReport) -> str:
     return f'<div class="grid2">{"".join(sides)}</div>'
 
 
-PAGE_CSS = (
-    "<style>.dir.better{color:var(--ok);font-weight:600}.dir.worse{color:var(--bad);"
-    "font-weight:600}.dir.ns{font-weight:400;opacity:.8}.dir.same{color:var(--muted)}"
-    ".sig{color:var(--muted);font-size:12px;margin-top:2px;white-space:normal}"
-    ".side{display:inline-block;padding:0 8px;border-radius:3px;color:#fff;font-size:12px;"
-    "text-transform:uppercase;letter-spacing:.04em}.side.before{background:#6b7280}"
-    ".side.after{background:#0072B2}.status{white-space:nowrap}.status.new{color:var(--ok)}.status.gone{color:var(--bad)}"
-    "td code{overflow-wrap:anywhere}"
-    ".banner.info{background:var(--panel);color:var(--fg);border:1px solid var(--line)}"
-    "p.gate.bad{color:var(--bad)}p.gate.ok{color:var(--ok)}</style>"
-)
-
-
 def _model(report: ProfileReport) -> str:
     return report.summary.model or "unknown model"
 
@@ -448,7 +435,6 @@ def compare_page(report: CompareReport) -> str:
     toc += [*moved_toc, ("verdicts", "verdicts")]
     content = "".join(
         [
-            PAGE_CSS,
             warnings_block(doc),
             section("runs", "The two runs", runs_block(report)),
             section(

@@ -93,6 +93,23 @@ details{border:1px solid var(--line);border-radius:6px;padding:6px 12px;margin:8
 details>summary{cursor:pointer;font-weight:600}
 footer{color:var(--muted);font-size:12px;margin-top:34px;border-top:1px solid var(--line);
 padding-top:8px}
+/* comparison page */
+.dir.better{color:var(--ok);font-weight:600}
+.dir.worse{color:var(--bad);font-weight:600}
+.dir.ns{font-weight:400;opacity:.8}
+.dir.same{color:var(--muted)}
+.sig{color:var(--muted);font-size:12px;margin-top:2px;white-space:normal}
+.side{display:inline-block;padding:0 8px;border-radius:3px;color:#fff;font-size:12px;
+text-transform:uppercase;letter-spacing:.04em}
+.side.before{background:#6b7280}
+.side.after{background:#0072B2}
+.status{white-space:nowrap}
+.status.new{color:var(--ok)}
+.status.gone{color:var(--bad)}
+td code{overflow-wrap:anywhere}
+.banner.info{background:var(--panel);color:var(--fg);border:1px solid var(--line)}
+p.gate.bad{color:var(--bad)}
+p.gate.ok{color:var(--ok)}
 @media print{nav.toc{display:none}body{font-size:12px}header.top{background:none;color:#000;
 padding:0}header.top .meta{color:#333}section,figure,tr,.card{break-inside:avoid}
 .scroll{overflow:visible}}
