@@ -139,3 +139,32 @@ def cpu_train_profile(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     assert result.status == 0, result.stderr
     return project / "run" / "profile.json"
+
+
+@pytest.fixture(scope="session")
+def cpu_repeat_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """Two `--repeat 3` inference aggregates, imgsz 64 then 128: a real, significant change."""
+    paths = []
+    for side, imgsz in (("before", "64"), ("after", "128")):
+        project = tmp_path_factory.mktemp(f"report-{side}")
+        result = invoke(
+            [
+                "profile",
+                "infer",
+                "--device",
+                "cpu",
+                "--imgsz",
+                imgsz,
+                "--warmup",
+                "2",
+                "--runs",
+                "10",
+                "--repeat",
+                "3",
+                "--project",
+                str(project),
+            ]
+        )
+        assert result.status == 0, result.stderr
+        paths.append(project / "infer_repeat.json")
+    return paths[0], paths[1]

@@ -58,3 +58,17 @@ def test_gpu_trace_page(browser: Browser, gpu_traces: Path, tmp_path: Path) -> N
     html = _write(gpu_traces / "hta_a100_ddp_train_3steps.json.gz", tmp_path / "report.html")
     _, drawn, _ = check_page(browser, html, "report-profile-gpu", tmp_path)
     assert len(drawn["steps"]) == 3 and len(drawn["kernel-mix"]) == 8
+
+
+def test_comparison_page(
+    browser: Browser, cpu_repeat_pair: tuple[Path, Path], tmp_path: Path
+) -> None:
+    before, after = cpu_repeat_pair
+    out = tmp_path / "compare.html"
+    result = invoke(["profile", "report", str(before), str(after), "-o", str(out)])
+    assert result.status == 0, result.stderr
+    _, drawn, _ = check_page(browser, out, "report-compare", tmp_path)
+    compare = invoke(["profile", "compare", str(before), str(after), "--json"]).json()
+    assert isinstance(compare, dict)
+    phases = compare["changes"]["phases"]
+    assert len(drawn["phases-wall"]) == 2 * len(phases)
