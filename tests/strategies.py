@@ -195,6 +195,7 @@ environments = st.builds(
     cuda=optional_text,
     device_name=optional_text,
     gpu_names=st.lists(names, max_size=2),
+    device_memory_bytes=st.none() | st.integers(1, 1 << 40),
 )
 windows = st.builds(
     Window, num_warmup=counts, num_measured=counts, num_unsynced=counts, num_synced=counts

@@ -1,16 +1,20 @@
-"""A sweep as data: the recommended point per imgsz, the throughput order and the sweep record
-(`sweep.json`) built from the points' rows. Pure: the rows come from
-`libreyolo.document.sweep_files.collect_points`.
+"""A sweep as data: the recommended point per imgsz, the throughput order, the sweep record
+(`sweep.json`) built from the points' rows, the chart series (img/s by batch per (imgsz, amp,
+threads)) and the latency/throughput Pareto front. Pure: the rows come from
+`libreyolo.document.sweep_files.collect_points`; `sweep.png` and the sweep page draw from here.
 
 Must not: read or write files, import torch, numpy, Hydra or OmegaConf, or print.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from libreyolo.document.sweep_files import STATUSES, SWEEP_SCHEMA
+
+Series = dict[tuple[Any, Any, Any], list[tuple[int, float]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,3 +94,79 @@ def sweep_record(
         "recommended": recommend(points),
         "chart": chart,
     }
+
+
+def _batch(entry: dict[str, Any]) -> int | None:
+    batch = entry.get("batch")
+    return batch if isinstance(batch, int) and not isinstance(batch, bool) else None
+
+
+def series_names(points: dict[str, dict[str, Any]]) -> dict[tuple[Any, Any, Any], list[str]]:
+    """(imgsz, amp, threads) -> the names of its ok points with an img/s and a batch, sorted by
+    batch (threads None: torch's default, the sweep had no threads axis)."""
+    series: dict[tuple[Any, Any, Any], list[str]] = {}
+    for name, entry in points.items():
+        if entry.get("status") != "ok" or _throughput(entry) < 0 or _batch(entry) is None:
+            continue
+        key = (entry.get("imgsz"), entry.get("amp"), entry.get("threads"))
+        series.setdefault(key, []).append(name)
+    return {
+        key: sorted(names, key=lambda n: (_batch(points[n]), _throughput(points[n]), n))
+        for key, names in sorted(series.items(), key=lambda kv: str(kv[0]))
+    }
+
+
+def chart_series(points: dict[str, dict[str, Any]]) -> Series:
+    """(imgsz, amp, threads) -> [(batch, img/s)] sorted by batch, from the ok points with a
+    number (`series_names`)."""
+    return {
+        key: [(points[n]["batch"], _throughput(points[n])) for n in names]
+        for key, names in series_names(points).items()
+    }
+
+
+def powers_of_two(batches: set[int]) -> bool:
+    """Whether a log2 batch axis fits: more than one batch, every one a power of two."""
+    return len(batches) > 1 and all(b > 0 and b & (b - 1) == 0 for b in batches)
+
+
+def series_label(
+    points: dict[str, dict[str, Any]], imgsz: object, amp: object, threads: object = None
+) -> str:
+    """`imgsz 640, amp on` (`, 2 threads` on a threads axis); AMP asked for but never in
+    effect (a CPU) says so."""
+    label = f"imgsz {imgsz}, amp {'on' if amp else 'off'}"
+    ran = [
+        e.get("amp_effective")
+        for e in points.values()
+        if e.get("status") == "ok" and (e.get("imgsz"), e.get("amp")) == (imgsz, amp)
+    ]
+    label += " (no effect)" if amp and ran and not any(ran) else ""
+    return label if threads is None else f"{label}, {threads} threads"
+
+
+def latency_metric(points: dict[str, dict[str, Any]]) -> str:
+    """The per-point latency the trade-off chart uses: `latency_p50_ms` when an ok point has
+    it (inference), else `step_ms` (training: one step is the latency of a batch)."""
+    for entry in points.values():
+        if entry.get("status") == "ok" and isinstance(
+            _metrics(entry).get("latency_p50_ms"), int | float
+        ):
+            return "latency_p50_ms"
+    return "step_ms"
+
+
+def pareto_front(points: Mapping[str, tuple[float, float]]) -> list[str]:
+    """The names whose (latency, img/s) no other point beats: none has latency as low and
+    img/s as high with one of them strictly better. Equal points are all on the front. Sorted
+    by latency, then by name."""
+    front = [
+        name
+        for name, (lat, ips) in points.items()
+        if not any(
+            o_lat <= lat and o_ips >= ips and (o_lat < lat or o_ips > ips)
+            for other, (o_lat, o_ips) in points.items()
+            if other != name
+        )
+    ]
+    return sorted(front, key=lambda n: (points[n][0], n))

@@ -15,14 +15,12 @@ from pathlib import Path
 
 from libreyolo.cli.sources import open_profile, open_sweep
 from libreyolo.document.files import write_atomic
-from libreyolo.document.limits import open_regular
-from libreyolo.errors import ProfileError, UsageError
-from libreyolo.render.html.page import GENERATOR
+from libreyolo.document.sweep_files import PAGE_FILE as SWEEP_PAGE
+from libreyolo.errors import UsageError
+from libreyolo.render.html.ours import is_our_page
 from libreyolo.render.html.written import ReportWritten
 
-PROFILE_PAGE, SWEEP_PAGE = "report.html", "sweep.html"
-_OUR_MARK = f'<meta name="generator" content="{GENERATOR}">'.encode()
-_HEAD_BYTES = 4096
+PROFILE_PAGE = "report.html"
 
 
 def _default_output(first: str, sweep: bool) -> Path:
@@ -30,15 +28,6 @@ def _default_output(first: str, sweep: bool) -> Path:
         return Path(first) / SWEEP_PAGE
     base = Path.cwd() if first == "-" else Path(first).parent
     return base / PROFILE_PAGE
-
-
-def is_our_page(path: Path) -> bool:
-    """Whether `path` is a page this command wrote (its head carries the generator tag)."""
-    try:
-        with open_regular(str(path), 1 << 30) as handle:
-            return _OUR_MARK in handle.read(_HEAD_BYTES)
-    except (OSError, ProfileError):
-        return False
 
 
 def _destination(output: str | None, first: str, sweep: bool) -> Path:

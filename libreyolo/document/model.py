@@ -48,6 +48,8 @@ class Environment:
     cuda: str | None = None
     device_name: str | None = None
     gpu_names: list[str] = field(default_factory=list)
+    # The profiled device's memory (CUDA: total_memory); None on a CPU or when unknown.
+    device_memory_bytes: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -29,6 +29,7 @@ LOG_FILE = "point.log"  # an isolated point's stderr, also relayed to the sweep'
 PLAN_FILE = "sweep_plan.json"  # the grid, written before the first point: {schema, points}
 SWEEP_FILE = "sweep.json"  # the sweep record at the sweep root
 CHART_FILE = "sweep.png"  # the throughput chart next to it
+PAGE_FILE = "sweep.html"  # the sweep's report page next to it
 SWEEP_SCHEMA = "libreyolo.sweep/v1"
 PLAN_SCHEMA = "libreyolo.sweep-plan/v1"
 MAX_DEPTH = 3  # point folders sit this deep under the sweep root at most (subdir b4_s640_amp1)
@@ -149,6 +150,7 @@ def _blank(status: dict[str, Any], config: dict[str, Any], overrides: object) ->
         "amp": config.get("amp"),
         "threads": config.get("threads"),  # --threads / a threads axis; None: torch's default
         "amp_effective": None,  # what the profile says ran: AMP/--half has no effect on a CPU
+        "device_memory_mb": None,  # the measured device's memory (CUDA), the memory chart's limit
         "profile": None,
         "metrics": {},
         "verdict": None,
@@ -194,7 +196,15 @@ def point_entry(folder: Path, root: Path | None = None) -> dict[str, Any]:
     entry["metrics"] = {k: metrics.get(k) for k in HEADLINE}
     entry["verdict"] = verdict.get("bound") or metrics.get("bound")
     entry["amp_effective"] = _object(raw, "run").get("amp")
+    entry["device_memory_mb"] = _memory_mb(_object(raw, "environment").get("device_memory_bytes"))
     return entry
+
+
+def _memory_mb(num_bytes: object) -> float | None:
+    """Bytes as MB (10**6, as `peak_vram_mb`) to 0.1; None when not a positive count."""
+    if isinstance(num_bytes, bool) or not isinstance(num_bytes, int) or num_bytes <= 0:
+        return None
+    return round(num_bytes / 1e6, 1)
 
 
 def point_folders(root: Path, max_depth: int = MAX_DEPTH) -> list[Path]:

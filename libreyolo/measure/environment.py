@@ -1,4 +1,5 @@
-"""Where the measurement ran: Python, platform, CPUs, threads, torch/CUDA and device names.
+"""Where the measurement ran: Python, platform, CPUs, threads, torch/CUDA, device names
+and the measured device's memory.
 
 Role: build the profile's `Environment` from the live process. Must not change any setting
 (threads, cuDNN flags) or initialise CUDA on a CPU run: reading device names on a CPU-only
@@ -29,9 +30,11 @@ def _cpu_name() -> str | None:
 def collect_environment(device: torch.device) -> Environment:
     """The Environment of a measurement on `device`."""
     gpu_names: list[str] = []
+    memory_bytes: int | None = None
     if device.type == "cuda":
         gpu_names = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
         device_name: str | None = torch.cuda.get_device_name(device)
+        memory_bytes = int(torch.cuda.get_device_properties(device).total_memory)
     elif device.type == "mps":
         device_name = "Apple MPS"
     else:
@@ -45,4 +48,5 @@ def collect_environment(device: torch.device) -> Environment:
         cuda=torch.version.cuda,
         device_name=device_name,
         gpu_names=gpu_names,
+        device_memory_bytes=memory_bytes,
     )

@@ -1,5 +1,6 @@
 """`sweep.png`: throughput (img/s) against batch, one line per (imgsz, amp, threads), failed
-points left out. The x axis is log2 when every batch is a power of two.
+points left out. The x axis is log2 when every batch is a power of two. The series and their
+labels come from `libreyolo.analysis.sweep` (the sweep page draws the same ones).
 
 matplotlib is optional (`pip install 'libreyolo[chart]'`) and imported only here, inside
 `write_chart`, with the Agg backend: without it the chart is skipped with one line on stderr
@@ -16,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from libreyolo.analysis.sweep import chart_series, powers_of_two, series_label
 from libreyolo.document.files import write_atomic
 from libreyolo.document.limits import open_regular
 from libreyolo.errors import ProfileError
@@ -26,42 +28,6 @@ _MARK = b"tEXtSoftware\x00" + SOFTWARE.encode()
 _PNG = b"\x89PNG\r\n\x1a\n"
 INSTALL_HINT = "pip install 'libreyolo[chart]'"
 SKIPPED = f"chart skipped: matplotlib is not installed ({INSTALL_HINT} gets it)"
-Series = dict[tuple[Any, Any, Any], list[tuple[int, float]]]
-
-
-def chart_series(points: dict[str, dict[str, Any]]) -> Series:
-    """(imgsz, amp, threads) -> [(batch, img/s)] sorted by batch, from the ok points with a
-    number (threads None: torch's default, the sweep had no threads axis)."""
-    series: Series = {}
-    for entry in points.values():
-        ips = (entry.get("metrics") or {}).get("img_per_s")
-        batch = entry.get("batch")
-        if entry.get("status") != "ok" or not isinstance(ips, int | float):
-            continue
-        if not isinstance(batch, int) or isinstance(batch, bool):
-            continue
-        key = (entry.get("imgsz"), entry.get("amp"), entry.get("threads"))
-        series.setdefault(key, []).append((batch, float(ips)))
-    return {key: sorted(values) for key, values in sorted(series.items(), key=lambda kv: str(kv))}
-
-
-def _powers_of_two(batches: set[int]) -> bool:
-    return len(batches) > 1 and all(b > 0 and b & (b - 1) == 0 for b in batches)
-
-
-def _label(
-    points: dict[str, dict[str, Any]], imgsz: object, amp: object, threads: object = None
-) -> str:
-    """`imgsz 640, amp on` (`, 2 threads` on a threads axis); AMP asked for but never in
-    effect (a CPU) says so."""
-    label = f"imgsz {imgsz}, amp {'on' if amp else 'off'}"
-    ran = [
-        e.get("amp_effective")
-        for e in points.values()
-        if e["status"] == "ok" and (e.get("imgsz"), e.get("amp")) == (imgsz, amp)
-    ]
-    label += " (no effect)" if amp and ran and not any(ran) else ""
-    return label if threads is None else f"{label}, {threads} threads"
 
 
 def write_chart(
@@ -83,9 +49,9 @@ def write_chart(
     try:
         for (imgsz, amp, threads), values in series.items():
             batches, ips = zip(*values, strict=True)
-            ax.plot(batches, ips, marker="o", label=_label(points, imgsz, amp, threads))
+            ax.plot(batches, ips, marker="o", label=series_label(points, imgsz, amp, threads))
         batches_seen = {b for values in series.values() for b, _ in values}
-        if _powers_of_two(batches_seen):
+        if powers_of_two(batches_seen):
             ax.set_xscale("log", base=2)
         ax.set_xticks(sorted(batches_seen), [str(b) for b in sorted(batches_seen)])
         ax.set_xlabel("batch")

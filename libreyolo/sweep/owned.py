@@ -1,9 +1,10 @@
 """Which files in a sweep folder this tool may replace: only those it wrote.
 
 Role: `refuse_foreign` raises `UsageError` (exit 2) naming the first file a sweep would replace
-(`sweep.json`, `sweep.png`, `sweep_plan.json`, a point's `point.json`, `status.json` or
-`point.log`) that is not ours: a `sweep.json` without the libreyolo sweep schema, a chart without
-our PNG mark (nor recorded by our `sweep.json`), a `point.json` that is no request, a
+(`sweep.json`, `sweep.png`, `sweep.html`, `sweep_plan.json`, a point's `point.json`,
+`status.json` or `point.log`) that is not ours: a `sweep.json` without the libreyolo sweep
+schema, a chart without our PNG mark (nor recorded by our `sweep.json`), a page without our
+generator tag, a `point.json` that is no request, a
 `point.log` in a folder without our `point.json`. The sweep calls it before the first point;
 the report writer calls it again before writing.
 
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from libreyolo.document import sweep_files as files
 from libreyolo.errors import UsageError
+from libreyolo.render.html.ours import is_our_page
 from libreyolo.sweep.chart import is_our_chart
 
 HINT = "move it away, or choose another hydra.sweep.dir"
@@ -50,6 +52,9 @@ def foreign_file(root: Path, names: Iterable[str] = ()) -> Path | None:
     drew = is_our_chart(chart) or record.get("chart") == files.CHART_FILE
     if _exists(chart) and not (chart.is_file() and drew):
         return chart
+    page = root / files.PAGE_FILE
+    if _exists(page) and not is_our_page(page):
+        return page
     plan = root / files.PLAN_FILE
     if _exists(plan) and not files.is_plan(files.read_json(plan)):
         return plan

@@ -1,14 +1,18 @@
-"""Write a sweep's report: `sweep.json`, the throughput chart `sweep.png` and the table text.
+"""Write a sweep's report: `sweep.json`, the throughput chart `sweep.png`, the page
+`sweep.html` and the table text.
 
 Role: reads the point folders (`libreyolo.document.sweep_files`: the planned grid when the
 sweep wrote `sweep_plan.json`, missing points included) into the sweep record
 (`libreyolo.analysis.sweep`), draws the chart (`libreyolo.sweep.chart`, skipped without
-matplotlib), writes `sweep.json` at the sweep root (atomically) and renders the table
+matplotlib), writes `sweep.json` at the sweep root (atomically), then the sweep page from it
+and the ok points' profiles (`libreyolo.render.html.sweep_page`, the page `libreyolo profile
+report <sweep dir>` writes; one line on stderr when it cannot be drawn) and renders the table
 (`libreyolo.render.sweep_text`). `python -m libreyolo.sweep.report DIR` rebuilds the report of a
 sweep folder (exit 0 when every point is ok, 1 otherwise, 2 when it refuses).
 
-Must not: import torch, Hydra or OmegaConf, measure anything, or replace a `sweep.json` or
-`sweep.png` it did not write (`owned.refuse_foreign`: `UsageError`).
+Must not: import torch, Hydra or OmegaConf, measure anything, fail a sweep because its page
+cannot be drawn, or replace a `sweep.json`, `sweep.png` or `sweep.html` it did not write
+(`owned.refuse_foreign`: `UsageError`).
 """
 
 from __future__ import annotations
@@ -17,12 +21,15 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
+from libreyolo.analysis.report import sweep_report
 from libreyolo.analysis.sweep import recommend, sweep_record
 from libreyolo.document.files import write_atomic
-from libreyolo.document.sweep_files import CHART_FILE, SWEEP_FILE, collect_sweep
+from libreyolo.document.point_profiles import read_point_profiles
+from libreyolo.document.sweep_files import CHART_FILE, PAGE_FILE, SWEEP_FILE, collect_sweep
 from libreyolo.errors import UsageError
+from libreyolo.render.html.sweep_page import sweep_page
 from libreyolo.render.sweep_text import sweep_table as render_table
 from libreyolo.sweep.chart import write_chart
 from libreyolo.sweep.owned import refuse_foreign
@@ -58,9 +65,25 @@ def write_report(sweep_dir: str | Path, only: list[Path] | None = None) -> Sweep
         data["chart"] = CHART_FILE
     path = root / SWEEP_FILE
     write_atomic(path, (json.dumps(data, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+    write_page(root, data)
     return SweepReport(
         data=data, table=render_table(data), num_failed=data["num_failed"], path=path
     )
+
+
+def write_page(root: Path, data: dict[str, Any], *, stderr: TextIO | None = None) -> Path | None:
+    """Write `sweep.html` for the record `data` of the sweep at `root`; None, with one line on
+    `stderr`, when it cannot be drawn (a stale page of ours is then removed)."""
+    page = root / PAGE_FILE
+    try:
+        profiles, lost = read_point_profiles(root, data)
+        html = sweep_page(sweep_report(data, str(root), profiles, lost))
+        write_atomic(page, html.encode("utf-8"))
+    except Exception as err:  # the page is a view: no fault in drawing it may cost the sweep
+        (stderr or sys.stderr).write(f"sweep page skipped: {type(err).__name__}: {err}\n")
+        page.unlink(missing_ok=True)  # ours (refuse_foreign): not to outlive the data it drew
+        return None
+    return page
 
 
 if __name__ == "__main__":

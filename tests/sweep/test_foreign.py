@@ -27,6 +27,7 @@ HINT = "(move it away, or choose another hydra.sweep.dir)"
         ("sweep.json", b'{"my": "notes"}'),
         ("sweep.json", b'{"points": {}}'),  # no schema: not a record we wrote
         ("sweep.png", b"\x89PNG\r\n\x1a\n a holiday photo"),
+        ("sweep.html", b"<html>my notes</html>"),
         ("sweep_plan.json", b"[1, 2]"),
     ],
 )

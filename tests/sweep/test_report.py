@@ -10,12 +10,17 @@ from typing import Any
 
 import pytest
 
-from libreyolo.analysis.sweep import recommend, sweep_record
+from libreyolo.analysis.sweep import (
+    chart_series,
+    powers_of_two,
+    recommend,
+    series_label,
+    sweep_record,
+)
 from libreyolo.cli.sources import open_sweep
 from libreyolo.document.sweep_files import SWEEP_SCHEMA, collect_points, point_folders
 from libreyolo.render.sweep_text import sweep_lines
-from libreyolo.sweep import chart as chart_module
-from libreyolo.sweep.chart import INSTALL_HINT, chart_series
+from libreyolo.sweep.chart import INSTALL_HINT
 from libreyolo.sweep.report import write_report
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,6 +48,7 @@ POINT_KEYS = {
     "amp",
     "threads",
     "amp_effective",
+    "device_memory_mb",
     "profile",
     "metrics",
     "verdict",
@@ -162,10 +168,10 @@ def test_chart_labels_say_when_amp_had_no_effect(tmp_path: Path) -> None:
     make_point(tmp_path, 1, 96, 40.0, amp=True)
     points = collect_points(tmp_path, point_folders(tmp_path))
     assert points["b1_s64_amp1"]["amp_effective"] is False
-    assert chart_module._label(points, 64, True) == "imgsz 64, amp on (no effect)"
-    assert chart_module._label(points, 64, False) == "imgsz 64, amp off"
-    assert chart_module._label(points, 96, True) == "imgsz 96, amp on"
-    assert chart_module._label(points, 96, True, 2) == "imgsz 96, amp on, 2 threads"
+    assert series_label(points, 64, True) == "imgsz 64, amp on (no effect)"
+    assert series_label(points, 64, False) == "imgsz 64, amp off"
+    assert series_label(points, 96, True) == "imgsz 96, amp on"
+    assert series_label(points, 96, True, 2) == "imgsz 96, amp on, 2 threads"
 
 
 def test_a_threads_axis_draws_one_line_per_thread_count(tmp_path: Path) -> None:
@@ -189,9 +195,9 @@ def test_no_ok_point_means_no_chart_and_no_message(
 
 
 def test_log2_axis_only_for_powers_of_two() -> None:
-    assert chart_module._powers_of_two({1, 2, 8})
-    assert not chart_module._powers_of_two({1, 3})
-    assert not chart_module._powers_of_two({4})
+    assert powers_of_two({1, 2, 8})
+    assert not powers_of_two({1, 3})
+    assert not powers_of_two({4})
 
 
 def test_a_point_without_status_is_a_crash_and_timing_keys_are_kept(tmp_path: Path) -> None:

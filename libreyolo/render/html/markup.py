@@ -80,9 +80,11 @@ def table(
     sort_keys: Iterable[Sequence[object]] | None = None,
     sortable: bool = True,
     caption: str = "",
+    row_classes: Sequence[str] | None = None,
 ) -> str:
     """A table of pre-rendered cells; `sort_keys` gives each cell's sort value (the script
-    sorts by it; without JavaScript the rows stay in the order given)."""
+    sorts by it; without JavaScript the rows stay in the order given); `row_classes` a class
+    per row ("" for none: `best`, `bad`)."""
     head = "".join(
         f'<th scope="col"{" class=num" if c.numeric else ""}'
         f"{f' title={chr(34)}{esc(c.hint)}{chr(34)}' if c.hint else ''}>{esc(c.title)}</th>"
@@ -95,11 +97,12 @@ def table(
         for j, (column, cell) in enumerate(zip(columns, row, strict=True)):
             key = "" if keys is None else f' data-key="{esc(_key(keys[i][j]))}"'
             cells.append(f"<td{' class=num' if column.numeric else ''}{key}>{cell}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    cls = ' class="sortable"' if sortable else ""
+        cls = row_classes[i] if row_classes is not None else ""
+        body.append((f'<tr class="{esc(cls)}">' if cls else "<tr>") + "".join(cells) + "</tr>")
+    table_cls = ' class="sortable"' if sortable else ""
     cap = f"<caption>{esc(caption)}</caption>" if caption else ""
     return (
-        f'<div class="scroll"><table{cls}>{cap}<thead><tr>{head}</tr></thead>'
+        f'<div class="scroll"><table{table_cls}>{cap}<thead><tr>{head}</tr></thead>'
         f"<tbody>{''.join(body)}</tbody></table></div>"
     )
 
