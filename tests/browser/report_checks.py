@@ -16,12 +16,17 @@ from PIL import Image
 from tests.browser.cdp import Browser, Page
 from tests.report import pagecheck
 
-# Every chart mark as drawn: chart, element, value, box width, height and centre y (px).
-MARKS_JS = """Array.from(document.querySelectorAll('svg [data-mark]')).map((e) => {
-  const r = e.getBoundingClientRect();
-  return [e.getAttribute('data-mark'), e.tagName, parseFloat(e.getAttribute('data-value')),
-          r.width, r.height, r.top + r.height / 2];
-})"""
+# Every chart mark as drawn: chart, element, value, box width, height and centre y (px), the
+# index of its <svg> (one scale each) and whether that svg is shown (not in a closed <details>).
+MARKS_JS = """(() => {
+  const svgs = Array.from(document.querySelectorAll('svg'));
+  return Array.from(document.querySelectorAll('svg [data-mark]')).map((e) => {
+    const r = e.getBoundingClientRect(), svg = e.closest('svg');
+    return [e.getAttribute('data-mark'), e.tagName, parseFloat(e.getAttribute('data-value')),
+            r.width, r.height, r.top + r.height / 2, svgs.indexOf(svg),
+            svg.getBoundingClientRect().height > 0];
+  });
+})()"""
 MIN_PX = 20  # bars shorter than this are left out of the proportionality check (1 px rounding)
 
 
@@ -59,23 +64,31 @@ def check_page(
     """Open `html` with and without JavaScript; the parsed page and the marks drawn."""
     parsed = pagecheck.parse(html.read_text(encoding="utf-8"))
     expected = Counter(m.chart for m in parsed.marks)
-    with browser.open(html, width=1280) as page:
+    with browser.open(html, width=1280, height=1000) as page:
         assert page.console_errors == []
         assert [url for url in page.requests if not url.startswith("data:")] == [html.as_uri()]
         drawn = marks_drawn(page)
         assert {k: len(v) for k, v in drawn.items()} == dict(expected)
-        for chart, rows in drawn.items():
+        shown: dict[int, list[list[Any]]] = {}
+        for rows in drawn.values():
+            for row in rows:
+                if row[7]:
+                    shown.setdefault(row[6], []).append(row)
+        assert shown, "no chart is shown"
+        for index, rows in shown.items():
             visible = sum(1 for r in rows if r[3] > 0 and r[4] > 0)
-            assert visible >= sum(1 for r in rows if r[2] > 0), chart
-            assert _proportional(rows), chart
+            assert visible >= sum(1 for r in rows if r[2] > 0), (rows[0][0], index)
+            assert _proportional(rows), (rows[0][0], index)
         sections = page.count("section")
-        shot = tmp_path / f"{shot_name}.png"
+        shot = tmp_path / f"{shot_name}-full.png"
         page.screenshot(shot)
+        first_screen = tmp_path / f"{shot_name}.png"  # what README shows: the page as it opens
+        page.screenshot(first_screen, full_page=False)
     with browser.open(html, javascript=False) as page:
         assert page.count("section") == sections
         assert page.count("svg [data-mark]") == len(parsed.marks)
         assert page.console_errors == []
-    _keep(shot)
+    _keep(first_screen)
     return parsed, drawn, shot
 
 

@@ -4,11 +4,15 @@ its tables, and is kept as a screenshot (README's pictures)."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
+
+import pytest
 
 from tests.browser.cdp import Browser
 from tests.browser.report_checks import check_page, palette_pixels
 from tests.conftest import invoke
+from tests.sweep.helpers import tiny_sweep_argv
 
 BLUE = (0x00, 0x72, 0xB2)  # the palette's first colour: forward, the histogram, first series
 
@@ -72,3 +76,31 @@ def test_comparison_page(
     assert isinstance(compare, dict)
     phases = compare["changes"]["phases"]
     assert len(drawn["phases-wall"]) == 2 * len(phases)
+
+
+@pytest.fixture(scope="module")
+def cpu_sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real 6-point CPU sweep (batch 1, 2, 4 × imgsz 64, 96): libreyolo-sweep writes
+    sweep.html itself."""
+    sweep_dir = tmp_path_factory.mktemp("sweep")
+    argv = tiny_sweep_argv(sweep_dir, "batch=1,2,4", "imgsz=64,96", "window.runs=6")
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return sweep_dir
+
+
+def test_sweep_page(browser: Browser, cpu_sweep: Path, tmp_path: Path) -> None:
+    html = cpu_sweep / "sweep.html"
+    assert html.is_file()  # written by the sweep
+    _, drawn, shot = check_page(browser, html, "report-sweep", tmp_path)
+    record = invoke(["profile", "summary", str(cpu_sweep), "--json"]).json()
+    assert isinstance(record, dict)
+    ok = sum(1 for p in record["points"].values() if p["status"] == "ok")
+    assert ok == 6 and len(drawn["throughput"]) == ok and len(drawn["tradeoff"]) == ok
+    assert palette_pixels(shot, BLUE) > 200
+    with browser.open(html) as page:  # a point's own section opens and shows its verdict
+        opened = page.evaluate(
+            "(() => { const d = document.querySelector('details'); d.open = true;"
+            " return d.querySelector('.verdict').getBoundingClientRect().height; })()"
+        )
+    assert isinstance(opened, float | int) and opened > 20

@@ -29,6 +29,7 @@ nav.toc{position:sticky;top:0;z-index:2;background:#fff;border-bottom:1px solid 
 padding:6px 28px;font-size:13px;white-space:nowrap;overflow-x:auto}
 nav.toc a{color:var(--accent);text-decoration:none;margin-right:14px}
 main{max-width:1180px;margin:0 auto;padding:8px 28px 40px}
+main a{color:var(--accent)}
 section{margin-top:26px}
 h2{font-size:17px;margin:0 0 8px;padding-bottom:4px;border-bottom:1px solid var(--line)}
 h3{font-size:14px;margin:14px 0 6px}
@@ -75,6 +76,7 @@ color:var(--muted);margin-left:4px}
 .tag.bad{background:var(--badbg);color:var(--bad)}
 .grid2{display:grid;grid-template-columns:repeat(auto-fit,minmax(420px,1fr));gap:18px}
 figure{margin:0}
+figure.split{margin-top:14px}
 figcaption{color:var(--muted);font-size:12px;margin-top:2px}
 svg{display:block;width:100%;height:auto;font-family:inherit}
 svg text{font-size:11px;fill:#3b4352}

@@ -77,6 +77,38 @@ def verdict_block(s: Summary, src_prefix: Src = ("summary",)) -> str:
     )
 
 
+def split_bar(report: ProfileReport) -> str:
+    """Where a step's time goes, at a glance: the phases' wall time per step as one bar."""
+    rows = [
+        (i, r)
+        for i, r in enumerate(report.phases.rows)
+        if r.wall_ms_per_step is not None and r.wall_ms_per_step > 0
+    ]
+    if not rows:
+        return ""
+    total = sum(r.wall_ms_per_step or 0.0 for _, r in rows)
+    segments = [
+        svg.Segment(
+            r.phase,
+            r.wall_ms_per_step or 0.0,
+            ("phases", "phases", i, "wall_ms_per_step"),
+            f"{r.phase}: {r.wall_ms_per_step:.2f} ms per step "
+            f"({(r.wall_ms_per_step or 0.0) / total:.0%} of the phases' time)",
+        )
+        for i, r in rows
+    ]
+    legend = svg.legend(
+        [
+            (f"{seg.key} {seg.value:.2f} ms", svg.colour(seg.key, i))
+            for i, seg in enumerate(segments)
+        ]
+    )
+    return (
+        '<figure class="split"><h3>Where a step\'s time goes (synced phases)</h3>'
+        f"{svg.share_bar(segments, mark='split')}{legend}</figure>"
+    )
+
+
 def headline_cards(s: Summary) -> str:
     m = s.metrics
     items = [
@@ -508,11 +540,10 @@ def trace_help(s: Summary, source: str) -> str:
 def body(report: ProfileReport) -> tuple[list[tuple[str, str]], str]:
     """The page's sections: (contents line, HTML)."""
     s = report.summary
-    toc: list[tuple[str, str]] = [("verdict", "verdict"), ("run", "run"), ("steps", "per step")]
+    toc: list[tuple[str, str]] = [("verdict", "verdict"), ("steps", "per step")]
     parts = [
         banners(s),
-        section("verdict", "Verdict", verdict_block(s) + headline_cards(s)),
-        section("run", "Run", run_facts(s, report.source)),
+        section("verdict", "Verdict", verdict_block(s) + headline_cards(s) + split_bar(report)),
         section(
             "steps",
             "Per-step time",
@@ -522,7 +553,8 @@ def body(report: ProfileReport) -> tuple[list[tuple[str, str]], str]:
     if s.latency is not None:
         toc.append(("latency", "latency"))
         parts.append(section("latency", "Latency", latency_block(s)))
-    toc.append(("phases", "phases"))
+    toc += [("run", "run"), ("phases", "phases")]
+    parts.append(section("run", "Run", run_facts(s, report.source)))
     parts.append(section("phases", "Phases", phase_table(report)))
     mix = mix_block(s)
     if mix:

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 
 from libreyolo.render.html.markup import Src, attr_src, esc
 
-PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+# Yellow last: it is the palette's faintest line on white.
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000", "#F0E442")
 DASHES = ("", "6 3", "2 3", "8 3 2 3", "1 2", "10 4")
 GREY = "#9aa3b2"
 FONT_PX = 11
@@ -322,6 +323,33 @@ def xy_chart(chart: XYChart, *, mark: str, width: int = 540, height: int = 300) 
                 f' fill="{c}" stroke="#fff" stroke-width="1"><title>{esc(p.tip)}</title></circle>'
             )
     return _svg(width, height, "".join(parts), chart.y_label)
+
+
+def share_bar(segments: Sequence[Segment], *, mark: str, width: int = 1100) -> str:
+    """One horizontal bar split by `segments` in proportion to their values, each labelled
+    inside when it is wide enough (all are named in their tooltips)."""
+    height, bar_h = 34, 26
+    total = sum(seg.value for seg in segments) or 1.0
+    parts, x = [], 0.0
+    for i, seg in enumerate(segments):
+        w = seg.value / total * width
+        fill = colour(seg.key, i)
+        parts.append(
+            f'<rect {_mark(mark, seg.value, seg.src)} x="{x:.1f}" y="2" width="{max(w, 0.5):.1f}"'
+            f' height="{bar_h}" fill="{fill}"><title>{esc(seg.tip)}</title></rect>'
+        )
+        label = f"{seg.key} {seg.value / total:.0%}"
+        if w >= 7 * len(label):
+            ink = "#1d2330" if fill in LIGHT else "#ffffff"
+            parts.append(
+                f'<text x="{x + 6:.1f}" y="{2 + bar_h / 2 + 4:.1f}" fill="{ink}" '
+                f'style="fill:{ink}">{esc(label)}</text>'
+            )
+        x += w
+    return _svg(width, height, "".join(parts), "share of the step by phase")
+
+
+LIGHT = frozenset({"#F0E442", "#56B4E9", "#E69F00", GREY})  # fills that take dark text
 
 
 @dataclass(frozen=True, slots=True)
