@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,81 +91,45 @@ def two_threads() -> Iterator[None]:
 
 
 # CPU profiles measured once per session (small windows) for the report tests.
+def _measure(factory: pytest.TempPathFactory, name: str, command: str) -> Path:
+    """`libreyolo profile <command> --project <a fresh folder>`; that folder."""
+    project = factory.mktemp(name)
+    result = invoke(["profile", *command.split(), "--project", str(project)])
+    assert result.status == 0, result.stderr
+    return project
+
+
 @pytest.fixture(scope="session")
 def cpu_infer_profile(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    project = tmp_path_factory.mktemp("report-infer")
-    result = invoke(
-        [
-            "profile",
-            "infer",
-            "--device",
-            "cpu",
-            "--imgsz",
-            "64",
-            "--warmup",
-            "2",
-            "--runs",
-            "20",
-            "--project",
-            str(project),
-        ]
-    )
-    assert result.status == 0, result.stderr
-    return project / "infer" / "profile.json"
+    command = "infer --device cpu --imgsz 64 --warmup 2 --runs 20"
+    return _measure(tmp_path_factory, "report-infer", command) / "infer" / "profile.json"
 
 
 @pytest.fixture(scope="session")
 def cpu_train_profile(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    project = tmp_path_factory.mktemp("report-train")
-    result = invoke(
-        [
-            "profile",
-            "run",
-            "synthetic",
-            "--device",
-            "cpu",
-            "--batch",
-            "2",
-            "--imgsz",
-            "64",
-            "--steps",
-            "6",
-            "--warmup",
-            "1",
-            "--workers",
-            "0",
-            "--project",
-            str(project),
-        ]
-    )
-    assert result.status == 0, result.stderr
-    return project / "run" / "profile.json"
+    command = "run synthetic --device cpu --batch 2 --imgsz 64 --steps 6 --warmup 1 --workers 0"
+    return _measure(tmp_path_factory, "report-train", command) / "run" / "profile.json"
 
 
 @pytest.fixture(scope="session")
 def cpu_repeat_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """Two `--repeat 3` inference aggregates, imgsz 64 then 128: a real, significant change."""
-    paths = []
-    for side, imgsz in (("before", "64"), ("after", "128")):
-        project = tmp_path_factory.mktemp(f"report-{side}")
-        result = invoke(
-            [
-                "profile",
-                "infer",
-                "--device",
-                "cpu",
-                "--imgsz",
-                imgsz,
-                "--warmup",
-                "2",
-                "--runs",
-                "10",
-                "--repeat",
-                "3",
-                "--project",
-                str(project),
-            ]
-        )
-        assert result.status == 0, result.stderr
-        paths.append(project / "infer_repeat.json")
-    return paths[0], paths[1]
+    command = "infer --device cpu --imgsz {} --warmup 2 --runs 10 --repeat 3"
+    before = _measure(tmp_path_factory, "report-before", command.format(64))
+    after = _measure(tmp_path_factory, "report-after", command.format(128))
+    return before / "infer_repeat.json", after / "infer_repeat.json"
+
+
+@pytest.fixture(scope="session")
+def cpu_sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real 6-point CPU sweep (batch 1, 2, 4 × imgsz 64, 96; `libreyolo-sweep`, which writes
+    sweep.json and sweep.html itself)."""
+    from tests.sweep.helpers import CHECKPOINT, tiny_sweep_argv
+
+    if not CHECKPOINT.is_file():
+        pytest.skip(f"fixture checkpoint not found at {CHECKPOINT}")
+    sweep_dir = tmp_path_factory.mktemp("sweep")
+    argv = tiny_sweep_argv(sweep_dir, "batch=1,2,4", "imgsz=64,96", "window.runs=6")
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, timeout=600, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return sweep_dir

@@ -45,6 +45,16 @@ def test_readers_run_without_heavy_modules(
         assert proc.returncode == 0, proc.stderr
 
 
+def test_report_runs_without_heavy_modules(
+    reference_v1: Path, gpu_traces: Path, tmp_path: Path
+) -> None:
+    one = str(reference_v1 / "train_cpu.profile.json")
+    trace = str(gpu_traces / "tracelens_h100_vit_infer_1step.json.gz")
+    for inputs in ([one], [trace], [one, trace]):
+        proc = _run_blocked(["profile", "report", *inputs, "-o", str(tmp_path / "r.html")])
+        assert proc.returncode == 0, proc.stderr
+
+
 def test_compare_and_what_if_run_without_heavy_modules(reference_v1: Path) -> None:
     a, b = str(reference_v1 / "infer_b1.profile.json"), str(reference_v1 / "infer_b4.profile.json")
     assert _run_blocked(["profile", "compare", a, b]).returncode == 0

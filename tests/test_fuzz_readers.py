@@ -62,7 +62,7 @@ REPLACEMENTS: tuple[Any, ...] = (
     {"a": {"b": -1}},
     DEEP,
 )
-# Each reader with its arguments; F is the file (or folder) under test.
+# Each reader with its arguments; F is the file (or folder) under test, O a page beside it.
 PROFILE_READERS = (
     ["summary", "F"],
     ["get", "F"],
@@ -73,8 +73,10 @@ PROFILE_READERS = (
     ["ops", "F"],
     ["compare", "F", "F"],
     ["what-if", "F", "--remove-category", "e"],
+    ["report", "F", "-o", "O"],
+    ["report", "F", "F", "-o", "O"],
 )
-SWEEP_READERS = (["summary", "F"],)
+SWEEP_READERS = (["summary", "F"], ["report", "F", "-o", "O"])
 TRACEBACK = re.compile(r"Traceback|internal error", re.IGNORECASE)
 
 
@@ -225,7 +227,9 @@ def _read_file_case(case: tuple[str, bytes]) -> None:
 
 def _run_readers(target: Path, readers: tuple[list[str], ...]) -> None:
     for reader in readers:
-        argv = ["profile", *(str(target) if a == "F" else a for a in reader)]
+        page = str(target.parent / "fuzz-report.html")
+        names = {"F": str(target), "O": page}
+        argv = ["profile", *(names.get(a, a) for a in reader)]
         _check_reader(argv)
         _check_reader([*argv, "--json"])
 

@@ -26,7 +26,7 @@ PROFILE_PAGE = "report.html"
 def _default_output(first: str, sweep: bool) -> Path:
     if sweep:
         return Path(first) / SWEEP_PAGE
-    base = Path.cwd() if first == "-" else Path(first).parent
+    base = Path() if first == "-" else Path(first).parent  # stdin: the working folder
     return base / PROFILE_PAGE
 
 

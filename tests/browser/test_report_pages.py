@@ -4,15 +4,11 @@ its tables, and is kept as a screenshot (README's pictures)."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
-
-import pytest
 
 from tests.browser.cdp import Browser
 from tests.browser.report_checks import check_page, palette_pixels
 from tests.conftest import invoke
-from tests.sweep.helpers import tiny_sweep_argv
 
 BLUE = (0x00, 0x72, 0xB2)  # the palette's first colour: forward, the histogram, first series
 
@@ -76,17 +72,6 @@ def test_comparison_page(
     assert isinstance(compare, dict)
     phases = compare["changes"]["phases"]
     assert len(drawn["phases-wall"]) == 2 * len(phases)
-
-
-@pytest.fixture(scope="module")
-def cpu_sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A real 6-point CPU sweep (batch 1, 2, 4 × imgsz 64, 96): libreyolo-sweep writes
-    sweep.html itself."""
-    sweep_dir = tmp_path_factory.mktemp("sweep")
-    argv = tiny_sweep_argv(sweep_dir, "batch=1,2,4", "imgsz=64,96", "window.runs=6")
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return sweep_dir
 
 
 def test_sweep_page(browser: Browser, cpu_sweep: Path, tmp_path: Path) -> None:

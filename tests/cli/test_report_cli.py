@@ -3,7 +3,9 @@ exit status and one line."""
 
 from __future__ import annotations
 
+import io
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -112,3 +114,22 @@ def test_a_20_step_profile_page_is_under_1_mb(cpu_infer_profile: Path, tmp_path:
     out = tmp_path / "r.html"
     assert invoke(["profile", "report", str(cpu_infer_profile), "-o", str(out)]).status == 0
     assert out.stat().st_size < 1 << 20
+
+
+def test_stdin_profile_lands_in_the_working_folder(
+    profile: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    stdin = io.TextIOWrapper(io.BytesIO(profile.read_bytes()), encoding="utf-8")
+    monkeypatch.setattr(sys, "stdin", stdin)
+    result = invoke(["profile", "report", "-"])
+    assert result.status == 0, result.stderr
+    assert result.stdout == f"{Path('report.html')}\n" and (tmp_path / "report.html").is_file()
+
+
+def test_a_profile_and_a_sweep_folder_exit_2(profile: Path, tmp_path: Path) -> None:
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    (sweep / "sweep.json").write_text(json.dumps({"schema": "libreyolo.sweep/v1", "points": {}}))
+    result = invoke(["profile", "report", str(profile), str(sweep)])
+    assert result.status == 2 and result.stderr.startswith("a sweep page takes one sweep folder")

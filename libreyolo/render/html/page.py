@@ -112,13 +112,13 @@ td code{overflow-wrap:anywhere}
 .banner.info{background:var(--panel);color:var(--fg);border:1px solid var(--line)}
 p.gate.bad{color:var(--bad)}
 p.gate.ok{color:var(--ok)}
-@media print{nav.toc{display:none}body{font-size:12px}header.top{background:none;color:#000;
+@media print{nav.toc{display:none}details::details-content{content-visibility:visible}body{font-size:12px}header.top{background:none;color:#000;
 padding:0}header.top .meta{color:#333}section,figure,tr,.card{break-inside:avoid}
 .scroll{overflow:visible}}
 """
 
-# Sorting only: click a header to sort by the cells' data-key (numbers as numbers), again to
-# reverse. Written for `"use strict"` and no globals beyond one function.
+# Sorting: click a header to sort by the cells' data-key (numbers as numbers, largest first),
+# again to reverse; and printing opens every collapsed section. No globals.
 SCRIPT = """
 (function(){"use strict";
 function keyOf(td){var k=td.getAttribute("data-key");return k===null?td.textContent:k;}
@@ -133,6 +133,8 @@ return dir*String(x).localeCompare(String(y));});
 Array.prototype.forEach.call(table.tHead.rows[0].cells,function(c){c.removeAttribute("aria-sort");});
 th.setAttribute("aria-sort",dir===1?"ascending":"descending");
 rows.forEach(function(r){body.appendChild(r);});}
+window.addEventListener("beforeprint",function(){
+document.querySelectorAll("details").forEach(function(d){d.open=true;});});
 document.querySelectorAll("table.sortable").forEach(function(table){
 Array.prototype.forEach.call(table.tHead.rows[0].cells,function(th,col){
 th.addEventListener("click",function(){sortBy(table,col,th);});});});
