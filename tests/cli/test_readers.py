@@ -108,6 +108,7 @@ def test_profile_without_subcommand_lists_subcommands() -> None:
         "ops",
         "compare",
         "what-if",
+        "report",
     ]
 
 

@@ -112,7 +112,8 @@ td code{overflow-wrap:anywhere}
 .banner.info{background:var(--panel);color:var(--fg);border:1px solid var(--line)}
 p.gate.bad{color:var(--bad)}
 p.gate.ok{color:var(--ok)}
-@media print{nav.toc{display:none}details::details-content{content-visibility:visible}body{font-size:12px}header.top{background:none;color:#000;
+@media print{nav.toc{display:none}details::details-content{content-visibility:visible}
+body{font-size:12px}header.top{background:none;color:#000;
 padding:0}header.top .meta{color:#333}section,figure,tr,.card{break-inside:avoid}
 .scroll{overflow:visible}}
 """
