@@ -186,10 +186,10 @@ def test_max_det_keeps_the_best() -> None:
 def test_boxes_map_back_to_original_pixels_and_are_clipped() -> None:
     box = letterbox(200, 100, IMGSZ)  # ratio 0.32; the image fills the top 64 × 32
     original = torch.tensor([[50.0, 25.0, 150.0, 75.0]])
-    inside = box.to_input(original)[0].tolist()
-    torch.testing.assert_close(torch.tensor(inside), torch.tensor([16.0, 8.0, 48.0, 24.0]))
+    x1, y1, x2, y2 = box.to_input(original)[0].tolist()
+    assert (x1, y1, x2, y2) == (16.0, 8.0, 48.0, 24.0)
     maps = empty_maps()
-    place(maps, tuple(inside))  # type: ignore[arg-type]
+    place(maps, (x1, y1, x2, y2))
     place(maps, (40, 16, 72, 48), level=1, cls=1)  # spills past the image's right and bottom
     (det,) = postprocess(maps, [box])
     got = {int(c): b for c, b in zip(det.classes, det.boxes, strict=True)}
