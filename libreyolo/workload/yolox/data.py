@@ -46,7 +46,7 @@ from libreyolo.workload.data.loader import Batch
 
 __all__ = ["MAX_LABELS", "YOLOX_AUGMENT", "YOLOXDataset", "collate", "xyxy_to_cxcywh"]
 
-MAX_LABELS = 50  # TrainTransform(max_labels=50), models/yolox/trainer.py:52
+MAX_LABELS = 50  # TrainTransform(max_labels=50), models/yolox/trainer.py:53
 
 # 1.6.0's defaults: training/config.py TrainConfig :156-164 and YOLOXConfig :513-516.
 YOLOX_AUGMENT = AugmentConfig(

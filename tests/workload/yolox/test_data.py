@@ -35,9 +35,10 @@ def test_preset_is_1_6_0s_yolox_defaults() -> None:
     assert (cfg.hsv_h, cfg.hsv_s, cfg.hsv_v) == (5.0, 30.0, 30.0)
     # preproc pads top-left with 114 (data/augment/geometry.py letterbox_preproc).
     assert cfg.pad == "topleft"
-    # TrainTransform(max_labels=50), models/yolox/trainer.py:52.
+    # TrainTransform(max_labels=50), models/yolox/trainer.py:53.
     assert MAX_LABELS == 50
-    closed = cfg.without_mosaic()  # close_mosaic: mosaic and mixup off (yolox.py:325-328)
+    # close_mosaic turns mosaic and mixup off (data/augment/yolox.py:305-308).
+    closed = cfg.without_mosaic()
     assert not closed.mosaic and closed.mixup_prob == 1.0
 
 

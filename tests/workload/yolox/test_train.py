@@ -129,7 +129,7 @@ def test_warmcos_schedule_uses_1_6_0_epochs() -> None:
 
 
 def test_ema_decay_and_ramp_are_1_6_0s() -> None:
-    # ema_decay 0.9998 (config.py:517), tau 2000 (trainer.py ema_tau default); training/ema.py:
+    # ema_decay 0.9998 (config.py:517), tau 2000 (training/trainer.py:1925); training/ema.py:
     # updates += 1 first, then d = decay * (1 - exp(-updates / tau)).
     step = make_step()
     assert step.ema is not None and EMA_DECAY == 0.9998
