@@ -1,9 +1,11 @@
 """Training augmentations (YOLOv9 defaults) and the letterbox, on PIL images with pixel xyxy boxes.
 
 Role: mosaic of 4 images into a 2S x 2S canvas, a random scale + translate affine of that canvas
-into the S x S output, HSV jitter, horizontal flip and the letterbox (pad value 114, pad at the top
-left or centred). Boxes always move with the image, are clipped to it, and tiny ones are dropped.
-Randomness comes only from the `random.Random` passed in, so a seeded caller is reproducible.
+into the S x S output (with rotation and shear when `degrees` / `shear` are set, as YOLOX trains),
+an optional MixUp with a jittered partner (YOLOX), HSV jitter, horizontal flip and the letterbox
+(pad value 114, pad at the top left or centred). Boxes always move with the image, are clipped to
+it, and tiny ones are dropped. Randomness comes only from the `random.Random` passed in, so a
+seeded caller is reproducible.
 
 Must not: read files, pick mosaic partners (the dataset does, it knows which images have labels),
 or normalise pixels (the loader's collate does).
@@ -11,6 +13,7 @@ or normalise pixels (the loader's collate does).
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass, replace
 from typing import NamedTuple
@@ -28,6 +31,7 @@ __all__ = [
     "hflip",
     "hsv_jitter",
     "letterbox",
+    "mixup",
     "mosaic",
     "random_affine",
 ]
@@ -35,6 +39,8 @@ __all__ = [
 _FILL = (PAD_VALUE, PAD_VALUE, PAD_VALUE)
 _AFFINE_MIN_PX = 2.0  # after the affine, boxes with w or h <= 2 px are dropped (1.6.0)
 _FINAL_MIN_PX = 1.0  # and after everything, boxes with w or h <= 1 px
+
+_Affine = tuple[float, float, float, float, float, float]  # x' = a x + b y + c, y' = d x + e y + f
 
 
 class Tile(NamedTuple):
@@ -61,14 +67,28 @@ class AugmentConfig:
     flip: bool = True
     flip_prob: float = 0.5  # horizontal flip only; YOLOv9 never flips vertically
     pad: PadMode = "topleft"
+    # YOLOX's extras; the defaults leave YOLOv9's pipeline (and its random draws) unchanged.
+    degrees: float = 0.0  # affine rotation drawn from U(-degrees, degrees), about the origin
+    shear: float = 0.0  # x and y shear angles drawn from U(-shear, shear) degrees
+    scale_range: tuple[float, float] | None = None  # U(lo, hi) instead of U(1 -+ scale)
+    affine_min_px: float = _AFFINE_MIN_PX  # boxes with w or h <= this are dropped after it
+    mixup: bool = False  # YOLOX's dataset blends a partner into each mosaic output (`mixup`)
+    mixup_prob: float = 1.0
+    mixup_scale: tuple[float, float] = (0.5, 1.5)  # the partner's size jitter, U(lo, hi)
 
     def __post_init__(self) -> None:
-        for name in ("mosaic_prob", "hsv_prob", "flip_prob"):
+        for name in ("mosaic_prob", "hsv_prob", "flip_prob", "mixup_prob"):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
                 raise UsageError(f"augment {name} must be within [0, 1], got {value}")
         if not 0.0 <= self.scale < 1.0 or not 0.0 <= self.translate <= 0.5:
             raise UsageError("augment scale must be in [0, 1) and translate in [0, 0.5]")
+        for name in ("scale_range", "mixup_scale"):
+            bounds = getattr(self, name)
+            if bounds is not None and not 0.0 < bounds[0] <= bounds[1]:
+                raise UsageError(f"augment {name} must be (lo, hi) with 0 < lo <= hi, got {bounds}")
+        if self.degrees < 0 or self.shear < 0 or self.affine_min_px < 0:
+            raise UsageError("augment degrees, shear and affine_min_px must not be negative")
         if self.pad not in ("topleft", "center"):
             raise UsageError(f"letterbox pad must be 'topleft' or 'center', got {self.pad!r}")
 
@@ -78,7 +98,7 @@ class AugmentConfig:
         return cls(mosaic=False, hsv=False, flip=False, pad=pad)
 
     def without_mosaic(self) -> AugmentConfig:
-        """The same pipeline with mosaic closed (the last epochs of a real training run)."""
+        """The same pipeline with mosaic (and so MixUp) closed (the last epochs of a real run)."""
         return replace(self, mosaic=False)
 
     @property
@@ -92,7 +112,11 @@ class AugmentConfig:
 
 
 def augment_tiles(tiles: list[Tile], size: int, cfg: AugmentConfig, rng: random.Random) -> Tile:
-    """Run the pipeline on 1 tile (no mosaic) or 4 (mosaic + affine); the output is size x size."""
+    """Run the pipeline on 1 tile (no mosaic) or 4 (mosaic + affine); the output is size x size.
+
+    `cfg.mixup` is not applied here: it needs a partner image, which its caller (the YOLOX
+    dataset) picks and blends in with `mixup` between the affine and the rest.
+    """
     if len(tiles) == 4:
         out = random_affine(mosaic(tiles, size, rng), size, cfg, rng)
     elif len(tiles) == 1:
@@ -153,19 +177,91 @@ def mosaic(tiles: list[Tile], size: int, rng: random.Random) -> Tile:
 def random_affine(tile: Tile, size: int, cfg: AugmentConfig, rng: random.Random) -> Tile:
     """Scale about the canvas origin and shift, straight into a size x size output (border 114).
 
-    Rotation, shear and perspective are 0 in YOLOv9's defaults, so the warp is x' = s*x + t.
+    Rotation and shear are 0 in YOLOv9's defaults, so the warp is x' = s*x + t. With `degrees` or
+    `shear` set it is 1.6.0's YOLOX warp (rotation + scale about the origin, then shear, then
+    shift), and boxes become the axis-aligned hull of their 4 warped corners.
     """
-    s = rng.uniform(1 - cfg.scale, 1 + cfg.scale)
-    tx = rng.uniform(-cfg.translate, cfg.translate) * size
-    ty = rng.uniform(-cfg.translate, cfg.translate) * size
-    # PIL wants the inverse map: source = (out - t) / s.
-    coeffs = (1 / s, 0.0, -tx / s, 0.0, 1 / s, -ty / s)
+    if cfg.degrees == 0 and cfg.shear == 0:
+        s = _draw_scale(cfg, rng)
+        tx = rng.uniform(-cfg.translate, cfg.translate) * size
+        ty = rng.uniform(-cfg.translate, cfg.translate) * size
+        # PIL wants the inverse map: source = (out - t) / s.
+        coeffs: _Affine = (1 / s, 0.0, -tx / s, 0.0, 1 / s, -ty / s)
+        boxes = tile.boxes * s + tile.boxes.new_tensor([tx, ty, tx, ty])
+    else:
+        matrix = _yolox_matrix(size, cfg, rng)
+        a, b, c, d, e, f = matrix
+        det = a * e - b * d
+        coeffs = (
+            e / det,
+            -b / det,
+            (b * f - c * e) / det,
+            -d / det,
+            a / det,
+            (c * d - a * f) / det,
+        )
+        boxes = _warp_boxes(tile.boxes, matrix)
     image = tile.image.transform(
         (size, size), Image.Transform.AFFINE, coeffs, Image.Resampling.BILINEAR, fillcolor=_FILL
     )
-    boxes = _clip(tile.boxes * s + tile.boxes.new_tensor([tx, ty, tx, ty]), size, size)
-    keep = _big_enough(boxes, _AFFINE_MIN_PX)
+    boxes = _clip(boxes, size, size)
+    keep = _big_enough(boxes, cfg.affine_min_px)
     return Tile(image, boxes[keep], tile.classes[keep])
+
+
+def _draw_scale(cfg: AugmentConfig, rng: random.Random) -> float:
+    if cfg.scale_range is not None:
+        return rng.uniform(*cfg.scale_range)
+    return rng.uniform(1 - cfg.scale, 1 + cfg.scale)
+
+
+def _yolox_matrix(size: int, cfg: AugmentConfig, rng: random.Random) -> _Affine:
+    """1.6.0's `get_affine_matrix` (perspective 0), with its draw order: angle, scale, shears, t."""
+    angle = math.radians(rng.uniform(-cfg.degrees, cfg.degrees))
+    s = _draw_scale(cfg, rng)
+    shear_x = math.tan(math.radians(rng.uniform(-cfg.shear, cfg.shear)))
+    shear_y = math.tan(math.radians(rng.uniform(-cfg.shear, cfg.shear)))
+    tx = rng.uniform(-cfg.translate, cfg.translate) * size
+    ty = rng.uniform(-cfg.translate, cfg.translate) * size
+    # cv2.getRotationMatrix2D(angle, centre (0, 0), s): rows (a, b) and (-b, a).
+    ra, rb = s * math.cos(angle), s * math.sin(angle)
+    return (ra - shear_y * rb, rb + shear_y * ra, tx, -rb + shear_x * ra, ra + shear_x * rb, ty)
+
+
+def _warp_boxes(boxes: torch.Tensor, matrix: _Affine) -> torch.Tensor:
+    """The axis-aligned hull of each box's 4 corners under the affine `matrix`."""
+    a, b, c, d, e, f = matrix
+    xs, ys = boxes[:, [0, 2, 0, 2]], boxes[:, [1, 3, 3, 1]]
+    wx, wy = a * xs + b * ys + c, d * xs + e * ys + f
+    return torch.stack((wx.amin(1), wy.amin(1), wx.amax(1), wy.amax(1)), dim=1)
+
+
+def mixup(tile: Tile, partner: Tile, size: int, cfg: AugmentConfig, rng: random.Random) -> Tile:
+    """1.6.0's YOLOX MixUp: blend 50/50 with a jittered, maybe flipped, randomly cropped partner.
+
+    The partner is letterboxed top-left into a size x size canvas (114), resized by a factor from
+    U(mixup_scale), mirrored with p = 1/2, placed top-left on black (0) when it grew, and cropped
+    back to size x size at a random offset; its boxes follow and are clipped. All boxes are kept.
+    """
+    jitter = rng.uniform(*cfg.mixup_scale)
+    flip = rng.uniform(0, 1) > 0.5
+    fitted, box = letterbox(partner.image, size)
+    side = int(size * jitter)
+    canvas = fitted.resize((side, side), Image.Resampling.BILINEAR)
+    ratio = box.scale * jitter
+    boxes = partner.boxes * ratio
+    boxes[:, 0::2] = boxes[:, 0::2].clamp(0, side)
+    boxes[:, 1::2] = boxes[:, 1::2].clamp(0, side)
+    if flip:
+        canvas, boxes = hflip(canvas, boxes)
+    y_off = rng.randint(0, side - size - 1) if side > size else 0  # y first, as 1.6.0 draws
+    x_off = rng.randint(0, side - size - 1) if side > size else 0
+    padded = Image.new("RGB", (max(side, size), max(side, size)), (0, 0, 0))
+    padded.paste(canvas, (0, 0))
+    crop = padded.crop((x_off, y_off, x_off + size, y_off + size))
+    boxes = _clip(boxes - boxes.new_tensor([x_off, y_off, x_off, y_off]), size, size)
+    image = Image.blend(tile.image, crop, 0.5)
+    return Tile(image, torch.cat((tile.boxes, boxes)), torch.cat((tile.classes, partner.classes)))
 
 
 def hsv_jitter(image: Image.Image, rng: random.Random, cfg: AugmentConfig) -> Image.Image:

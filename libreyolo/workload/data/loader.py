@@ -21,7 +21,7 @@ Must not: decode, augment, move tensors to a device, or read any configuration.
 from __future__ import annotations
 
 import math
-from collections.abc import Sized
+from collections.abc import Callable, Sized
 from typing import Any, NamedTuple
 
 import torch
@@ -72,6 +72,7 @@ def build_loader(
     drop_last: bool | None = None,
     multiprocessing_context: str | None = None,
     seed: int | None = None,
+    collate_fn: Callable[[list[Sample]], Batch] = collate,
 ) -> DataLoader[Sample]:
     """A DataLoader yielding `Batch`es.
 
@@ -84,6 +85,8 @@ def build_loader(
         multiprocessing_context: "fork", "spawn" or "forkserver"; None is Python's default. Pass
             it explicitly under launchers that change the default (the dataset is picklable).
         seed: seeds the shuffle order, for reproducible tests.
+        collate_fn: how samples become a Batch; the default is `collate` (the contract above).
+            A family with another input contract passes its own (YOLOX: `yolox.data.collate`).
     """
     if batch < 1:
         raise UsageError(f"batch size must be at least 1, got {batch}")
@@ -101,7 +104,7 @@ def build_loader(
         batch_size=batch,
         shuffle=shuffle,
         num_workers=workers,
-        collate_fn=collate,
+        collate_fn=collate_fn,
         pin_memory=pin_memory,
         persistent_workers=persistent_workers and workers > 0,  # torch refuses it with 0 workers
         drop_last=drop_last,
