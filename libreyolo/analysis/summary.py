@@ -92,8 +92,13 @@ class Summary:
     memory: MemoryView | None
 
 
-# libreyolo 1.6.0 recorded no family; its published model names carry it (LibreYOLO9t, LibreYOLOXs).
-_NAMED_FAMILIES = (("libreyolo9", "yolo9"), ("libreyolox", "yolox"))
+# libreyolo 1.6.0 recorded no family; its model names carry it (LibreYOLO9t, YOLOv9-t, ...).
+_NAMED_FAMILIES = (
+    ("libreyolo9", "yolo9"),
+    ("yolov9", "yolo9"),  # 1.6.0's training profiles: "YOLOv9-t"
+    ("libreyolox", "yolox"),
+    ("yolox", "yolox"),
+)
 
 
 def model_family(profile: Profile) -> str | None:
