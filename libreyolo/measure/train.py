@@ -77,7 +77,8 @@ def _fit_batch(
     """Settings with the batch AutoBatch fits on `device` (real training steps on random data)."""
     from libreyolo.measure.autobatch import autobatch
 
-    size = settings.size or workload.default_size
+    # A configured size of another family (the file decided the family) does not apply.
+    size = settings.size if settings.size in workload.sizes else workload.default_size
     model = workload.build(size, nc, for_training=True).to(device)
     trainer = workload.train_step(model, device=device, amp=settings.amp, ema=False)
 
@@ -155,10 +156,9 @@ def profile_training(
 def _profile_training(
     settings: TrainSettings, on_progress: Progress | None, into: StagedRun | None
 ) -> tuple[Profile, Path]:
-    from libreyolo.workload.api import load_workload_model
+    from libreyolo.workload.api import load_workload_model, workload_of
     from libreyolo.workload.data.dataset_config import resolve_dataset
     from libreyolo.workload.data.loader import batches_available, build_loader, worker_pids
-    from libreyolo.workload.registry import family
 
     plan = plan_window(settings.warmup, settings.steps, measured_flag="--steps")
     device = resolve_device(settings.device)
@@ -168,7 +168,8 @@ def _profile_training(
     fitted_note = None
     if settings.batch == -1:
         with stage("fit batch", on_progress, hint="pass an explicit --batch"):
-            settings, fitted_note = _fit_batch(settings, device, spec.nc, family(settings.family))
+            probed = workload_of(settings.weights, settings.family)
+            settings, fitted_note = _fit_batch(settings, device, spec.nc, probed)
     # The family (from the file) decides the dataset's transforms, so the weights load first;
     # their notes keep their place after the data's.
     weight_notes: list[str] = []

@@ -68,6 +68,15 @@ def load_workload_model(
     return loaded
 
 
+def workload_of(weights: str, family_name: str = DEFAULT_FAMILY) -> Workload:
+    """The family `weights` would be measured with, without building a model or downloading:
+    a file's own family, else the one its name says, else `family_name`."""
+    resolved = resolve_weights(weights, download=False)
+    if resolved.path is not None:
+        return detect_file(resolved.path)[0]
+    return family(resolved.family or family_name)
+
+
 def _load(
     weights: str | os.PathLike[str],
     size: str | None,

@@ -80,3 +80,10 @@ def test_keys_nobody_claims_are_one_line(tmp_path: Path) -> None:
     path = _save({"encoder.w": torch.zeros(1)}, tmp_path / "m.pt")
     with pytest.raises(CheckpointError, match="no model family we know holds these weights"):
         registry.detect_file(path)
+
+
+def test_workload_of_a_file_is_its_own_family(tmp_path: Path) -> None:
+    from libreyolo.workload.api import workload_of
+
+    path = _save(YOLOv9("t", 3).state_dict(), tmp_path / "weights.pt")
+    assert workload_of(str(path), "some-other-family").name == "yolo9"
