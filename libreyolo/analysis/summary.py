@@ -67,6 +67,7 @@ class Summary:
     kind: ClassVar[str] = "summary"
     mode: str
     model: str | None
+    family: str | None  # the model family ("yolo9"); None when the file cannot tell
     config: dict[str, object]
     metrics: dict[str, Scalar]
     verdict: Verdict
@@ -89,6 +90,24 @@ class Summary:
     trials: tuple[TrialRow, ...]
     trial_spread: tuple[TrialSpread, ...]
     memory: MemoryView | None
+
+
+# libreyolo 1.6.0 recorded no family; its model names carry it (LibreYOLO9t, YOLOv9-t, ...).
+_NAMED_FAMILIES = (
+    ("libreyolo9", "yolo9"),
+    ("yolov9", "yolo9"),  # 1.6.0's training profiles: "YOLOv9-t"
+    ("libreyolox", "yolox"),
+    ("yolox", "yolox"),
+)
+
+
+def model_family(profile: Profile) -> str | None:
+    """The profile's `model_family`, else the family its 1.6.0 model name implies, else None."""
+    recorded = profile.run.config.get("model_family")
+    if isinstance(recorded, str) and recorded:
+        return recorded
+    name = (profile.run.model or profile.run.weights or "").rsplit("/", 1)[-1].lower()
+    return next((fam for prefix, fam in _NAMED_FAMILIES if name.startswith(prefix)), None)
 
 
 def _latency(profile: Profile) -> Latency | None:
@@ -201,6 +220,7 @@ def summarize(profile: Profile) -> Summary:
     return Summary(
         mode=profile.run.mode,
         model=profile.run.model or profile.run.weights,
+        family=model_family(profile),
         config=dict(profile.run.config),
         metrics=dict(profile.metrics),
         verdict=verdict,

@@ -60,6 +60,7 @@ def infer_settings(cfg: ProfileConfig) -> Any:
     return InferSettings(
         weights=cfg.model.weights,
         size=cfg.model.size,
+        family=cfg.model.family,
         source=cfg.source,
         batch=cfg.batch,
         imgsz=cfg.imgsz,
@@ -86,6 +87,7 @@ def train_settings(cfg: ProfileConfig) -> Any:
         data=str(cfg.dataset.name_or_path),
         weights=cfg.model.weights,
         size=cfg.model.size,
+        family=cfg.model.family,
         batch=cfg.batch,
         imgsz=cfg.imgsz,
         workers=cfg.dataset.workers,
@@ -118,8 +120,11 @@ def with_config(
 
 def rounded_imgsz(cfg: ProfileConfig) -> tuple[ProfileConfig, list[str]]:
     """`cfg` with imgsz rounded up to a multiple of the model's stride (the size the network
-    can take, and so the size measured), and the note that says so; `cfg` itself otherwise."""
-    from libreyolo.workload.yolo9.predict import STRIDE
+    can take, and so the size measured), and the note that says so; `cfg` itself otherwise.
+    The stride is the configured family's (`model.family`)."""
+    from libreyolo.workload.registry import family
+
+    STRIDE = family(cfg.model.family).stride
 
     if cfg.imgsz <= 0 or cfg.imgsz % STRIDE == 0:
         return cfg, []

@@ -1,16 +1,17 @@
 """`libreyolo profile infer`: time the predict path (preprocess, forward, postprocess).
 
-Role: validate the settings, load and (by default) fuse the model, decode the images once,
-run the window (loop.py) over the workload's InferStep (unsynced end-to-end latency, then
-synced per-stage walls; the unsynced half recorded by the torch profiler), analyse the trace
-and save a finished Profile into `<project>/infer/` through a staged run directory. Images
-are decoded before the window, so preprocess times the letterbox and the host-to-device copy,
-not JPEG decoding (§15 item 19).
+Role: validate the settings, load the model through its family (`workload.registry`) and (by
+default) fuse it, decode the images once, run the window (loop.py) over the family's infer
+step (unsynced end-to-end latency, then synced per-stage walls; the unsynced half recorded by
+the torch profiler), analyse the trace and save a finished Profile into `<project>/infer/`
+through a staged run directory. Images are decoded before the window, so preprocess times the
+letterbox and the host-to-device copy, not JPEG decoding (§15 item 19).
 Must not print or exit, nor derive metrics or verdicts (`analysis.build.finalize` does).
 """
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -38,11 +39,10 @@ from libreyolo.measure.threads import intra_op_threads, warn_if_crowded
 from libreyolo.measure.window import TraceRecorder, plan_window
 
 if TYPE_CHECKING:
-    from libreyolo.workload.yolo9.model import FuseMode
+    from libreyolo.workload.family import Workload
 
-# --fuse: the model's fusion mode, or None to measure the model as loaded.
-FUSE_CHOICES: dict[str, FuseMode | None] = {"full": "full", "bn": "bn", "none": None}
-DEFAULT_IMGSZ = 640  # --imgsz 0 means the model's default input side
+# --fuse: the family's fusion mode, or None to measure the model as loaded.
+FUSE_CHOICES: dict[str, str | None] = {"full": "full", "bn": "bn", "none": None}
 AMP_DTYPES = {"float16": torch.float16, "fp16": torch.float16}
 AMP_DTYPES |= {"bfloat16": torch.bfloat16, "bf16": torch.bfloat16}
 
@@ -54,6 +54,7 @@ class InferSettings:
 
     weights: str = ModelConfig.weights
     size: str | None = None  # None: the checkpoint's own size (the config always names one)
+    family: str = ModelConfig.family  # measured when no checkpoint file names its own family
     source: str | None = ProfileConfig.source  # None: the bundled sample image
     batch: int = INFER_BATCH
     imgsz: int = ProfileConfig.imgsz
@@ -94,6 +95,11 @@ def _validate(s: InferSettings) -> None:
         raise UsageError(f"model.fuse must be one of {', '.join(FUSE_CHOICES)}; got {s.fuse!r}")
 
 
+def _input_side(imgsz: int, workload: Workload) -> int:
+    """The requested side rounded up to a multiple of the family's stride (1.6.0 does too)."""
+    return math.ceil(imgsz / workload.stride) * workload.stride
+
+
 def profile_inference(
     settings: InferSettings,
     *,
@@ -111,29 +117,34 @@ def profile_inference(
 def _profile_inference(
     settings: InferSettings, on_progress: Progress | None, into: StagedRun | None
 ) -> tuple[Profile, Path]:
+    from libreyolo.workload import images as image_files
     from libreyolo.workload.api import load_workload_model
-    from libreyolo.workload.infer import PHASES, InferStep
-    from libreyolo.workload.yolo9 import predict
+    from libreyolo.workload.infer import PHASES
 
     _validate(settings)
     amp_dtype = parse_amp_dtype(settings.amp_dtype)
     plan = plan_window(settings.warmup, settings.runs, traced=settings.trace)
     device = resolve_device(settings.device)
     with stage("load images", on_progress, hint="check the source images"):
-        paths = predict.load_images(settings.source)
-        images = [predict.decode_image(p) for p in paths]  # decoded once, outside the window
-    imgsz = predict.input_size(settings.imgsz or DEFAULT_IMGSZ)
+        paths = image_files.load_images(settings.source)
+        images = [image_files.decode_image(p) for p in paths]  # decoded once, outside the window
 
     notes: list[str] = []
     warn_if_crowded(0, device, notes)  # inference runs no loader workers
     with stage("load weights", on_progress, hint="check --weights and --size"):
-        model = load_workload_model(settings.weights, settings.size, device, notes)
+        workload, model = load_workload_model(
+            settings.weights, settings.size, device, notes, settings.family
+        )
         reset_peaks(device)
+        described = workload.describe(model)
         random_init = bool(getattr(model, "random_init", False))
+        imgsz = _input_side(settings.imgsz or workload.default_imgsz(described.size), workload)
         fuse_mode = FUSE_CHOICES[settings.fuse]
-        if fuse_mode is not None:
-            model = model.fuse(fuse_mode, in_place=True)  # the unfused model is not used again
-        step = InferStep(
+        if fuse_mode is not None and fuse_mode in workload.fuse_modes:
+            model = workload.fuse(model, fuse_mode)
+        elif fuse_mode is not None:
+            notes.append(f"{workload.name} has no {fuse_mode!r} fusion: the model ran as loaded")
+        step = workload.infer_step(
             model,
             images,
             paths,
@@ -165,11 +176,12 @@ def _profile_inference(
             "random_init": random_init,
             "fused": bool(getattr(model, "is_fused", False)),
             "fuse": settings.fuse,
+            "model_family": workload.name,
             "notes": list(notes),
         }
         info = RunInfo(
             mode="inference",
-            model=f"LibreYOLO9{getattr(model, 'size', settings.size or '')}",
+            model=workload.model_name(described.size),
             weights=os.fspath(settings.weights),
             device=str(device),
             batch=settings.batch,

@@ -1,4 +1,4 @@
-"""`libreyolo profile run`: time real YOLOv9 training steps on a dataset.
+"""`libreyolo profile run`: time real training steps of a model family on a dataset.
 
 Role: validate the settings; check that one epoch of the dataset holds the measured steps at
 this batch (an epoch boundary inside the window would add loader restarts and reshuffles to
@@ -18,7 +18,7 @@ import time
 from collections.abc import Generator, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -43,6 +43,9 @@ from libreyolo.measure.stages import Progress, stage
 from libreyolo.measure.threads import intra_op_threads, warn_if_crowded
 from libreyolo.measure.window import TraceRecorder, WindowPlan, plan_window
 
+if TYPE_CHECKING:
+    from libreyolo.workload.family import Workload
+
 PHASES = ("dataload", "to_device", "forward", "backward", "optimizer")
 SEED = 0  # fixed shuffle and augmentation, so two runs see the same batches
 
@@ -55,6 +58,7 @@ class TrainSettings:
     data: str = DatasetConfig.name_or_path
     weights: str = ModelConfig.weights
     size: str | None = None  # None: the checkpoint's own size (the config always names one)
+    family: str = ModelConfig.family  # measured when no checkpoint file names its own family
     batch: int = RUN_BATCH
     imgsz: int = ProfileConfig.imgsz
     workers: int = DatasetConfig.workers
@@ -67,29 +71,22 @@ class TrainSettings:
     threads: int | None = ProfileConfig.threads
 
 
-def _fit_batch(settings: TrainSettings, device: torch.device, nc: int) -> tuple[TrainSettings, str]:
+def _fit_batch(
+    settings: TrainSettings, device: torch.device, nc: int, workload: Workload
+) -> tuple[TrainSettings, str]:
     """Settings with the batch AutoBatch fits on `device` (real training steps on random data)."""
     from libreyolo.measure.autobatch import autobatch
-    from libreyolo.workload.train import TrainStep
-    from libreyolo.workload.yolo9.model import YOLOv9
 
-    model = YOLOv9(settings.size or "t", nc, aux=True).to(device)
-    trainer = TrainStep(model, device=device, amp=settings.amp, ema=False)
+    # A configured size of another family (the file decided the family) does not apply.
+    size = settings.size if settings.size in workload.sizes else workload.default_size
+    model = workload.build(size, nc, for_training=True).to(device)
+    trainer = workload.train_step(model, device=device, amp=settings.amp, ema=False)
 
     def run_step(batch: int) -> None:
-        images = torch.rand(batch, 3, settings.imgsz, settings.imgsz)
-        box = torch.tensor([[0, 0, 8, 8, 40, 40]], dtype=torch.float32)
-        targets = torch.cat([box + torch.tensor([[i, 0, 0, 0, 0, 0]]) for i in range(batch)])
-        trainer.step(_ProbeBatch(images, targets, []))
+        trainer.step(workload.probe_batch(batch, settings.imgsz, nc))
 
     batch, note = autobatch(run_step, device)
     return dataclasses.replace(settings, batch=batch), note
-
-
-class _ProbeBatch(NamedTuple):
-    images: torch.Tensor
-    targets: torch.Tensor
-    paths: list[str]
 
 
 def _validate(s: TrainSettings, device: torch.device) -> None:
@@ -159,12 +156,9 @@ def profile_training(
 def _profile_training(
     settings: TrainSettings, on_progress: Progress | None, into: StagedRun | None
 ) -> tuple[Profile, Path]:
-    from libreyolo.workload.api import load_workload_model
-    from libreyolo.workload.data.augment import AugmentConfig
-    from libreyolo.workload.data.dataset import YoloDataset
+    from libreyolo.workload.api import load_workload_model, workload_of
     from libreyolo.workload.data.dataset_config import resolve_dataset
     from libreyolo.workload.data.loader import batches_available, build_loader, worker_pids
-    from libreyolo.workload.train import TrainStep
 
     plan = plan_window(settings.warmup, settings.steps, measured_flag="--steps")
     device = resolve_device(settings.device)
@@ -174,29 +168,43 @@ def _profile_training(
     fitted_note = None
     if settings.batch == -1:
         with stage("fit batch", on_progress, hint="pass an explicit --batch"):
-            settings, fitted_note = _fit_batch(settings, device, spec.nc)
-    with stage("build data", on_progress, hint="check the dataset YAML, images and labels"):
-        dataset = YoloDataset(
-            spec, settings.imgsz, AugmentConfig(), seed=SEED, cache=settings.cache
+            probed = workload_of(settings.weights, settings.family)
+            settings, fitted_note = _fit_batch(settings, device, spec.nc, probed)
+    # The family (from the file) decides the dataset's transforms, so the weights load first;
+    # their notes keep their place after the data's.
+    weight_notes: list[str] = []
+    with stage("load weights", on_progress, hint="check --weights and --size"):
+        workload, model = load_workload_model(
+            settings.weights, settings.size, device, weight_notes, settings.family
         )
-    available = batches_available(dataset, settings.batch)
-    check_window_fits(len(dataset), available, plan, settings.batch)
+        reset_peaks(device)
+        described = workload.describe(model)
+        random_init = bool(getattr(model, "random_init", False))
+    with stage("build data", on_progress, hint="check the dataset YAML, images and labels"):
+        dataset = workload.train_dataset(spec, settings.imgsz, seed=SEED, cache=settings.cache)
+    num_images = len(dataset)  # type: ignore[arg-type]
+    available = batches_available(dataset, settings.batch)  # type: ignore[arg-type]
+    check_window_fits(num_images, available, plan, settings.batch)
 
-    notes: list[str] = [f"dataset: skipped {line}" for line in dataset.issues[:5]]
+    notes = [f"dataset: skipped {line}" for line in getattr(dataset, "issues", [])[:5]]
     if fitted_note:
         notes.append(fitted_note)
     warn_if_crowded(settings.workers, device, notes)
+    notes += weight_notes
     with stage("load weights", on_progress, hint="check --weights and --size"):
-        model = load_workload_model(settings.weights, settings.size, device, notes)
-        reset_peaks(device)
-        random_init = bool(getattr(model, "random_init", False))
-        if getattr(model, "nc", spec.nc) != spec.nc:
-            model.reset_classes(spec.nc, dict(enumerate(spec.names)))
+        if described.nc != spec.nc:
+            workload.reset_classes(model, spec.nc, dict(enumerate(spec.names)))
             notes.append(f"class layers reset from the checkpoint's classes to {spec.nc}")
-        trainer = TrainStep(model, device=device, amp=settings.amp)
+        trainer = workload.train_step(model, device=device, amp=settings.amp)
     if settings.amp and not trainer.amp_effective:
         notes.append(f"AMP has no effect on {device.type}: the step ran in float32")
-    loader = build_loader(dataset, batch=settings.batch, workers=settings.workers, seed=SEED)
+    loader = build_loader(
+        dataset,
+        batch=settings.batch,
+        workers=settings.workers,
+        seed=SEED,
+        collate_fn=workload.collate,
+    )
 
     with staged(set_dir(settings.project, "run"), into) as run:
         recorder = TraceRecorder(plan, device.type, enabled=True)
@@ -230,15 +238,16 @@ def _profile_training(
         config = asdict(settings) | {
             "device_resolved": str(device),
             "dataset_yaml": os.fspath(spec.yaml_path) if spec.yaml_path else None,
-            "num_images": len(dataset),
+            "num_images": num_images,
             "batches_per_epoch": available,
             "amp_effective": trainer.amp_effective,
             "random_init": random_init,
+            "model_family": workload.name,
             "notes": list(notes),
         }
         info = RunInfo(
             mode="training",
-            model=f"LibreYOLO9{getattr(model, 'size', settings.size or '')}",
+            model=workload.model_name(described.size),
             weights=os.fspath(settings.weights),
             device=str(device),
             batch=settings.batch,

@@ -265,6 +265,7 @@ def _(result: Summary, source: Source) -> Any:
         "trace": source,
         "mode": result.mode,
         "model": result.model,
+        "family": result.family,
         "config": result.config,
         "bound": result.verdict.bound,
         "bound_why": result.verdict.why,

@@ -24,8 +24,10 @@ def _num(value: object) -> float:
 
 def _headline(s: Summary) -> str:
     m = s.metrics
+    family = f" ({short_name(s.family)})" if s.family else ""
     return (
-        f"model {short_name(s.model or '?')}  |  {fmt_or_unknown(m.get('img_per_s'))} img/s  |  "
+        f"model {short_name(s.model or '?')}{family}  |  "
+        f"{fmt_or_unknown(m.get('img_per_s'))} img/s  |  "
         f"step {fmt_or_unknown(m.get('step_ms'))} ms  |  "
         f"{fmt_or_unknown(m.get('kernels_per_step'))} kernels/step @ "
         f"~{_num(m.get('mean_kernel_us')):.0f}us"

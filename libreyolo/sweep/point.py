@@ -63,6 +63,7 @@ from libreyolo.sweep.lease import Lease, device_lease
 from libreyolo.sweep.owned import HINT, foreign_point_file
 from libreyolo.sweep.resume import reusable
 from libreyolo.sweep.stop import raise_stopped, signal_of
+from libreyolo.workload.registry import BUILTIN_MODULES, preload_builtins
 
 STOP_GRACE_S = 5.0  # a stopped child gets this long after SIGTERM before SIGKILL
 # Imported once by the fork server that isolated points start from: torch, torchvision (~3 s
@@ -73,7 +74,7 @@ CHILD_PRELOAD = (
     "libreyolo.measure.train",
     "libreyolo.workload.api",
     "libreyolo.workload.train",
-    "libreyolo.workload.yolo9.predict",
+    "libreyolo.workload.registry",
     "libreyolo.workload.data.dataset",
     "libreyolo.workload.data.loader",
     "libreyolo.kineto.reduce",
@@ -135,6 +136,7 @@ def measure_request(request_path: Path) -> dict[str, Any]:
     """Measure the point described by `request_path`; write and return its status record."""
     for module in CHILD_PRELOAD:  # torch and the collectors: imported before the clock starts
         importlib.import_module(module)
+    preload_builtins()
 
     request = json.loads(request_path.read_text(encoding="utf-8"))
     point_dir = request_path.parent
@@ -319,7 +321,8 @@ def _isolated_context() -> (
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
     assert isinstance(context, multiprocessing.context.ForkServerContext)
-    context.set_forkserver_preload(list(CHILD_PRELOAD))
+    # The fork server skips a module that fails to import (a family's missing optional part).
+    context.set_forkserver_preload([*CHILD_PRELOAD, *BUILTIN_MODULES])
     return context
 
 

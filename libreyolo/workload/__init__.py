@@ -1,1 +1,2 @@
-"""What is measured: the YOLOv9 model family, its data and its training/inference steps (torch)."""
+"""What is measured: model families behind one interface (`family.Workload`, found through
+`registry`), their data and their training/inference steps (torch). YOLOv9 is `yolo9/`."""

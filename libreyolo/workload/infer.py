@@ -1,6 +1,7 @@
 """One inference call of the predict path, split into the phases the profiler times.
 
-Role: hold the (eval-mode) model, the images of the source, the input side, the NMS settings
+Role: hold the (eval-mode) model, the family's `InferStages` (its preprocess and postprocess;
+YOLOv9's when none are given), the images of the source, the input side, the NMS settings
 and the autocast choice, and run one call as `preprocess` (letterbox and host-to-device copy,
 plus decoding with `include_decode`), `forward` and `postprocess` (decode, NMS, detections
 copied to host memory), each inside `phases(name)`.
@@ -19,8 +20,9 @@ import torch
 from PIL import Image
 from torch import nn
 
+from libreyolo.workload.family import InferStages
 from libreyolo.workload.hooks import PhaseHook, no_phases
-from libreyolo.workload.yolo9 import predict
+from libreyolo.workload.images import decode_image
 
 PHASES = ("preprocess", "forward", "postprocess")
 
@@ -50,8 +52,10 @@ class InferStep:
         half: bool = False,
         amp_dtype: torch.dtype = torch.float16,
         include_decode: bool = False,
+        stages: InferStages | None = None,
     ) -> None:
         self.model = model
+        self.stages = stages or _yolo9_stages()
         self.images, self.paths = list(images), list(paths)
         self.imgsz, self.batch = imgsz, batch
         self.device = torch.device(device)
@@ -66,15 +70,15 @@ class InferStep:
         picks = [(first + j) % len(self.images) for j in range(self.batch)]
         with phases("preprocess"):
             batch = (
-                [predict.decode_image(self.paths[k]) for k in picks]
+                [decode_image(self.paths[k]) for k in picks]
                 if self.include_decode
                 else [self.images[k] for k in picks]
             )
-            x, boxes = predict.preprocess(batch, imgsz=self.imgsz, device=self.device)
+            x, boxes = self.stages.preprocess(batch, imgsz=self.imgsz, device=self.device)
         with phases("forward"), self._autocast():
             pred = self.model(x)
         with phases("postprocess"):
-            detections = predict.postprocess(
+            detections = self.stages.postprocess(
                 pred, boxes, conf=self.conf, iou=self.iou, max_det=self.max_det
             )
             # The call ends with the detections in host memory, as a caller would use them.
@@ -85,3 +89,10 @@ class InferStep:
         if self.amp_effective:
             return torch.autocast("cuda", dtype=self.amp_dtype)
         return nullcontext()
+
+
+def _yolo9_stages() -> InferStages:
+    # Looked up per step object (not at import), so a test can replace predict's functions.
+    from libreyolo.workload.yolo9 import predict
+
+    return InferStages(predict.preprocess, predict.postprocess)

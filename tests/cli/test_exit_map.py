@@ -136,7 +136,7 @@ def test_a_failing_stage_exits_3_and_keeps_the_previous_set(
     def broken(source: str | None) -> list[Path]:
         raise ValueError("unreadable folder")
 
-    monkeypatch.setattr("libreyolo.workload.yolo9.predict.load_images", broken)
+    monkeypatch.setattr("libreyolo.workload.images.load_images", broken)
     target = _old_set(tmp_path)
     result = invoke(_infer(weights, tmp_path))
     assert result.status == 3

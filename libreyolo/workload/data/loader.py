@@ -25,7 +25,7 @@ from collections.abc import Callable, Sized
 from typing import Any, NamedTuple
 
 import torch
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, Dataset
 
 from libreyolo.errors import UsageError
 from libreyolo.workload.data.dataset import Sample, YoloDataset
@@ -62,7 +62,7 @@ def collate(samples: list[Sample]) -> Batch:
 
 
 def build_loader(
-    dataset: YoloDataset,
+    dataset: YoloDataset | Dataset[Any],
     *,
     batch: int,
     workers: int,
@@ -72,9 +72,9 @@ def build_loader(
     drop_last: bool | None = None,
     multiprocessing_context: str | None = None,
     seed: int | None = None,
-    collate_fn: Callable[[list[Sample]], Batch] = collate,
-) -> DataLoader[Sample]:
-    """A DataLoader yielding `Batch`es.
+    collate_fn: Callable[[list[Any]], Any] | None = None,
+) -> DataLoader[Any]:
+    """A DataLoader yielding `Batch`es (or what `collate_fn`, a family's own collate, makes).
 
     Args:
         pin_memory: None pins when CUDA is available (what a CUDA training run wants).
@@ -97,14 +97,14 @@ def build_loader(
     if persistent_workers is None:
         persistent_workers = workers > 0
     if drop_last is None:
-        drop_last = len(dataset) >= batch
+        drop_last = len(dataset) >= batch  # type: ignore[arg-type]
     generator = torch.Generator().manual_seed(seed) if seed is not None else None
     return DataLoader(
         dataset,
         batch_size=batch,
         shuffle=shuffle,
         num_workers=workers,
-        collate_fn=collate_fn,
+        collate_fn=collate_fn or collate,
         pin_memory=pin_memory,
         persistent_workers=persistent_workers and workers > 0,  # torch refuses it with 0 workers
         drop_last=drop_last,

@@ -9,13 +9,9 @@ This module must not resolve model names or download anything (that is `api.reso
 
 from __future__ import annotations
 
-import importlib
 import os
-import pickle
 import re
-import struct
 import tempfile
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,15 +20,14 @@ import torch
 from torch import Tensor
 
 from libreyolo import __version__
-from libreyolo.errors import CheckpointError, MissingFileError, UsageError
+from libreyolo.errors import CheckpointError, UsageError
+from libreyolo.workload.checkpoint_io import first_line as _first_line
+from libreyolo.workload.checkpoint_io import read_checkpoint, state_dict_of
 from libreyolo.workload.yolo9.model import SIZES, YOLOv9, default_cls_width
 
 SCHEMA_VERSION = "1.0"
 FAMILY = "yolo9"
 LETTERBOX_PADS = ("topleft", "center")
-# Errors torch.load raises on bytes that are not a (whole) checkpoint; anything else is a bug.
-_LOAD_ERRORS = (RuntimeError, EOFError, KeyError, ValueError, IndexError, TypeError, struct.error)
-_ZIP_MAGIC = b"PK\x03\x04"
 _NAME_SIZE = {
     "yolo9": re.compile(r"libreyolo9([tsmc])(?=[-_.])", re.IGNORECASE),
     "yolox": re.compile(r"libreyolox([ntsmlx])(?=[-_.])", re.IGNORECASE),
@@ -56,67 +51,11 @@ class CheckpointInfo:
 
 
 def _read(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        raise MissingFileError(f"weights file not found: {path}")
-    try:
-        with path.open("rb") as fh:
-            head = fh.read(4)
-    except OSError as exc:
-        raise CheckpointError(f"{path}: cannot be read ({exc.strerror})") from None
-    if not head:
-        raise CheckpointError(f"{path}: empty file, not a checkpoint")
-    try:
-        with warnings.catch_warnings(), torch.serialization.safe_globals(_numpy_globals()):
-            warnings.simplefilter("ignore")  # torch warns about pickle protocols before failing
-            obj = torch.load(path, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError as exc:
-        found = re.search(r"Unsupported global: GLOBAL (\S+)", str(exc))
-        if found:
-            raise CheckpointError(
-                f"{path}: needs unsafe unpickling (it stores {found.group(1)}); refusing to load it"
-            ) from None
-        raise CheckpointError(f"{path}: not a PyTorch checkpoint (unreadable pickle)") from None
-    except _LOAD_ERRORS as exc:
-        if head == _ZIP_MAGIC:
-            raise CheckpointError(
-                f"{path}: truncated or corrupt checkpoint ({_first_line(exc)})"
-            ) from None
-        raise CheckpointError(f"{path}: not a PyTorch checkpoint") from None
-    if not isinstance(obj, dict):
-        raise CheckpointError(f"{path}: holds a {type(obj).__name__}, not a checkpoint dict")
-    return obj
-
-
-def _numpy_globals() -> list[Any]:
-    """Plain numpy arrays and scalars: trainer files keep the numpy RNG state in `rng_state`."""
-    import numpy as np  # only here: reading v1.0 model files never needs it
-
-    multiarray = importlib.import_module("numpy._core.multiarray")
-    dtypes = [type(np.dtype(t)) for t in (np.bool_, np.uint8, np.int32, np.int64, np.uint32)]
-    dtypes += [type(np.dtype(t)) for t in (np.float16, np.float32, np.float64)]
-    return [multiarray._reconstruct, multiarray.scalar, np.ndarray, np.dtype, *dtypes]
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0][:120] if text else type(exc).__name__
-
-
-def _is_state_dict(obj: object) -> bool:
-    return isinstance(obj, dict) and bool(obj) and all(isinstance(v, Tensor) for v in obj.values())
+    return read_checkpoint(path)
 
 
 def _unwrap(ckpt: dict[str, Any], path: Path) -> dict[str, Tensor]:
-    """The weights: `model`, else `state_dict`, else `ema` (or its `module`), else the bare dict."""
-    for key in ("model", "state_dict", "ema"):
-        inner = ckpt.get(key)
-        if isinstance(inner, dict) and _is_state_dict(inner.get("module")):
-            inner = inner["module"]
-        if _is_state_dict(inner):
-            return inner  # type: ignore[return-value]
-    if _is_state_dict(ckpt):
-        return ckpt
-    raise CheckpointError(f"{path}: no state dict found (looked for 'model', 'state_dict', 'ema')")
+    return state_dict_of(ckpt, path)
 
 
 def _normalise_keys(state: dict[str, Tensor]) -> dict[str, Tensor]:

@@ -1,82 +1,41 @@
 """The YOLOv9 predict path around the network: find images, letterbox them, decode detections.
 
-Three separable stages, so the profiler can time each one: `load_images`/`decode_image` (file I/O),
-`preprocess` (letterbox + normalise + move to the device) and `postprocess` (confidence filter,
-class-aware NMS, undo the letterbox). Semantics follow libreyolo 1.6.0 (workload-notes.md §4;
-reference-behaviour.md §2.2). This module must not build or run the model, time anything, print, or
-exit: errors are raised as `UsageError` subclasses and the CLI decides what to do with them.
+Two separable stages around the forward, so the profiler can time each one: `preprocess`
+(letterbox + normalise + move to the device) and `postprocess` (confidence filter, class-aware
+NMS, undo the letterbox). Finding and decoding files is `workload.images` (re-exported here).
+Semantics follow libreyolo 1.6.0 (workload-notes.md §4; reference-behaviour.md §2.2).
+This module must not build or run the model, time anything, print, or exit: errors
+are raised as `UsageError` subclasses and the CLI decides what to do with them.
 """
 
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
-from PIL import Image, UnidentifiedImageError
+from PIL import Image
 from torchvision.ops import batched_nms
 
-from libreyolo.errors import MissingFileError, UsageError
+from libreyolo.errors import UsageError
+from libreyolo.workload.images import SAMPLE_IMAGE, decode_image, load_images
 from libreyolo.workload.letterbox import PAD_VALUE, Letterbox, PadMode
 
-# Our own synthetic scene (scripts/make_sample_image.py, CC0); 1.6.0's photo is not shipped.
-SAMPLE_IMAGE: Path = Path(__file__).resolve().parents[2] / "assets" / "sample.jpg"
-
-# Directory sources yield children with these lower-cased suffixes (reference-behaviour.md §2.2).
-IMAGE_SUFFIXES: frozenset[str] = frozenset(
-    {".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff"}
-)
+__all__ = [
+    "SAMPLE_IMAGE",
+    "STRIDE",
+    "Detections",
+    "decode_image",
+    "input_size",
+    "load_images",
+    "postprocess",
+    "preprocess",
+]
 
 STRIDE = 32  # the largest head stride; input sides must be multiples of it
 MAX_CANDIDATES = 30_000  # top-k cap on (anchor, class) candidates before NMS, as in 1.6.0
-
-# What PIL raises on bad files; SyntaxError comes from a few plugins on garbage headers.
-_DECODE_ERRORS = (
-    UnidentifiedImageError,
-    Image.DecompressionBombError,
-    OSError,
-    ValueError,
-    SyntaxError,
-)
-
-
-def load_images(source: str | os.PathLike[str] | None) -> list[Path]:
-    """Resolve an `infer` SOURCE into image paths (no decoding).
-
-    None → the bundled sample image; an existing file → itself, whatever its extension; a
-    directory → its direct children with an image suffix, sorted by path string. Nothing found →
-    an exit-2 error with the reference's message `no images found at: <source>`.
-    """
-    if source is None:
-        if not SAMPLE_IMAGE.is_file():
-            raise MissingFileError(f"bundled sample image is missing: {SAMPLE_IMAGE}")
-        return [SAMPLE_IMAGE]
-    path = Path(source)
-    message = f"no images found at: {os.fspath(source)}"
-    if path.is_dir():
-        found = [p for p in path.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file()]
-        if not found:
-            raise UsageError(message, hint=f"accepted suffixes: {' '.join(sorted(IMAGE_SUFFIXES))}")
-        return sorted(found, key=str)
-    if path.exists():
-        return [path]
-    raise MissingFileError(message)
-
-
-def decode_image(path: str | os.PathLike[str]) -> Image.Image:
-    """Decode one file into an RGB PIL image (EXIF orientation ignored, as in 1.6.0's cv2 path)."""
-    try:
-        with Image.open(path) as img:
-            # convert() forces the full decode inside the try, so truncated files fail here.
-            return img.convert("RGB")
-    except FileNotFoundError as exc:
-        raise MissingFileError(f"not found: {os.fspath(path)}") from exc
-    except _DECODE_ERRORS as exc:
-        raise UsageError(f"cannot decode image: {os.fspath(path)} ({exc})") from exc
 
 
 def input_size(imgsz: int) -> int:

@@ -1,0 +1,136 @@
+"""YOLOv9 as a `Workload`: today's model, checkpoint, predict path, TrainStep and augmentations.
+
+Role: the adapter the registry hands to the collectors; every method delegates to the YOLOv9
+modules, so measuring through the interface measures exactly what they did before.
+Must not: hold state between calls, or change what the delegated modules do.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, cast
+
+import torch
+from PIL import Image
+from torch import nn
+from torch.utils.data import Dataset
+
+from libreyolo.errors import CheckpointError
+from libreyolo.workload.checkpoint_io import state_dict_of
+from libreyolo.workload.data.augment import AugmentConfig
+from libreyolo.workload.data.dataset import YoloDataset
+from libreyolo.workload.data.dataset_config import DatasetSpec
+from libreyolo.workload.data.loader import Batch, collate
+from libreyolo.workload.family import Description, InferRunner, InferStages, TrainRunner
+from libreyolo.workload.infer import InferStep
+from libreyolo.workload.train import TrainStep
+from libreyolo.workload.yolo9 import checkpoint, predict
+from libreyolo.workload.yolo9.model import FUSE_MODES, SIZES, FuseMode, YOLOv9
+
+DEFAULT_IMGSZ = 640
+
+
+class YOLOv9Workload:
+    """The YOLOv9 family (t/s/m/c)."""
+
+    name = checkpoint.FAMILY
+    sizes: tuple[str, ...] = tuple(SIZES)
+    default_size = "t"
+    stride = predict.STRIDE
+    fuse_modes: tuple[str, ...] = FUSE_MODES
+
+    def default_imgsz(self, size: str) -> int:
+        return DEFAULT_IMGSZ
+
+    def model_name(self, size: str) -> str:
+        return f"LibreYOLO9{size}"
+
+    def claims_name(self, stem: str) -> str | None:
+        return checkpoint.size_from_filename(f"{stem}.pt")
+
+    def detect(self, ckpt: Mapping[str, Any]) -> tuple[str | None, int | None] | None:
+        try:
+            state = checkpoint._normalise_keys(state_dict_of(dict(ckpt), "checkpoint"))
+        except CheckpointError:  # no weights at all: not ours to claim
+            return None
+        # MTL numbered keys are claimed too, so that loading explains why they are refused.
+        if checkpoint._sniff_family(state) not in (self.name, "mtl"):
+            return None
+        last = state.get("head.cv3.0.2.weight")
+        return checkpoint._sniff_size(state), int(last.shape[0]) if last is not None else None
+
+    def build(self, size: str, nc: int, *, for_training: bool) -> nn.Module:
+        return YOLOv9(size, nc, aux=for_training)
+
+    def load(
+        self, path: str | os.PathLike[str], *, size: str | None, device: str | torch.device
+    ) -> nn.Module:
+        return checkpoint.load_checkpoint(path, size=size, device=device)
+
+    def describe(self, model: nn.Module) -> Description:
+        yolo = cast(YOLOv9, model)
+        num_params = sum(p.numel() for p in yolo.parameters())
+        return Description(self.name, yolo.size, yolo.nc, dict(yolo.names), num_params)
+
+    def reset_classes(self, model: nn.Module, nc: int, names: dict[int, str]) -> None:
+        cast(YOLOv9, model).reset_classes(nc, names)
+
+    def fuse(self, model: nn.Module, mode: str) -> nn.Module:
+        # The unfused model is not used again by a measurement: fuse in place.
+        return cast(YOLOv9, model).fuse(cast(FuseMode, mode), in_place=True)
+
+    def infer_step(
+        self,
+        model: nn.Module,
+        images: Sequence[Image.Image],
+        paths: Sequence[Path],
+        *,
+        imgsz: int,
+        batch: int,
+        device: torch.device,
+        conf: float,
+        iou: float,
+        max_det: int,
+        half: bool,
+        amp_dtype: torch.dtype,
+        include_decode: bool,
+    ) -> InferRunner:
+        return InferStep(
+            model,
+            images,
+            paths,
+            imgsz=imgsz,
+            batch=batch,
+            device=device,
+            conf=conf,
+            iou=iou,
+            max_det=max_det,
+            half=half,
+            amp_dtype=amp_dtype,
+            include_decode=include_decode,
+            stages=InferStages(predict.preprocess, predict.postprocess),
+        )
+
+    def train_step(
+        self, model: nn.Module, *, device: torch.device, amp: bool, ema: bool = True
+    ) -> TrainRunner:
+        return TrainStep(model, device=device, amp=amp, ema=ema)
+
+    def train_dataset(
+        self, spec: DatasetSpec, imgsz: int, *, seed: int, cache: bool
+    ) -> Dataset[Any]:
+        return YoloDataset(spec, imgsz, AugmentConfig(), seed=seed, cache=cache)
+
+    def collate(self, samples: list[Any]) -> Batch:
+        return collate(samples)
+
+    def probe_batch(self, batch: int, imgsz: int, nc: int) -> Batch:
+        images = torch.rand(batch, 3, imgsz, imgsz)
+        box = torch.tensor([[0, 0, 8, 8, 40, 40]], dtype=torch.float32)
+        targets = torch.cat([box + torch.tensor([[i, 0, 0, 0, 0, 0]]) for i in range(batch)])
+        return Batch(images, targets, [])
+
+
+WORKLOAD = YOLOv9Workload()
