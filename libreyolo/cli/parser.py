@@ -151,7 +151,13 @@ def _add_infer(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
     p.add_argument("--weights", default="LibreYOLO9t.pt", help="Model weights file / name")
     p.add_argument("--size", default="t", help="Model size variant (t, s, m, c)")
     p.add_argument("--batch", type=positive_int, default=1, help="Images per forward pass")
-    p.add_argument("--imgsz", type=positive_int, default=640, help="Input image size")
+    p.add_argument(
+        "--imgsz",
+        type=positive_int,
+        default=0,  # schema.INFER_IMGSZ (not imported: it would slow every reader's start)
+        help="Input image size (default: the model's own: 640 for YOLOv9, 416 for YOLOX n/t, "
+        "640 for YOLOX s and larger)",
+    )
     p.add_argument(
         "--half",
         action=argparse.BooleanOptionalAction,

@@ -26,6 +26,8 @@ RUN_STEPS = 20
 INFER_BATCH = 1
 INFER_WARMUP = 20
 INFER_RUNS = 100
+# 0: the model's own input size (YOLOv9 640; YOLOX 416 for n/t, 640 for s and larger).
+INFER_IMGSZ = 0
 
 
 class Mode(StrEnum):

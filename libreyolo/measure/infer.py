@@ -21,6 +21,7 @@ import torch
 
 from libreyolo.config.schema import (
     INFER_BATCH,
+    INFER_IMGSZ,
     INFER_RUNS,
     INFER_WARMUP,
     DeviceConfig,
@@ -57,7 +58,7 @@ class InferSettings:
     family: str = ModelConfig.family  # measured when no checkpoint file names its own family
     source: str | None = ProfileConfig.source  # None: the bundled sample image
     batch: int = INFER_BATCH
-    imgsz: int = ProfileConfig.imgsz
+    imgsz: int = INFER_IMGSZ  # 0: the model's own (Workload.default_imgsz)
     half: bool = ProfileConfig.half
     amp_dtype: str = ProfileConfig.amp_dtype.value
     warmup: int = INFER_WARMUP

@@ -17,7 +17,7 @@ from torch import nn
 
 from libreyolo.workload.family import Workload
 from libreyolo.workload.registry import DEFAULT_FAMILY, detect_file, family
-from libreyolo.workload.weights import resolve_weights
+from libreyolo.workload.weights import known_name, resolve_weights
 
 
 class RandomWeightsWarning(UserWarning):
@@ -58,6 +58,14 @@ def load_workload_model(
     and `size` is then dropped when it belongs to another family. A random-init fallback is
     announced again (a warning for the caller to show) and also appended to `notes`, so the
     profile records it."""
+    known = known_name(str(weights))
+    if known is not None and size is not None and size != known[2]:
+        # A published name says its size: the configured one (a default, most often) yields.
+        if known[1] == family_name:
+            notes.append(
+                f"size {known[2]} from the weights name {known[0]} (not the configured {size})"
+            )
+        size = None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RandomWeightsWarning)
         loaded = _load(weights, size, device, preferred=family_name)

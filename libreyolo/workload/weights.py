@@ -1,6 +1,7 @@
 """Turn a `--weights` argument into a file on disk, or an honest decision to use random weights.
 
-Order: (1) an existing path; (2) a known published name (`LibreYOLO9t.pt`, ...) found in
+Order: (1) an existing path; (2) a known published name (`LibreYOLO9t.pt`, `LibreYOLOXs.pt`,
+...) found in
 `./weights/` (where libreyolo 1.6.0 keeps downloads) or in the cache directory; (3) a download of
 that name into the cache, atomically; (4) for a known name only, random initialisation with a loud
 warning. Anything else is an exit-2 error. Family and size here come from the file NAME only and are
@@ -29,11 +30,27 @@ DEFAULT_WEIGHTS_DIR = Path("~/.cache/libreyolo/weights")
 # 1.6.0's download pattern (reference-behaviour.md §12): {stem} LibreYOLO9t, {name} LibreYOLO9t.pt.
 DEFAULT_WEIGHTS_URL = "https://huggingface.co/LibreYOLO/{stem}/resolve/main/{name}"
 DOWNLOAD_TIMEOUT_S = 30.0  # per socket operation, not for the whole transfer
-SIZES: tuple[str, ...] = ("t", "s", "m", "c")
-KNOWN_NAMES: tuple[str, ...] = tuple(f"LibreYOLO9{s}.pt" for s in SIZES)
-# The published YOLOv9 file names, any case: prefix, size letter, `.pt`. (1.6.0's grammar also
-# allows `-<task>` / `-<variant>` suffixes, but no such YOLOv9 detect weights are published.)
-NAME_RE = re.compile(r"libreyolo9(?P<size>[tsmc])\.pt", re.IGNORECASE)
+# The published file names per family: prefix and size letters (1.6.0's weights hub).
+PUBLISHED: dict[str, tuple[str, str]] = {
+    "yolo9": ("LibreYOLO9", "tsmc"),
+    "yolox": ("LibreYOLOX", "ntsmlx"),
+}
+SIZES: tuple[str, ...] = tuple(PUBLISHED["yolo9"][1])
+KNOWN_NAMES: tuple[str, ...] = tuple(
+    f"{prefix}{size}.pt" for prefix, sizes in PUBLISHED.values() for size in sizes
+)
+# The published file names, any case: prefix, size letter, `.pt`. (1.6.0's grammar also allows
+# `-<task>` / `-<variant>` suffixes, but no such detect weights are published.)
+NAME_RE = re.compile(r"libreyolo(?P<family>9|x)(?P<size>[a-z])\.pt", re.IGNORECASE)
+_FAMILY_OF = {"9": "yolo9", "x": "yolox"}
+# What random weights do to the postprocess timing differs by family (workload-notes.md §6).
+_RANDOM_NMS = {
+    "yolo9": "a random model scores every box far below the confidence threshold, so "
+    "postprocess/NMS does almost no work",
+    "yolox": "a random model scores many boxes above the confidence threshold, so "
+    "postprocess/NMS does far more work than with trained weights",
+}
+_LABEL = {"yolo9": "YOLOv9", "yolox": "YOLOX"}
 # torch.save writes a zip archive; legacy files start with a pickle protocol byte. An HTML error
 # page served with status 200 (proxies, captive portals) is neither.
 _CHECKPOINT_MAGIC = (b"PK\x03\x04", b"\x80")
@@ -47,7 +64,7 @@ class ResolvedWeights:
 
     spec: str  # the --weights argument as given
     path: Path | None
-    family: str | None  # "yolo9" when the name says so; None = let the loader sniff
+    family: str | None  # "yolo9"/"yolox" when the name says so; None = let the loader sniff
     size: str | None  # from the name, else the size hint
     random_init: bool = False
     source: Source = "path"
@@ -67,15 +84,18 @@ def weights_url(name: str) -> str:
     return template.format(stem=name.removesuffix(".pt"), name=name)
 
 
-def known_name(spec: str) -> tuple[str, str] | None:
-    """(canonical name, size) when `spec` is a bare published name such as `libreyolo9T.pt`."""
+def known_name(spec: str) -> tuple[str, str, str] | None:
+    """(canonical name, family, size) when `spec` is a bare published name such as
+    `libreyolo9T.pt` or `LibreYOLOXs.pt`."""
     if Path(spec).name != spec:  # has a directory part: a path, not a name
         return None
     match = NAME_RE.fullmatch(spec)
     if match is None:
         return None
+    family = _FAMILY_OF[match["family"].lower()]
+    prefix, sizes = PUBLISHED[family]
     size = match["size"].lower()
-    return f"LibreYOLO9{size}.pt", size
+    return (f"{prefix}{size}.pt", family, size) if size in sizes else None
 
 
 def resolve_weights(
@@ -91,8 +111,9 @@ def resolve_weights(
     path = Path(spec).expanduser()
     known = known_name(spec)
     if path.is_file():
-        size = known[1] if known else size_hint
-        return ResolvedWeights(spec, path, "yolo9" if known else None, size)
+        if known:
+            return ResolvedWeights(spec, path, known[1], known[2])
+        return ResolvedWeights(spec, path, None, size_hint)
     if path.exists():
         raise UsageError(f"weights path is not a file: {spec}")
     if known is None:
@@ -100,7 +121,7 @@ def resolve_weights(
             f"weights not found: {spec}",
             hint=f"give an existing checkpoint path or one of {_known_list()}",
         )
-    name, size = known
+    name, family, size = known
     if size_hint is not None and size_hint.lower() != size:
         raise UsageError(f"--size {size_hint} contradicts the weights name {name} (size {size})")
     cache = weights_dir()
@@ -110,7 +131,7 @@ def resolve_weights(
     )
     for candidate, source in places:
         if candidate.is_file():
-            return ResolvedWeights(spec, candidate, "yolo9", size, source=source)
+            return ResolvedWeights(spec, candidate, family, size, source=source)
     url = weights_url(name)
     if download:
         try:
@@ -118,17 +139,17 @@ def resolve_weights(
         except _DownloadFailed as exc:
             reason = f"download from {url} failed: {exc}"
         else:
-            return ResolvedWeights(spec, target, "yolo9", size, source="download")
+            return ResolvedWeights(spec, target, family, size, source="download")
     else:
         reason = "downloads are disabled"
     return ResolvedWeights(
         spec,
         None,
-        "yolo9",
+        family,
         size,
         random_init=True,
         source="random",
-        warning=_random_init_warning(name, size, cache, reason),
+        warning=_random_init_warning(name, family, size, cache, reason),
     )
 
 
@@ -174,13 +195,13 @@ def _download(url: str, target: Path, *, timeout: float) -> Path:
                 tmp.unlink()
 
 
-def _random_init_warning(name: str, size: str, cache: Path, reason: str) -> str:
+def _random_init_warning(name: str, family: str, size: str, cache: Path, reason: str) -> str:
     return (
         f"WEIGHTS NOT AVAILABLE: {name} is not in ./weights or {cache} and {reason}. "
-        f"Using RANDOMLY INITIALISED YOLOv9-{size} weights. Convolution and other forward-pass "
-        "timings are real (they do not depend on weight values), but a random model scores every "
-        "box far below the confidence threshold, so postprocess/NMS does almost no work and its "
-        "timing is NOT representative of real inference. To measure with real weights, copy "
+        f"Using RANDOMLY INITIALISED {_LABEL[family]}-{size} weights. Convolution and other "
+        "forward-pass timings are real (they do not depend on weight values), but "
+        f"{_RANDOM_NMS[family]} and its timing is NOT representative of real inference. To "
+        "measure with real weights, copy "
         f"{name} into {cache} (or set {WEIGHTS_DIR_ENV}), pass a checkpoint path, or set "
         f"{WEIGHTS_URL_ENV} to a reachable mirror."
     )

@@ -40,7 +40,8 @@ def test_packaged_groups_have_the_documented_options() -> None:
     found = {g: sorted(p.stem for p in (PACKAGED / g).glob("*.yaml")) for g in GROUPS}
     assert found == {
         "mode": ["infer", "run"],
-        "model": ["yolo9c", "yolo9m", "yolo9s", "yolo9t"],
+        "model": ["yolo9c", "yolo9m", "yolo9s", "yolo9t"]
+        + [f"yolox_{size}" for size in ("l", "m", "n", "s", "t", "x")],
         "dataset": ["coco128", "custom", "synthetic"],
         "device": ["cpu", "cuda"],
         "window": ["default", "long", "quick"],

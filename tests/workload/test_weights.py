@@ -198,7 +198,9 @@ def test_directory_empty_spec_and_size_conflict_are_usage_errors(tmp_path: Path)
 
 
 def test_name_grammar_and_url_templates(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert known_name("LIBREYOLO9S.PT") == ("LibreYOLO9s.pt", "s")
+    assert known_name("LIBREYOLO9S.PT") == ("LibreYOLO9s.pt", "yolo9", "s")
+    assert known_name("libreyoloxN.pt") == ("LibreYOLOXn.pt", "yolox", "n")
+    assert known_name("LibreYOLO9n.pt") is None and known_name("LibreYOLOXc.pt") is None
     assert known_name("LibreYOLO9E2Et.pt") is None
     assert known_name("dir/LibreYOLO9t.pt") is None
     monkeypatch.delenv("LIBREYOLO_WEIGHTS_URL")

@@ -13,8 +13,10 @@ files, decode boxes or compute losses.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
+import torch
 from torch import Tensor, nn
 
 from libreyolo.errors import UsageError
@@ -79,3 +81,22 @@ class YOLOX(nn.Module):
     def forward(self, x: Tensor) -> list[Tensor]:
         outputs: list[Tensor] = self.head(self.backbone(x))
         return outputs
+
+    def reset_classes(self, nc: int, names: dict[int, str]) -> None:
+        """New class predictions for `nc` classes (a dataset's own), seeded as a fresh head's;
+        everything else keeps its weights (what training a checkpoint on another dataset does)."""
+        if nc < 1:
+            raise UsageError(f"nc must be at least 1, got {nc}")
+        if nc != self.nc:
+            fresh = [
+                nn.Conv2d(p.in_channels, nc, 1).to(p.weight.device, p.weight.dtype)
+                for p in self.head.cls_preds
+                if isinstance(p, nn.Conv2d)
+            ]
+            with torch.no_grad():  # the class prior of a fresh head; objectness keeps its own
+                for conv in fresh:
+                    assert conv.bias is not None
+                    conv.bias.fill_(-math.log((1 - PRIOR_PROB) / PRIOR_PROB))
+            self.head.cls_preds = nn.ModuleList(fresh)
+            self.head.nc = nc
+        self.nc, self.names = nc, dict(names)

@@ -1,0 +1,137 @@
+"""YOLOX as a `Workload`: the model, its 1.6.0 checkpoints, predict path, SimOTA training step
+and augmentations.
+
+Role: the adapter the registry hands to the collectors; every method delegates to the YOLOX
+modules. YOLOX has no fusion the profiler applies (1.6.0 measures it as loaded), so
+`fuse_modes` is empty and a measurement says so in a note.
+Must not: hold state between calls, or change what the delegated modules do.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, cast
+
+import torch
+from PIL import Image
+from torch import nn
+from torch.utils.data import Dataset
+
+from libreyolo.errors import CheckpointError
+from libreyolo.workload.checkpoint_io import state_dict_of
+from libreyolo.workload.data.dataset_config import DatasetSpec
+from libreyolo.workload.data.loader import Batch
+from libreyolo.workload.family import Description, InferRunner, InferStages, TrainRunner
+from libreyolo.workload.infer import InferStep
+from libreyolo.workload.yolox import checkpoint, predict
+from libreyolo.workload.yolox.data import MAX_LABELS, YOLOXDataset, collate
+from libreyolo.workload.yolox.model import SIZES, YOLOX
+from libreyolo.workload.yolox.train import YOLOXTrainStep
+
+_NAME = re.compile(r"libreyolox([ntsmlx])", re.IGNORECASE)  # LibreYOLOXs, libreyolox_t, ...
+
+
+class YOLOXWorkload:
+    """The YOLOX family (n/t/s/m/l/x)."""
+
+    name = "yolox"
+    sizes: tuple[str, ...] = tuple(SIZES)
+    default_size = "s"
+    stride = predict.STRIDE
+    fuse_modes: tuple[str, ...] = ()
+
+    def default_imgsz(self, size: str) -> int:
+        return (
+            SIZES[size].default_imgsz if size in SIZES else SIZES[self.default_size].default_imgsz
+        )
+
+    def model_name(self, size: str) -> str:
+        return f"LibreYOLOX{size}"
+
+    def claims_name(self, stem: str) -> str | None:
+        match = _NAME.match(stem)
+        return match.group(1).lower() if match else None
+
+    def detect(self, ckpt: Mapping[str, Any]) -> tuple[str | None, int | None] | None:
+        try:
+            found = checkpoint.detect(state_dict_of(dict(ckpt), "checkpoint"))
+        except CheckpointError:  # no weights at all: not ours to claim
+            return None
+        return None if found is None else (found[1], found[2])
+
+    def build(self, size: str, nc: int, *, for_training: bool) -> nn.Module:
+        return YOLOX(size, nc)
+
+    def load(
+        self, path: str | os.PathLike[str], *, size: str | None, device: str | torch.device
+    ) -> nn.Module:
+        return checkpoint.load_checkpoint(path, size=size, device=device)
+
+    def describe(self, model: nn.Module) -> Description:
+        yolox = cast(YOLOX, model)
+        num_params = sum(p.numel() for p in yolox.parameters())
+        return Description(self.name, yolox.size, yolox.nc, dict(yolox.names), num_params)
+
+    def reset_classes(self, model: nn.Module, nc: int, names: dict[int, str]) -> None:
+        cast(YOLOX, model).reset_classes(nc, names)
+
+    def fuse(self, model: nn.Module, mode: str) -> nn.Module:
+        return model  # fuse_modes is empty: the collectors never ask
+
+    def infer_step(
+        self,
+        model: nn.Module,
+        images: Sequence[Image.Image],
+        paths: Sequence[Path],
+        *,
+        imgsz: int,
+        batch: int,
+        device: torch.device,
+        conf: float,
+        iou: float,
+        max_det: int,
+        half: bool,
+        amp_dtype: torch.dtype,
+        include_decode: bool,
+    ) -> InferRunner:
+        return InferStep(
+            model,
+            images,
+            paths,
+            imgsz=imgsz,
+            batch=batch,
+            device=device,
+            conf=conf,
+            iou=iou,
+            max_det=max_det,
+            half=half,
+            amp_dtype=amp_dtype,
+            include_decode=include_decode,
+            stages=InferStages(predict.preprocess, predict.postprocess),
+        )
+
+    def train_step(
+        self, model: nn.Module, *, device: torch.device, amp: bool, ema: bool = True
+    ) -> TrainRunner:
+        return YOLOXTrainStep(model, device=device, amp=amp, ema=ema)
+
+    def train_dataset(
+        self, spec: DatasetSpec, imgsz: int, *, seed: int, cache: bool
+    ) -> Dataset[Any]:
+        return YOLOXDataset(spec, imgsz, seed=seed, cache=cache)
+
+    def collate(self, samples: list[Any]) -> Batch:
+        return collate(samples)
+
+    def probe_batch(self, batch: int, imgsz: int, nc: int) -> Batch:
+        """Random BGR 0..255 images with one 32-pixel box each, in collate's padded form."""
+        images = torch.rand(batch, 3, imgsz, imgsz) * 255.0
+        targets = torch.zeros(batch, MAX_LABELS, 5)
+        targets[:, 0] = torch.tensor([0.0, imgsz / 2, imgsz / 2, 32.0, 32.0])
+        return Batch(images, targets, [])
+
+
+WORKLOAD = YOLOXWorkload()
