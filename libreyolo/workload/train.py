@@ -124,6 +124,32 @@ class StepLosses(Mapping[str, float]):
         return len(self._tensors)
 
 
+class Optimising(Protocol):
+    """What `backward_and_update` needs of a training step (read-only, so any optimiser fits)."""
+
+    @property
+    def model(self) -> nn.Module: ...
+    @property
+    def scaler(self) -> torch.amp.GradScaler: ...
+    @property
+    def optimizer(self) -> torch.optim.Optimizer: ...
+    @property
+    def ema(self) -> ModelEMA | None: ...
+
+
+def backward_and_update(total: Tensor, step: Optimising, phases: PhaseHook) -> None:
+    """The `backward` and `optimizer` phases every family's step ends with: scaled backward,
+    scaler step and update, zero_grad, EMA update."""
+    with phases("backward"):
+        torch.autograd.backward(step.scaler.scale(total))
+    with phases("optimizer"):
+        step.scaler.step(step.optimizer)
+        step.scaler.update()
+        step.optimizer.zero_grad(set_to_none=True)
+        if step.ema is not None:
+            step.ema.update(step.model)
+
+
 class TrainStep:
     """A YOLOv9 model, its loss, optimiser, AMP and EMA; `step()` runs one optimisation step.
 
@@ -187,14 +213,7 @@ class TrainStep:
         with phases("forward"), autocast:
             outputs = self.model(images)
             total, parts = self.loss(outputs, targets, (images.shape[2], images.shape[3]))
-        with phases("backward"):
-            torch.autograd.backward(self.scaler.scale(total))
-        with phases("optimizer"):
-            self.scaler.step(self.optimizer)
-            self.scaler.update()
-            self.optimizer.zero_grad(set_to_none=True)
-            if self.ema is not None:
-                self.ema.update(self.model)
+        backward_and_update(total, self, phases)
         self.iteration += 1
         self._apply_schedule()
         return StepLosses({"total": total.detach(), **parts})

@@ -86,31 +86,15 @@ class YOLOv9Workload:
         model: nn.Module,
         images: Sequence[Image.Image],
         paths: Sequence[Path],
-        *,
-        imgsz: int,
-        batch: int,
-        device: torch.device,
-        conf: float,
-        iou: float,
-        max_det: int,
-        half: bool,
-        amp_dtype: torch.dtype,
-        include_decode: bool,
+        **settings: Any,
     ) -> InferRunner:
+        """The shared InferStep over this family's stages (settings as `Workload.infer_step`)."""
         return InferStep(
             model,
             images,
             paths,
-            imgsz=imgsz,
-            batch=batch,
-            device=device,
-            conf=conf,
-            iou=iou,
-            max_det=max_det,
-            half=half,
-            amp_dtype=amp_dtype,
-            include_decode=include_decode,
             stages=InferStages(predict.preprocess, predict.postprocess),
+            **settings,
         )
 
     def train_step(

@@ -29,7 +29,13 @@ from torch import Tensor, nn
 
 from libreyolo.errors import UsageError
 from libreyolo.workload.hooks import PhaseHook, no_phases
-from libreyolo.workload.train import BatchLike, ModelEMA, StepLosses, param_groups
+from libreyolo.workload.train import (
+    BatchLike,
+    ModelEMA,
+    StepLosses,
+    backward_and_update,
+    param_groups,
+)
 
 __all__ = [
     "EMA_DECAY",
@@ -201,14 +207,7 @@ class YOLOXTrainStep:
         with phases("forward"), autocast:
             outputs = self.model(images)
             total, parts = self.loss(outputs, targets)
-        with phases("backward"):
-            torch.autograd.backward(self.scaler.scale(total))
-        with phases("optimizer"):
-            self.scaler.step(self.optimizer)
-            self.scaler.update()
-            self.optimizer.zero_grad(set_to_none=True)
-            if self.ema is not None:
-                self.ema.update(self.model)
+        backward_and_update(total, self, phases)
         self.iteration += 1
         self._apply_schedule()
         return StepLosses({"total": total.detach(), **parts})
