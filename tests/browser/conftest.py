@@ -1,4 +1,4 @@
-"""The `browser` fixture: one headless Chromium for the whole session, never skipped.
+"""The `browser` fixture: one headless Chromium per test module, never skipped.
 
 Must not: skip when Chromium is missing (the fixture fails with how to install it), or leave
 Chromium running after the session.
@@ -25,7 +25,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.browser)
 
 
-@pytest.fixture(scope="session")
+# Per module, not per session: an idle Chromium left running would share the CPUs with the
+# timing-sensitive tests that run after the browser tests.
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     executable = find_chromium()
     if executable is None:
