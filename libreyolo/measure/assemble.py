@@ -60,10 +60,24 @@ def analysed_trace(
         except AnalysisError as err:
             notes.append(f"trace not analysed: {err.message}")
     notes.extend(recorder.notes)
+    note = no_gpu_activity_note(device.type, trace)
+    if note is not None:
+        notes.append(note)
     if trace is None:
         path.unlink(missing_ok=True)
         return None
     return with_device_memory(attach_phase_walls(trace, phase_walls, notes), device, memory_before)
+
+
+def no_gpu_activity_note(device_type: str, trace: TraceAnalysis | None) -> str | None:
+    """The note of a CUDA run whose trace holds no GPU activity (none recorded, `--no-trace`,
+    or CUPTI recorded nothing); None on CPU or when the trace saw the GPU."""
+    if device_type != "cuda" or (trace is not None and trace.has_gpu):
+        return None
+    return (
+        "no GPU activity was recorded: GPU time, kernels and the bottleneck are unknown; "
+        "run with the trace on, or check that CUPTI can record on this machine"
+    )
 
 
 def staged(target: Path, into: StagedRun | None) -> AbstractContextManager[StagedRun]:
