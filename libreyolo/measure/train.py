@@ -201,6 +201,7 @@ def _profile_training(
     loader = build_loader(
         dataset,
         batch=settings.batch,
+        device=device,
         workers=settings.workers,
         seed=SEED,
         collate_fn=workload.collate,
