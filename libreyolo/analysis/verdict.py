@@ -2,7 +2,9 @@
 
 Pure. The verdict comes from unsynced numbers (step time, dataload stall, GPU utilisation);
 synced samples feed only the composition (the inference stage split). On a CPU-only profile the
-verdict speaks of the CPU and its op mix, never of "host / launch".
+verdict speaks of the CPU and its op mix, never of "host / launch". A CUDA profile whose trace
+recorded no GPU activity (`--no-trace`, or CUPTI recorded nothing) says so (`no-gpu-trace`),
+never the CPU verdict: nothing says where its step time went.
 """
 
 from __future__ import annotations
@@ -33,6 +35,11 @@ LEVERS = {
 
 
 CPU_LEVERS = ["more CPU threads", "smaller --imgsz", "a smaller model", "a CUDA device"]
+NO_GPU_TRACE = "no-gpu-trace"
+NO_GPU_TRACE_LEVERS = [
+    "run with the trace on (drop --no-trace)",
+    "check that CUPTI can record on this machine (driver, permissions, another profiler)",
+]
 
 
 def _pct(share: float) -> str:
@@ -54,6 +61,21 @@ def _cpu_verdict(profile: Profile, evidence: dict[str, Scalar]) -> Verdict:
         evidence |= {"top_op_category": top, "top_op_category_share": round(top_ms / total, 3)}
         why += f"; {top} ops take {_pct(top_ms / total)} of {kind}"
     return Verdict(bound="compute", why=why + " — CPU-bound", evidence=evidence, levers=CPU_LEVERS)
+
+
+def ran_on_cuda(profile: Profile) -> bool:
+    """Whether the profile measured a CUDA device (its resolved run device)."""
+    device = profile.run.device or str(profile.run.config.get("device_resolved") or "")
+    return device.startswith("cuda")
+
+
+def _no_gpu_trace_verdict(profile: Profile, evidence: dict[str, Scalar]) -> Verdict:
+    why = (
+        f"no GPU activity was recorded for this {profile.run.device or 'CUDA'} run: "
+        "GPU busy time, kernels and the bottleneck are unknown — run with the trace on, "
+        "or check that CUPTI can record"
+    )
+    return Verdict(bound=NO_GPU_TRACE, why=why, evidence=evidence, levers=NO_GPU_TRACE_LEVERS)
 
 
 def _inference_stage_verdict(metrics: dict[str, Scalar]) -> Verdict | None:
@@ -114,6 +136,8 @@ def _decide_quiet(profile: Profile, metrics: dict[str, Scalar]) -> Verdict:
         staged = _inference_stage_verdict(metrics)
         if staged is not None:
             return staged
+    if not has_gpu and ran_on_cuda(profile):
+        return _no_gpu_trace_verdict(profile, evidence)
     if not has_gpu:
         return _cpu_verdict(profile, evidence)
     if util >= UTIL_COMPUTE:

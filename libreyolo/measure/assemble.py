@@ -33,7 +33,7 @@ from libreyolo.errors import AnalysisError
 from libreyolo.measure.artifacts import PROFILE_NAME, TRACE_NAME, StagedRun, utc_now
 from libreyolo.measure.environment import collect_environment
 from libreyolo.measure.failures import destination_error
-from libreyolo.measure.memory import with_device_memory
+from libreyolo.measure.memory import AllocatorStats, with_device_memory
 from libreyolo.measure.phases import attach_phase_walls
 from libreyolo.measure.window import TraceRecorder, WindowPlan
 
@@ -44,10 +44,12 @@ def analysed_trace(
     phase_walls: dict[str, list[float]],
     device: torch.device,
     notes: list[str],
+    memory_before: AllocatorStats,
 ) -> TraceAnalysis | None:
     """The recorder's trace, exported into `run` and analysed, with the synced phase walls and
-    the device's memory peaks attached; None (and a note) when there is none or it cannot be
-    analysed, in which case no trace file stays in the set."""
+    the device's memory over the window that began with `memory_before` attached; None (and a
+    note) when there is none or it cannot be analysed, in which case no trace file stays in
+    the set."""
     path = run.path(TRACE_NAME)
     trace = None
     if recorder.export(path):
@@ -58,10 +60,24 @@ def analysed_trace(
         except AnalysisError as err:
             notes.append(f"trace not analysed: {err.message}")
     notes.extend(recorder.notes)
+    note = no_gpu_activity_note(device.type, trace)
+    if note is not None:
+        notes.append(note)
     if trace is None:
         path.unlink(missing_ok=True)
         return None
-    return with_device_memory(attach_phase_walls(trace, phase_walls, notes), device)
+    return with_device_memory(attach_phase_walls(trace, phase_walls, notes), device, memory_before)
+
+
+def no_gpu_activity_note(device_type: str, trace: TraceAnalysis | None) -> str | None:
+    """The note of a CUDA run whose trace holds no GPU activity (none recorded, `--no-trace`,
+    or CUPTI recorded nothing); None on CPU or when the trace saw the GPU."""
+    if device_type != "cuda" or (trace is not None and trace.has_gpu):
+        return None
+    return (
+        "no GPU activity was recorded: GPU time, kernels and the bottleneck are unknown; "
+        "run with the trace on, or check that CUPTI can record on this machine"
+    )
 
 
 def staged(target: Path, into: StagedRun | None) -> AbstractContextManager[StagedRun]:

@@ -136,7 +136,7 @@ def _profile_inference(
         workload, model = load_workload_model(
             settings.weights, settings.size, device, notes, settings.family
         )
-        reset_peaks(device)
+        memory_before = reset_peaks(device)
         described = workload.describe(model)
         random_init = bool(getattr(model, "random_init", False))
         imgsz = _input_side(settings.imgsz or workload.default_imgsz(described.size), workload)
@@ -167,7 +167,7 @@ def _profile_inference(
         with stage("measure", on_progress, hint="try --no-trace, a smaller --batch or --imgsz"):
             recorder = TraceRecorder(plan, device.type, enabled=settings.trace)
             window = run_window(plan, device, step.step, recorder, on_progress, phases=PHASES)
-        trace = analysed_trace(recorder, run, window.phase_ms, device, notes)
+        trace = analysed_trace(recorder, run, window.phase_ms, device, notes, memory_before)
         config = asdict(settings) | {
             "amp_dtype": str(amp_dtype).removeprefix("torch."),
             "imgsz_input": imgsz,

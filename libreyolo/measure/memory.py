@@ -2,38 +2,65 @@
 
 The trace holds `[memory]` events only when recorded with profile_memory (costly), so the
 collector reads the allocator's own counters instead and merges them into the trace's Memory.
-Must not print; a no-op on CPU.
+`num_alloc_retries` is a process-lifetime counter that `reset_peak_memory_stats` does not clear,
+so it is read at the window's start and its end and only the difference counts: an earlier OOM
+in the process (an AutoBatch probe, an earlier trial, a sweep point) must not mark this window
+as memory pressure. Must not print; a no-op on CPU.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 
 import torch
 
-from libreyolo.document.model import TraceAnalysis
+from libreyolo.document.model import Memory, TraceAnalysis
+
+# The allocator's stat keys (`torch.cuda.memory_stats`); max_memory_allocated/reserved read these.
+RETRIES = "num_alloc_retries"
+PEAK_ALLOCATED = "allocated_bytes.all.peak"
+PEAK_RESERVED = "reserved_bytes.all.peak"
+
+AllocatorStats = Mapping[str, int]
 
 
-def reset_peaks(device: torch.device) -> None:
-    """Start the peak counters at this point (so they cover the model and the window only)."""
-    if device.type == "cuda":
-        torch.cuda.reset_peak_memory_stats(device)
+def reset_peaks(device: torch.device) -> AllocatorStats:
+    """Start the window here: the peak counters restart (so they cover the model and the
+    window only) and the allocator's stats at this point come back (empty on CPU), to be
+    passed to `with_device_memory` at the window's end."""
+    if device.type != "cuda":
+        return {}
+    torch.cuda.reset_peak_memory_stats(device)
+    return dict(torch.cuda.memory_stats(device))
 
 
-def with_device_memory(trace: TraceAnalysis, device: torch.device) -> TraceAnalysis:
-    """`trace` with the allocator's peak allocated/reserved bytes and retry count; retries mean
-    the allocator had to free its cache and try again, i.e. memory thrash."""
+def retries_over_window(before: AllocatorStats, after: AllocatorStats) -> int:
+    """Allocation retries (cache flushed and the malloc tried again) within the window."""
+    return max(int(after.get(RETRIES, 0)) - int(before.get(RETRIES, 0)), 0)
+
+
+def window_memory(before: AllocatorStats, after: AllocatorStats, traced: Memory) -> Memory:
+    """`traced` with the allocator's peaks (where the trace had none) and the window's retries;
+    retries mean the allocator had to free its cache and try again, i.e. memory thrash."""
+    retries = retries_over_window(before, after)
+    peak_allocated, peak_reserved = after.get(PEAK_ALLOCATED), after.get(PEAK_RESERVED)
+    return dataclasses.replace(
+        traced,
+        peak_allocated_bytes=traced.peak_allocated_bytes
+        or (None if peak_allocated is None else int(peak_allocated)),
+        peak_reserved_bytes=traced.peak_reserved_bytes
+        or (None if peak_reserved is None else int(peak_reserved)),
+        num_alloc_retries=retries,
+        thrash=traced.thrash or retries > 0,
+    )
+
+
+def with_device_memory(
+    trace: TraceAnalysis, device: torch.device, before: AllocatorStats
+) -> TraceAnalysis:
+    """`trace` with the allocator's memory over the window that began with `before`."""
     if device.type != "cuda":
         return trace
-    stats = torch.cuda.memory_stats(device)
-    retries = int(stats.get("num_alloc_retries", 0))
-    memory = dataclasses.replace(
-        trace.memory,
-        peak_allocated_bytes=trace.memory.peak_allocated_bytes
-        or int(torch.cuda.max_memory_allocated(device)),
-        peak_reserved_bytes=trace.memory.peak_reserved_bytes
-        or int(torch.cuda.max_memory_reserved(device)),
-        num_alloc_retries=retries,
-        thrash=trace.memory.thrash or retries > 0,
-    )
-    return dataclasses.replace(trace, memory=memory)
+    after = torch.cuda.memory_stats(device)
+    return dataclasses.replace(trace, memory=window_memory(before, after, trace.memory))

@@ -177,7 +177,7 @@ def _profile_training(
         workload, model = load_workload_model(
             settings.weights, settings.size, device, weight_notes, settings.family
         )
-        reset_peaks(device)
+        memory_before = reset_peaks(device)
         described = workload.describe(model)
         random_init = bool(getattr(model, "random_init", False))
     with stage("build data", on_progress, hint="check the dataset YAML, images and labels"):
@@ -201,6 +201,7 @@ def _profile_training(
     loader = build_loader(
         dataset,
         batch=settings.batch,
+        device=device,
         workers=settings.workers,
         seed=SEED,
         collate_fn=workload.collate,
@@ -234,7 +235,7 @@ def _profile_training(
             finally:
                 batches.close()  # stops loader workers before the trace is analysed
 
-        trace = analysed_trace(recorder, run, window.phase_ms, device, notes)
+        trace = analysed_trace(recorder, run, window.phase_ms, device, notes, memory_before)
         config = asdict(settings) | {
             "device_resolved": str(device),
             "dataset_yaml": os.fspath(spec.yaml_path) if spec.yaml_path else None,

@@ -9,7 +9,13 @@ from libreyolo.errors import UsageError
 from libreyolo.workload.data.augment import AugmentConfig
 from libreyolo.workload.data.dataset import Sample, YoloDataset
 from libreyolo.workload.data.dataset_config import DatasetSpec, load_dataset_yaml
-from libreyolo.workload.data.loader import Batch, batches_available, build_loader, collate
+from libreyolo.workload.data.loader import (
+    Batch,
+    batches_available,
+    build_loader,
+    collate,
+    pins_for,
+)
 from libreyolo.workload.data.synthetic import make_synthetic
 
 IMGSZ = 64
@@ -91,10 +97,24 @@ def test_loader_defaults(spec: DatasetSpec) -> None:
     dataset = YoloDataset(spec, IMGSZ, AugmentConfig.none())
     small = build_loader(dataset, batch=16, workers=0)
     assert not small.drop_last and len(list(small)) == 1  # smaller than one batch: keep it
-    assert small.pin_memory == torch.cuda.is_available()
+    assert small.pin_memory is False  # the measured device is unknown: never pin
     assert not small.persistent_workers
     with pytest.raises(UsageError):
         build_loader(dataset, batch=0, workers=0)
+
+
+def test_pinning_follows_the_measured_device(
+    spec: DatasetSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A machine with CUDA measuring on its CPU: pinning would start a context on GPU 0.
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    dataset = YoloDataset(spec, IMGSZ, AugmentConfig.none())
+    on_cpu = build_loader(dataset, batch=4, workers=0, device=torch.device("cpu"))
+    on_cuda = build_loader(dataset, batch=4, workers=0, device=torch.device("cuda", 1))
+    assert on_cpu.pin_memory is False
+    assert on_cuda.pin_memory is True
+    assert pins_for(torch.device("cuda")) and not pins_for(torch.device("cpu"))
+    assert not pins_for(None)
 
 
 def test_batches_available(spec: DatasetSpec) -> None:

@@ -61,6 +61,11 @@ def collate(samples: list[Sample]) -> Batch:
     return Batch(images, torch.cat(rows), [s.path for s in samples])
 
 
+def pins_for(device: torch.device | None) -> bool:
+    """Whether batches bound for `device` should come from pinned memory: only for CUDA."""
+    return device is not None and device.type == "cuda"
+
+
 def build_loader(
     dataset: YoloDataset | Dataset[Any],
     *,
@@ -68,6 +73,7 @@ def build_loader(
     workers: int,
     shuffle: bool = True,
     pin_memory: bool | None = None,
+    device: torch.device | None = None,
     persistent_workers: bool | None = None,
     drop_last: bool | None = None,
     multiprocessing_context: str | None = None,
@@ -77,7 +83,10 @@ def build_loader(
     """A DataLoader yielding `Batch`es (or what `collate_fn`, a family's own collate, makes).
 
     Args:
-        pin_memory: None pins when CUDA is available (what a CUDA training run wants).
+        pin_memory: None pins only when `device` (the measured device) is CUDA: pinning for a
+            CPU run would start a CUDA context on GPU 0 from the pin thread and put the copy
+            into `dataload`.
+        device: the device the batches go to; None (unknown) never pins.
         persistent_workers: None keeps workers alive across epochs whenever workers > 0; 1.6.0
             respawned them every epoch, which stalls the first batch of each epoch.
         drop_last: None drops the ragged last batch only when the dataset holds a full batch
@@ -93,7 +102,7 @@ def build_loader(
     if workers < 0:
         raise UsageError(f"workers must be 0 or more, got {workers}")
     if pin_memory is None:
-        pin_memory = torch.cuda.is_available()
+        pin_memory = pins_for(device)
     if persistent_workers is None:
         persistent_workers = workers > 0
     if drop_last is None:

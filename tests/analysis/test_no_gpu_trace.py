@@ -1,0 +1,59 @@
+"""A CUDA profile without GPU activity says so, never that the step runs on the CPU."""
+
+from __future__ import annotations
+
+import json
+
+from libreyolo.analysis.build import finalize
+from libreyolo.analysis.summary import summarize
+from libreyolo.document.model import Profile, RunInfo, Samples, StepSample, Tool, TraceAnalysis
+from libreyolo.measure.assemble import no_gpu_activity_note
+from libreyolo.render.jsondoc import to_json_text
+from libreyolo.render.text import to_lines
+
+
+def _profile(device: str) -> Profile:
+    steps = [StepSample(index=i, synced=False, wall_ms=20.0, dataload_ms=0.5) for i in range(8)]
+    return finalize(
+        Profile(
+            kind="train",
+            created=None,
+            tool=Tool(version="test"),
+            run=RunInfo(mode="training", device=device, batch=4, imgsz=64),
+            samples=Samples(steps=steps),
+        )
+    )
+
+
+def test_a_cuda_run_without_a_trace_gets_the_no_gpu_trace_verdict() -> None:
+    profile = _profile("cuda:0")
+    assert profile.verdict is not None
+    assert profile.verdict.bound == "no-gpu-trace"
+    assert "no GPU activity was recorded" in profile.verdict.why
+    assert "CPU" not in profile.verdict.why
+    assert profile.metrics["bound"] == "no-gpu-trace"
+
+
+def test_a_cpu_run_keeps_the_cpu_verdict() -> None:
+    profile = _profile("cpu")
+    assert profile.verdict is not None
+    assert profile.verdict.bound == "compute"
+    assert "CPU" in profile.verdict.why
+
+
+def test_readers_show_the_no_gpu_trace_verdict() -> None:
+    summary = summarize(_profile("cuda:0"))
+    text = "\n".join(to_lines(summary))
+    assert "NO-GPU-TRACE: no GPU activity was recorded" in text
+    data = json.loads(to_json_text(summary))
+    assert data["bound"] == "no-gpu-trace"
+
+
+def test_the_note_is_for_cuda_runs_without_gpu_activity_only() -> None:
+    cpu_trace = TraceAnalysis(source="whole_trace", num_steps=0, window_ms=1.0, has_gpu=False)
+    gpu_trace = TraceAnalysis(source="whole_trace", num_steps=0, window_ms=1.0, has_gpu=True)
+    note = no_gpu_activity_note("cuda", None)
+    assert note is not None and "no GPU activity was recorded" in note
+    assert no_gpu_activity_note("cuda", cpu_trace) == note
+    assert no_gpu_activity_note("cuda", gpu_trace) is None
+    assert no_gpu_activity_note("cpu", None) is None
