@@ -3,11 +3,14 @@
 Role: validate the settings; check that one epoch of the dataset holds the measured steps at
 this batch (an epoch boundary inside the window would add loader restarts and reshuffles to
 `dataload`, §15 item 18; warmup may span epochs, and the window starts a fresh epoch when the
-current one cannot hold it, a restart noted in the profile); run the window (loop.py) with
-the phases `dataload`, `to_device`, `forward`, `backward`, `optimizer`, the unsynced half
-recorded by the torch profiler; analyse the trace and save a finished Profile into
-`<project>/run/` through a staged run directory. No validation pass or checkpoint runs inside
-the window. Must not print or exit, nor derive metrics or verdicts (`analysis.build.finalize`).
+current one cannot hold it, a restart noted in the profile). The built-in synthetic set is
+generated to hold the whole run; the overhead-calibration (bare) steps are ours, not the
+window's, so they are trimmed to what the epoch holds beside the measured steps (noted) and
+never fail a run. Run the window (loop.py) with the phases `dataload`, `to_device`, `forward`,
+`backward`, `optimizer`, the unsynced half recorded by the torch profiler; analyse the trace
+and save a finished Profile into `<project>/run/` through a staged run directory. No validation
+pass or checkpoint runs inside the window. Must not print or exit, nor derive metrics or
+verdicts (`analysis.build.finalize`).
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from libreyolo.measure.memory import reset_peaks
 from libreyolo.measure.phases import PhaseTimer
 from libreyolo.measure.stages import Progress, stage
 from libreyolo.measure.threads import intra_op_threads, warn_if_crowded
-from libreyolo.measure.window import TraceRecorder, WindowPlan, plan_window
+from libreyolo.measure.window import TraceRecorder, WindowPlan, fit_calibration, plan_window
 
 if TYPE_CHECKING:
     from libreyolo.workload.family import Workload
@@ -104,17 +107,15 @@ def _validate(s: TrainSettings, device: torch.device) -> None:
 
 
 def check_window_fits(num_images: int, available: int, plan: WindowPlan, batch: int) -> None:
-    """NoProfileError naming the numbers and the ways out when one epoch cannot hold the window
-    (the measured steps plus the bare steps that calibrate the profiler's overhead)."""
-    needed = plan.num_after_warmup
+    """NoProfileError naming the numbers and the ways out when one epoch cannot hold the
+    measured steps. The bare steps that calibrate the profiler's overhead never fail a run:
+    `fit_calibration` trims them to what the epoch holds beside the measured ones."""
+    needed = plan.num_measured
     if available >= needed:
         return
-    steps = f"the {plan.num_measured} measured steps"
-    if plan.num_bare:
-        steps += f" and {plan.num_bare} overhead-calibration steps"
     raise NoProfileError(
         f"the dataset has {num_images} images: {available} batches of {batch} per epoch, "
-        f"but {steps} need {needed} batches in one epoch",
+        f"but the {needed} measured steps need {needed} batches in one epoch",
         hint="use a larger dataset, fewer --steps, or a smaller --batch",
     )
 
@@ -164,7 +165,9 @@ def _profile_training(
     device = resolve_device(settings.device)
     _validate(settings, device)
     with stage("build data", on_progress, hint="check the dataset YAML, images and labels"):
-        spec = resolve_dataset(settings.data)
+        # AutoBatch (-1) has not fitted the batch yet: the default synthetic set then.
+        known_batch = settings.batch if settings.batch > 0 else None
+        spec = resolve_dataset(settings.data, window_batches=plan.num_total, batch=known_batch)
     fitted_note = None
     if settings.batch == -1:
         with stage("fit batch", on_progress, hint="pass an explicit --batch"):
@@ -185,8 +188,11 @@ def _profile_training(
     num_images = len(dataset)  # type: ignore[arg-type]
     available = batches_available(dataset, settings.batch)  # type: ignore[arg-type]
     check_window_fits(num_images, available, plan, settings.batch)
+    plan, calibration_note = fit_calibration(plan, available)
 
     notes = [f"dataset: skipped {line}" for line in getattr(dataset, "issues", [])[:5]]
+    if calibration_note:
+        notes.append(calibration_note)
     if fitted_note:
         notes.append(fitted_note)
     warn_if_crowded(settings.workers, device, notes)

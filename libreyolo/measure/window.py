@@ -16,6 +16,7 @@ or time anything itself.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import sys
@@ -39,6 +40,7 @@ class WindowPlan:
     num_warmup: int
     num_measured: int
     num_bare: int = 0  # unsynced, profiler off, after the traced half (overhead calibration)
+    traced: bool = False  # the unsynced half runs under the torch profiler
 
     @property
     def num_unsynced(self) -> int:
@@ -97,10 +99,6 @@ class WindowPlan:
             profiler_on=self.traced,
         )
 
-    @property
-    def traced(self) -> bool:
-        return self.num_bare > 0
-
 
 def plan_window(
     warmup: int, measured: int, *, measured_flag: str = "--runs", traced: bool = True
@@ -115,7 +113,22 @@ def plan_window(
             f"iteration); got {measured}"
         )
     num_bare = min(max(1, measured // 2), MAX_BARE) if traced else 0
-    return WindowPlan(num_warmup=warmup, num_measured=measured, num_bare=num_bare)
+    return WindowPlan(num_warmup=warmup, num_measured=measured, num_bare=num_bare, traced=traced)
+
+
+def fit_calibration(plan: WindowPlan, batches_per_epoch: int) -> tuple[WindowPlan, str | None]:
+    """The plan with only as many bare iterations as one epoch holds beside the measured ones
+    (calibration is ours, not the window's: it must never be what fails a run), and the note
+    saying so when fewer than planned remain; the plan unchanged (no note) when all fit."""
+    room = max(0, batches_per_epoch - plan.num_measured)
+    if plan.num_bare <= room:
+        return plan, None
+    held = f"the dataset holds {batches_per_epoch} batches per epoch"
+    if room == 0:
+        note = f"profiler overhead not calibrated: {held}, the measured steps used them all"
+    else:
+        note = f"profiler overhead calibrated on {room} bare steps, not {plan.num_bare}: {held}"
+    return dataclasses.replace(plan, num_bare=room), note
 
 
 class TraceRecorder:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from libreyolo.bounded_yaml import load_yaml_bounded
 from libreyolo.errors import DatasetError, MissingFileError, UsageError
-from libreyolo.workload.data.synthetic import make_synthetic
+from libreyolo.workload.data.synthetic import make_synthetic, train_images_for
 
 __all__ = [
     "IMAGE_SUFFIXES",
@@ -84,8 +84,18 @@ def label_path_for(image: Path) -> Path:
     return Path(*parts, image.stem + ".txt") if parts else Path(image.stem + ".txt")
 
 
-def resolve_dataset(name_or_yaml: str, *, split: str = "train") -> DatasetSpec:
+def resolve_dataset(
+    name_or_yaml: str,
+    *,
+    split: str = "train",
+    window_batches: int | None = None,
+    batch: int | None = None,
+) -> DatasetSpec:
     """Resolve a registry name (`synthetic`, `coco128`) or a dataset YAML path into a spec.
+
+    `window_batches` batches of `batch` images are what the caller will read in one epoch; the
+    built-in `synthetic` set is generated (once, cached by size) to hold them. Other datasets
+    ignore both: they are what they are.
 
     Raises:
         MissingFileError: a path that looks like a YAML file but does not exist.
@@ -100,7 +110,8 @@ def resolve_dataset(name_or_yaml: str, *, split: str = "train") -> DatasetSpec:
     if candidate.is_dir():
         return load_dataset_yaml(_yaml_in_dir(candidate), split=split)
     if name_or_yaml == "synthetic":
-        return load_dataset_yaml(make_synthetic(datasets_dir()), split=split)
+        num_train = train_images_for(window_batches, batch)
+        return load_dataset_yaml(make_synthetic(datasets_dir(), num_train=num_train), split=split)
     if name_or_yaml == "coco128":
         return _resolve_coco128(split)
     if candidate.suffix in (".yaml", ".yml") or os.sep in name_or_yaml:

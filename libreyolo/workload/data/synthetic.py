@@ -22,7 +22,15 @@ from PIL import Image, ImageDraw
 
 from libreyolo.errors import DatasetError, UsageError
 
-__all__ = ["CLASS_NAMES", "GENERATOR_VERSION", "make_synthetic", "render_sample", "synthetic_dir"]
+__all__ = [
+    "CLASS_NAMES",
+    "DEFAULT_TRAIN_IMAGES",
+    "GENERATOR_VERSION",
+    "make_synthetic",
+    "render_sample",
+    "synthetic_dir",
+    "train_images_for",
+]
 
 GENERATOR_VERSION = 1  # bump when the drawing changes, so cached sets are regenerated
 CLASS_NAMES = ("red", "green", "blue")
@@ -30,6 +38,7 @@ _COLOURS = ((220, 40, 40), (40, 190, 60), (40, 70, 220))
 _MAX_SHAPES = 4
 _GAP_PX = 2  # shapes keep this distance, so every label is the extent of exactly one shape
 _JPEG_QUALITY = 90
+DEFAULT_TRAIN_IMAGES = 64  # the smallest set; larger ones grow in steps of this many images
 
 Box = tuple[int, int, int, int, int]  # class, x1, y1, x2, y2 in pixels (x2, y2 exclusive)
 
@@ -40,8 +49,26 @@ def synthetic_dir(root: Path, *, num_train: int, num_val: int, imgsz: int, seed:
     return root / key
 
 
+def train_images_for(num_batches: int | None, batch: int | None) -> int:
+    """Train images a window of `num_batches` batches of `batch` needs, rounded up to a multiple
+    of DEFAULT_TRAIN_IMAGES (so nearby windows share one cached set) and never below it; the
+    default set when either count is unknown (AutoBatch has not fitted the batch yet).
+
+    Image i depends only on (seed, split, i), so a larger set starts with the smaller one's images.
+    """
+    if num_batches is None or batch is None or num_batches < 1 or batch < 1:
+        return DEFAULT_TRAIN_IMAGES
+    blocks = -(-num_batches * batch // DEFAULT_TRAIN_IMAGES)  # ceiling division, at least 1
+    return blocks * DEFAULT_TRAIN_IMAGES
+
+
 def make_synthetic(
-    root: Path, *, num_train: int = 64, num_val: int = 16, imgsz: int = 320, seed: int = 0
+    root: Path,
+    *,
+    num_train: int = DEFAULT_TRAIN_IMAGES,
+    num_val: int = 16,
+    imgsz: int = 320,
+    seed: int = 0,
 ) -> Path:
     """Generate the set under `root` once (cached by its parameters) and return its YAML path."""
     if num_train < 1 or num_val < 1:
