@@ -4,7 +4,9 @@ Role: the family-neutral half of checkpoint reading, shared by the registry (whi
 this file hold?) and each family's loader: `read_checkpoint` opens a file only with
 `torch.load(weights_only=True)` and turns every failure into one `CheckpointError` line;
 `state_dict_of` finds the weights inside the usual wrappers.
-Must not: know any family's keys, sizes or metadata rules, build models, or resolve names.
+`check_format`, `pick_size` and `class_names` are the metadata rules every libreyolo 1.6.0 file
+follows, whatever its family.
+Must not: know any family's keys or sizes, build models, or resolve names.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import pickle
 import re
 import struct
 import warnings
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -94,3 +97,47 @@ def state_dict_of(ckpt: dict[str, Any], path: str | os.PathLike[str]) -> dict[st
     if is_state_dict(ckpt):
         return ckpt
     raise CheckpointError(f"{path}: no state dict found (looked for 'model', 'state_dict', 'ema')")
+
+
+def check_format(ckpt: dict[str, Any], path: Path, schema_version: str) -> None:
+    """A readable schema (same major version) holding a `detect` model, else one line."""
+    version = str(ckpt.get("schema_version", schema_version))
+    if version.split(".")[0] != schema_version.split(".")[0]:
+        raise CheckpointError(f"{path}: schema version {version} is not readable (knows 1.x)")
+    task = ckpt.get("task", "detect")
+    if task != "detect":
+        raise CheckpointError(f"{path}: holds a {task!r} model; only 'detect' is supported")
+
+
+def pick_size(
+    path: Path,
+    label: str,
+    sizes: Collection[str],
+    *,
+    meta: object,
+    tensors: str | None,
+    from_name: str | None,
+) -> tuple[str, str]:
+    """(size, where it came from): the metadata, else the tensors, else the file name; the
+    metadata must be one of `sizes` and agree with the tensors."""
+    if meta is not None and meta not in sizes:
+        raise CheckpointError(f"{path}: unknown {label} size {meta!r} in the metadata")
+    if meta is not None and tensors is not None and meta != tensors:
+        raise CheckpointError(
+            f"{path}: metadata says size {meta!r} but the tensors are size {tensors!r}"
+        )
+    for size, source in ((meta, "metadata"), (tensors, "tensors"), (from_name, "file name")):
+        if isinstance(size, str):
+            return size, source
+    raise CheckpointError(
+        f"{path}: cannot tell the {label} size (no metadata, tensors or file name)"
+    )
+
+
+def class_names(raw: object, nc: int) -> dict[int, str]:
+    """The `names` metadata (a list or an index map) as {i: name} for every class, `class{i}`
+    where it has none."""
+    if isinstance(raw, list | tuple):
+        raw = dict(enumerate(raw))
+    given = {int(k): str(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
+    return {i: given.get(i, f"class{i}") for i in range(nc)}

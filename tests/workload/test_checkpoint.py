@@ -12,8 +12,8 @@ import torch
 
 from libreyolo.errors import CheckpointError, ExitStatus, MissingFileError, UsageError
 from libreyolo.workload.api import load_model
+from libreyolo.workload.registry import detect_file
 from libreyolo.workload.yolo9.checkpoint import (
-    detect_family_size,
     load_checkpoint,
     save_checkpoint,
     size_from_filename,
@@ -99,8 +99,13 @@ def test_save_load_round_trip(model: YOLOv9, raw: dict[str, Any], tmp_path: Path
     assert _same_weights(load_checkpoint(path), model)
 
 
+def _family_size(path: Path) -> tuple[str, str | None]:
+    workload, size, _ = detect_file(path)
+    return workload.name, size
+
+
 def test_detect_family_size(fixture_pt: Path) -> None:
-    assert detect_family_size(fixture_pt) == ("yolo9", "t")
+    assert _family_size(fixture_pt) == ("yolo9", "t")
 
 
 def test_legacy_forms_load(model: YOLOv9, raw: dict[str, Any], tmp_path: Path) -> None:
@@ -162,7 +167,7 @@ def test_filename_gives_the_size_last(raw: dict[str, Any], tmp_path: Path) -> No
     assert load_checkpoint(_save(raw["model"], tmp_path / "LibreYOLO9s.pt")).size == "t"
     stemless = {k: v for k, v in raw["model"].items() if not k.startswith("backbone.conv0.")}
     named = _save(stemless, tmp_path / "LibreYOLO9t.pt")
-    assert detect_family_size(named) == ("yolo9", "t")
+    assert _family_size(named) == ("yolo9", "t")
     with pytest.raises(CheckpointError, match=r"6 tensors of YOLOv9-t are missing"):
         load_checkpoint(named)
     with pytest.raises(CheckpointError, match="cannot tell the YOLOv9 size"):

@@ -21,8 +21,14 @@ from torch import Tensor
 
 from libreyolo import __version__
 from libreyolo.errors import CheckpointError, UsageError
-from libreyolo.workload.checkpoint_io import first_line as _first_line
-from libreyolo.workload.checkpoint_io import read_checkpoint, state_dict_of
+from libreyolo.workload.checkpoint_io import (
+    check_format,
+    class_names,
+    first_line,
+    pick_size,
+    read_checkpoint,
+    state_dict_of,
+)
 from libreyolo.workload.yolo9.model import SIZES, YOLOv9, default_cls_width
 
 SCHEMA_VERSION = "1.0"
@@ -50,14 +56,6 @@ class CheckpointInfo:
     has_aux: bool
 
 
-def _read(path: Path) -> dict[str, Any]:
-    return read_checkpoint(path)
-
-
-def _unwrap(ckpt: dict[str, Any], path: Path) -> dict[str, Tensor]:
-    return state_dict_of(ckpt, path)
-
-
 def _normalise_keys(state: dict[str, Tensor]) -> dict[str, Tensor]:
     out: dict[str, Tensor] = {}
     for key, value in state.items():
@@ -70,7 +68,7 @@ def _normalise_keys(state: dict[str, Tensor]) -> dict[str, Tensor]:
     return out
 
 
-def _sniff_family(state: dict[str, Tensor]) -> str | None:
+def sniff_family(state: dict[str, Tensor]) -> str | None:
     keys = list(state)
     if any(k.startswith(("backbone.elan", "neck.elan")) for k in keys):
         return "yolo9"
@@ -102,24 +100,10 @@ def size_from_filename(path: str | os.PathLike[str], family: str = FAMILY) -> st
     return found.group(1).lower() if found else None
 
 
-def detect_family_size(path: str | os.PathLike[str]) -> tuple[str, str | None]:
-    """(family, size) of a weights file: metadata, then tensor shapes, then the file name."""
-    path = Path(path)
-    ckpt = _read(path)
-    state = _normalise_keys(_unwrap(ckpt, path))
-    family = ckpt.get("model_family") or _sniff_family(state)
-    if not isinstance(family, str) or family == "mtl":
-        raise CheckpointError(f"{path}: cannot tell which model family the weights belong to")
-    size = ckpt.get("size") if isinstance(ckpt.get("size"), str) else None
-    if size is None and family == FAMILY:
-        size = _sniff_size(state)
-    return family, size or size_from_filename(path, family)
-
-
 def _check_family(ckpt: dict[str, Any], state: dict[str, Tensor], path: Path) -> None:
     family = ckpt.get("model_family")
     if family is None:
-        family = _sniff_family(state)
+        family = sniff_family(state)
         if family == "mtl":
             raise CheckpointError(
                 f"{path}: upstream MTL numbered keys are not supported; convert them with libreyolo"
@@ -128,39 +112,19 @@ def _check_family(ckpt: dict[str, Any], state: dict[str, Tensor], path: Path) ->
             raise CheckpointError(f"{path}: does not hold a YOLOv9 state dict")
     if family != FAMILY:
         raise CheckpointError(f"{path}: holds a {family!r} model, not YOLOv9 ({FAMILY!r})")
-    version = str(ckpt.get("schema_version", SCHEMA_VERSION))
-    if version.split(".")[0] != SCHEMA_VERSION.split(".")[0]:
-        raise CheckpointError(f"{path}: schema version {version} is not readable (knows 1.x)")
-    task = ckpt.get("task", "detect")
-    if task != "detect":
-        raise CheckpointError(f"{path}: holds a {task!r} model; only 'detect' is supported")
+    check_format(ckpt, path, SCHEMA_VERSION)
 
 
 def _resolve_size(ckpt: dict[str, Any], state: dict[str, Tensor], path: Path) -> tuple[str, str]:
-    meta, tensors = ckpt.get("size"), _sniff_size(state)
-    if meta is not None and meta not in SIZES:
-        raise CheckpointError(f"{path}: unknown YOLOv9 size {meta!r} in the metadata")
-    if meta is not None and tensors is not None and meta != tensors:
-        raise CheckpointError(
-            f"{path}: metadata says size {meta!r} but the tensors are size {tensors!r}"
-        )
-    for size, source in (
-        (meta, "metadata"),
-        (tensors, "tensors"),
-        (size_from_filename(path), "file name"),
-    ):
-        if size is not None:
-            return size, source
-    raise CheckpointError(
-        f"{path}: cannot tell the YOLOv9 size (no metadata, tensors or file name)"
+    from_name = size_from_filename(path)
+    return pick_size(
+        path,
+        "YOLOv9",
+        SIZES,
+        meta=ckpt.get("size"),
+        tensors=_sniff_size(state),
+        from_name=from_name,
     )
-
-
-def _names(raw: object, nc: int) -> dict[int, str]:
-    if isinstance(raw, list | tuple):
-        raw = dict(enumerate(raw))
-    given = {int(k): str(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
-    return {i: given.get(i, f"class{i}") for i in range(nc)}
 
 
 def _inspect(ckpt: dict[str, Any], state: dict[str, Tensor], path: Path) -> CheckpointInfo:
@@ -184,7 +148,7 @@ def _inspect(ckpt: dict[str, Any], state: dict[str, Tensor], path: Path) -> Chec
         size=size,
         size_source=source,
         nc=nc,
-        names=_names(ckpt.get("names"), nc),
+        names=class_names(ckpt.get("names"), nc),
         cls_width=int(first.shape[0]) if first is not None else default_cls_width(ch0, nc),
         imgsz=imgsz,
         letterbox_pad=pad,
@@ -203,8 +167,8 @@ def load_checkpoint(
     path = Path(path)
     if size is not None and size not in SIZES:
         raise UsageError(f"unknown YOLOv9 size {size!r}; expected one of {', '.join(SIZES)}")
-    ckpt = _read(path)
-    state = _normalise_keys(_unwrap(ckpt, path))
+    ckpt = read_checkpoint(path)
+    state = _normalise_keys(state_dict_of(ckpt, path))
     info = _inspect(ckpt, state, path)
     if size is not None and size != info.size:
         raise CheckpointError(
@@ -217,7 +181,7 @@ def load_checkpoint(
     try:
         return model.to(device).eval()
     except (RuntimeError, AssertionError) as exc:  # unknown name, no driver, CPU-only torch
-        raise UsageError(f"device {str(device)!r} cannot be used: {_first_line(exc)}") from None
+        raise UsageError(f"device {str(device)!r} cannot be used: {first_line(exc)}") from None
 
 
 def _load_weights(model: YOLOv9, state: dict[str, Tensor], path: Path, *, aux: bool) -> None:

@@ -56,7 +56,7 @@ class YOLOv9Workload:
         except CheckpointError:  # no weights at all: not ours to claim
             return None
         # MTL numbered keys are claimed too, so that loading explains why they are refused.
-        if checkpoint._sniff_family(state) not in (self.name, "mtl"):
+        if checkpoint.sniff_family(state) not in (self.name, "mtl"):
             return None
         last = state.get("head.cv3.0.2.weight")
         return checkpoint._sniff_size(state), int(last.shape[0]) if last is not None else None

@@ -24,16 +24,15 @@ from torch import Tensor
 
 from libreyolo import __version__
 from libreyolo.errors import CheckpointError, UsageError
-
-# The file-level reading (open, unpickle safely, unwrap) is family-neutral and shared with YOLOv9.
-from libreyolo.workload.yolo9.checkpoint import (
-    _first_line,
-    _names,
-    _read,
-    _sniff_family,
-    _unwrap,
-    size_from_filename,
+from libreyolo.workload.checkpoint_io import (
+    check_format,
+    class_names,
+    first_line,
+    pick_size,
+    read_checkpoint,
+    state_dict_of,
 )
+from libreyolo.workload.yolo9.checkpoint import size_from_filename, sniff_family
 from libreyolo.workload.yolox.model import SIZES, YOLOX
 
 SCHEMA_VERSION = "1.0"
@@ -83,7 +82,7 @@ def detect(state: Mapping[str, Tensor]) -> tuple[str, str, int] | None:
 def _check_family(ckpt: dict[str, Any], state: dict[str, Tensor], path: Path) -> None:
     family = ckpt.get("model_family")
     if family is None:
-        family = _sniff_family(state)
+        family = sniff_family(state)
         if family is None and size_from_filename(path, FAMILY) is not None:
             family = FAMILY  # unrecognised keys in a LibreYOLOX<size>.pt: the key check reports
         if family == "mtl":
@@ -92,30 +91,19 @@ def _check_family(ckpt: dict[str, Any], state: dict[str, Tensor], path: Path) ->
             raise CheckpointError(f"{path}: does not hold a YOLOX state dict")
     if family != FAMILY:
         raise CheckpointError(f"{path}: holds a {family!r} model, not YOLOX ({FAMILY!r})")
-    version = str(ckpt.get("schema_version", SCHEMA_VERSION))
-    if version.split(".")[0] != SCHEMA_VERSION.split(".")[0]:
-        raise CheckpointError(f"{path}: schema version {version} is not readable (knows 1.x)")
-    task = ckpt.get("task", "detect")
-    if task != "detect":
-        raise CheckpointError(f"{path}: holds a {task!r} model; only 'detect' is supported")
+    check_format(ckpt, path, SCHEMA_VERSION)
 
 
 def _resolve_size(ckpt: dict[str, Any], state: dict[str, Tensor], path: Path) -> tuple[str, str]:
-    meta, tensors = ckpt.get("size"), _size_from_stem(state)
-    if meta is not None and meta not in SIZES:
-        raise CheckpointError(f"{path}: unknown YOLOX size {meta!r} in the metadata")
-    if meta is not None and tensors is not None and meta != tensors:
-        raise CheckpointError(
-            f"{path}: metadata says size {meta!r} but the tensors are size {tensors!r}"
-        )
-    for size, source in (
-        (meta, "metadata"),
-        (tensors, "tensors"),
-        (size_from_filename(path, FAMILY), "file name"),
-    ):
-        if size is not None:
-            return size, source
-    raise CheckpointError(f"{path}: cannot tell the YOLOX size (no metadata, tensors or file name)")
+    from_name = size_from_filename(path, FAMILY)
+    return pick_size(
+        path,
+        "YOLOX",
+        SIZES,
+        meta=ckpt.get("size"),
+        tensors=_size_from_stem(state),
+        from_name=from_name,
+    )
 
 
 def _inspect(ckpt: dict[str, Any], state: dict[str, Tensor], path: Path) -> CheckpointInfo:
@@ -131,7 +119,7 @@ def _inspect(ckpt: dict[str, Any], state: dict[str, Tensor], path: Path) -> Chec
     imgsz = ckpt.get("imgsz", SIZES[size].default_imgsz)
     if isinstance(imgsz, bool) or not isinstance(imgsz, int) or imgsz < 32:
         raise CheckpointError(f"{path}: imgsz {imgsz!r} is not an input size")
-    return CheckpointInfo(size, source, nc, _names(ckpt.get("names"), nc), imgsz)
+    return CheckpointInfo(size, source, nc, class_names(ckpt.get("names"), nc), imgsz)
 
 
 def load_checkpoint(
@@ -144,8 +132,8 @@ def load_checkpoint(
     path = Path(path)
     if size is not None and size not in SIZES:
         raise UsageError(f"unknown YOLOX size {size!r}; expected one of {', '.join(SIZES)}")
-    ckpt = _read(path)
-    state = _normalise_keys(_unwrap(ckpt, path))
+    ckpt = read_checkpoint(path)
+    state = _normalise_keys(state_dict_of(ckpt, path))
     info = _inspect(ckpt, state, path)
     if size is not None and size != info.size:
         raise CheckpointError(
@@ -158,7 +146,7 @@ def load_checkpoint(
     try:
         return model.to(device).eval()
     except (RuntimeError, AssertionError) as exc:  # unknown name, no driver, CPU-only torch
-        raise UsageError(f"device {str(device)!r} cannot be used: {_first_line(exc)}") from None
+        raise UsageError(f"device {str(device)!r} cannot be used: {first_line(exc)}") from None
 
 
 def _load_weights(model: YOLOX, state: dict[str, Tensor], path: Path) -> None:

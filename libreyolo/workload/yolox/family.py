@@ -10,7 +10,6 @@ Must not: hold state between calls, or change what the delegated modules do.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -26,12 +25,11 @@ from libreyolo.workload.data.dataset_config import DatasetSpec
 from libreyolo.workload.data.loader import Batch
 from libreyolo.workload.family import Description, InferRunner, InferStages, TrainRunner
 from libreyolo.workload.infer import InferStep
+from libreyolo.workload.yolo9.checkpoint import size_from_filename
 from libreyolo.workload.yolox import checkpoint, predict
 from libreyolo.workload.yolox.data import MAX_LABELS, YOLOXDataset, collate
 from libreyolo.workload.yolox.model import SIZES, YOLOX
 from libreyolo.workload.yolox.train import YOLOXTrainStep
-
-_NAME = re.compile(r"libreyolox([ntsmlx])", re.IGNORECASE)  # LibreYOLOXs, libreyolox_t, ...
 
 
 class YOLOXWorkload:
@@ -52,8 +50,7 @@ class YOLOXWorkload:
         return f"LibreYOLOX{size}"
 
     def claims_name(self, stem: str) -> str | None:
-        match = _NAME.match(stem)
-        return match.group(1).lower() if match else None
+        return size_from_filename(f"{stem}.pt", self.name)
 
     def detect(self, ckpt: Mapping[str, Any]) -> tuple[str | None, int | None] | None:
         try:
