@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from libreyolo.cli.sources import open_profile, open_sweep
 from libreyolo.document.files import write_atomic
@@ -19,6 +20,9 @@ from libreyolo.document.sweep_files import PAGE_FILE as SWEEP_PAGE
 from libreyolo.errors import UsageError
 from libreyolo.render.html.ours import is_our_page
 from libreyolo.render.html.written import ReportWritten
+
+if TYPE_CHECKING:
+    from libreyolo.analysis.sweep import SweepView
 
 PROFILE_PAGE = "report.html"
 
@@ -64,12 +68,12 @@ def write_report(inputs: list[str], output: str | None, *, max_input_bytes: int)
         )
     sweeps = [open_sweep(path) for path in inputs]
     if any(s is not None for s in sweeps):
-        if len(inputs) != 1:
+        if len(inputs) != 1 or sweeps[0] is None:
             raise UsageError(
                 "a sweep page takes one sweep folder",
                 hint="compare two sweeps with: libreyolo profile compare <sweep> <sweep>",
             )
-        return _sweep(inputs[0], output, max_input_bytes)
+        return _sweep(inputs[0], sweeps[0], output)
     target = _destination(output, inputs[0], sweep=False)
     if len(inputs) == 1:
         from libreyolo.analysis.report import profile_report
@@ -87,13 +91,11 @@ def write_report(inputs: list[str], output: str | None, *, max_input_bytes: int)
     return ReportWritten(str(target), "compare", _write(target, page), tuple(inputs))
 
 
-def _sweep(folder: str, output: str | None, max_input_bytes: int) -> ReportWritten:
+def _sweep(folder: str, view: SweepView, output: str | None) -> ReportWritten:
     from libreyolo.analysis.report import sweep_report
     from libreyolo.document.point_profiles import read_point_profiles
     from libreyolo.render.html.sweep_page import sweep_page
 
-    view = open_sweep(folder)
-    assert view is not None  # the caller opened it as a sweep
     target = _destination(output, folder, sweep=True)
     profiles, lost = read_point_profiles(Path(os.path.realpath(folder)), view.data)
     report = sweep_report(view.data, folder, profiles, lost)

@@ -274,7 +274,7 @@ def latency_block(s: Summary) -> str:
         for i, b in enumerate(lat.histogram)
     ]
     guides = [
-        svg.Guide(value, label, vertical=True)
+        svg.Guide(value, label)
         for value, label in ((lat.p50_ms, "p50"), (lat.p90_ms, "p90"), (lat.p99_ms, "p99"))
         if value is not None
     ]

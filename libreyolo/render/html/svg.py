@@ -231,12 +231,11 @@ class XYSeries:
 
 @dataclass(frozen=True, slots=True)
 class Guide:
-    """A horizontal reference line (a device's memory limit) or, with `vertical`, a vertical
-    one (a latency percentile)."""
+    """A reference line: horizontal in an x-y chart (a device's memory limit), vertical in a
+    histogram (a latency percentile)."""
 
     value: float
     label: str
-    vertical: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,7 +246,6 @@ class XYChart:
     log2_x: bool = False
     guides: tuple[Guide, ...] = ()
     front: tuple[tuple[float, float], ...] = ()  # a highlighted polyline (the Pareto front)
-    front_label: str = ""
     x_ticks: tuple[float, ...] = field(default_factory=tuple)
 
 
@@ -260,7 +258,7 @@ def xy_chart(chart: XYChart, *, mark: str, width: int = 540, height: int = 300) 
 
     pts = [p for s in chart.series for p in s.points]
     xs = [fx(p.x) for p in pts] or [0.0, 1.0]
-    ys = [p.y for p in pts] + [g.value for g in chart.guides if not g.vertical]
+    ys = [p.y for p in pts] + [g.value for g in chart.guides]
     x_lo, x_hi = min(xs), max(xs)
     if x_hi <= x_lo:
         x_lo, x_hi = x_lo - 1, x_hi + 1
@@ -287,21 +285,13 @@ def xy_chart(chart: XYChart, *, mark: str, width: int = 540, height: int = 300) 
         f"{esc(chart.x_label)}</text>"
     )
     for g in chart.guides:
-        if g.vertical:
-            x = px(g.value)
-            parts.append(
-                f'<line class="guide" x1="{x:.1f}" x2="{x:.1f}" y1="{TOP}" y2="{TOP + plot_h}" '
-                f'stroke="#D55E00" stroke-dasharray="4 3"/><text x="{x + 3:.1f}" y="{TOP + 10}"'
-                f' fill="#D55E00">{esc(g.label)}</text>'
-            )
-        else:
-            y = py(g.value)
-            parts.append(
-                f'<line class="guide" x1="{LEFT}" x2="{LEFT + plot_w}" y1="{y:.1f}" '
-                f'y2="{y:.1f}" stroke="#D55E00" stroke-dasharray="6 3"/>'
-                f'<text x="{LEFT + plot_w - 4}" y="{y - 4:.1f}" text-anchor="end" '
-                f'fill="#D55E00">{esc(g.label)}</text>'
-            )
+        y = py(g.value)
+        parts.append(
+            f'<line class="guide" x1="{LEFT}" x2="{LEFT + plot_w}" y1="{y:.1f}" '
+            f'y2="{y:.1f}" stroke="#D55E00" stroke-dasharray="6 3"/>'
+            f'<text x="{LEFT + plot_w - 4}" y="{y - 4:.1f}" text-anchor="end" '
+            f'fill="#D55E00">{esc(g.label)}</text>'
+        )
     if len(chart.front) > 1:
         path = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in chart.front)
         parts.append(

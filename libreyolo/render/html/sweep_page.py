@@ -171,7 +171,6 @@ def tradeoff_chart(points: Points) -> str:
         "img/s",
         LATENCY_LABELS[lat_key],
         front=tuple((pairs[n][1], pairs[n][0]) for n in front),
-        front_label="Pareto front",
         x_ticks=_ticks_within([ips for _, ips in pairs.values()]),
     )
     on_front = ", ".join(esc(n) for n in front)
