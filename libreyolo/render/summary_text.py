@@ -45,12 +45,21 @@ def _inference_lines(s: Summary) -> list[str]:
         f"{fmt_or_unknown(st['forward'])} ms | postprocess/NMS "
         f"{fmt_or_unknown(st['postprocess'])} ms",
     ]
-    if lat.weak:
-        lines.append(
-            f"note     {' and '.join(lat.weak)} from {lat.num_samples} samples are weak "
-            "(p90 needs 64, p99 100; raise --runs)"
-        )
+    weak = weak_percentiles_note(s)
+    if weak:
+        lines.append(f"note     {weak}")
     return lines
+
+
+def weak_percentiles_note(s: Summary) -> str | None:
+    """The note on percentiles from too few samples (text summary and report page)."""
+    lat = s.latency
+    if lat is None or not lat.weak:
+        return None
+    return (
+        f"{' and '.join(lat.weak)} from {lat.num_samples} samples are weak "
+        "(p90 needs 64, p99 100; raise --runs)"
+    )
 
 
 def _device_lines(s: Summary) -> list[str]:

@@ -30,7 +30,11 @@ from libreyolo.render.html.markup import (
     table,
 )
 from libreyolo.render.html.page import document
-from libreyolo.render.summary_text import CONTENDED_LINE, MEMORY_PRESSURE_LINE
+from libreyolo.render.summary_text import (
+    CONTENDED_LINE,
+    MEMORY_PRESSURE_LINE,
+    weak_percentiles_note,
+)
 
 UNSYNCED = "wall (unsynced)"
 
@@ -505,12 +509,8 @@ def memory_block(s: Summary) -> str:
 
 def notes(s: Summary) -> list[str]:
     """Every note the text summary prints, in its order."""
-    out = []
-    if s.latency is not None and s.latency.weak:
-        out.append(
-            f"{' and '.join(s.latency.weak)} from {s.latency.num_samples} samples are weak "
-            "(p90 needs 64, p99 100; raise --runs)"
-        )
+    weak = weak_percentiles_note(s)
+    out = [weak] if weak else []
     if s.contention_unknown is not None:
         out.append(f"host: {s.contention_unknown}")
     for row in s.hardest_steps:
