@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from libreyolo.analysis import stats
 from libreyolo.analysis.contention import host_metrics
-from libreyolo.document.model import Profile, Scalar, TraceAnalysis
+from libreyolo.analysis.device_memory import window_memory
+from libreyolo.document.model import Memory, Profile, Scalar, TraceAnalysis
 
 MALLOCS_PER_STEP_THRASH = 5  # libreyolo 1.6.0's rule: ≥ 5 cudaMalloc/cudaFree per step is thrash
 STAGES = ("preprocess", "forward", "postprocess")
@@ -102,10 +103,21 @@ def _util(busy_ms: float, window_ms: float) -> float:
     return round(min(busy_ms / window_ms, 1.0), 3) if window_ms > 0 else 0.0
 
 
+def _memory_metrics(memory: Memory | None, trace: TraceAnalysis | None) -> dict[str, Scalar]:
+    """Peak VRAM and memory pressure, from the allocator's record with or without a trace."""
+    if memory is None:
+        return {}
+    peak = memory.peak_allocated_bytes
+    mallocs = memory.num_mallocs / per_step_divisor(trace)
+    return {
+        "peak_vram_mb": None if peak is None else round(peak / 1e6, 1),
+        "cuda_mallocs_per_step": count(mallocs) if trace is not None else None,
+        "memory_pressure": memory.thrash or mallocs >= MALLOCS_PER_STEP_THRASH,
+    }
+
+
 def _gpu_metrics(trace: TraceAnalysis) -> dict[str, Scalar]:
     n = per_step_divisor(trace)
-    mallocs = trace.memory.num_mallocs / n
-    peak = trace.memory.peak_allocated_bytes
     return {
         "gpu_util": _util(trace.gpu_busy_ms, trace.window_ms),
         "gpu_busy_ms": round(trace.gpu_busy_ms / n, 2),
@@ -119,10 +131,7 @@ def _gpu_metrics(trace: TraceAnalysis) -> dict[str, Scalar]:
         "tensorcore_pct": round(100 * trace.tensor_core_ms / trace.kernel_sum_ms, 1)
         if trace.kernel_sum_ms > 0
         else 0.0,
-        "peak_vram_mb": None if peak is None else round(peak / 1e6, 1),
         "launches_per_step": count(trace.launches.num_launches / n),
-        "cuda_mallocs_per_step": count(mallocs),
-        "memory_pressure": trace.memory.thrash or mallocs >= MALLOCS_PER_STEP_THRASH,
         "host_us_per_launch": _r(trace.launches.host_us_per_launch, 2),
         "num_steps": trace.num_steps,
     }
@@ -190,6 +199,7 @@ def compute_metrics(profile: Profile, *, bound: str) -> dict[str, Scalar]:
             _r(max(host, 0.0), 2) if trace.has_gpu and host is not None else None
         )
         metrics |= _phase_metrics(trace)
+    metrics |= _memory_metrics(window_memory(profile), trace)
     if profile.run.mode == "inference":
         metrics |= _inference_metrics(profile, img_per_s)
     metrics["profiler_overhead_pct"] = profiler_overhead_pct(profile)

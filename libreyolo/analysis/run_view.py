@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from libreyolo.analysis import stats
+from libreyolo.analysis.device_memory import window_memory
 from libreyolo.document.model import Profile
 
 TRIAL_METRICS = ("img_per_s", "step_ms", "latency_p50_ms", "latency_p99_ms")
@@ -113,19 +114,19 @@ def trial_spread(rows: tuple[TrialRow, ...]) -> tuple[TrialSpread, ...]:
 
 def memory_view(profile: Profile) -> MemoryView | None:
     """Peak allocated/reserved device memory and the thrash signals; None when nothing about
-    device memory was recorded (CPU runs, bare CPU traces)."""
-    trace = profile.trace
-    if trace is None:
-        return None
-    mem = trace.memory
-    mallocs = stats.as_number(profile.metrics.get("cuda_mallocs_per_step"))
-    if mem.peak_allocated_bytes is None and mem.peak_reserved_bytes is None and not trace.has_gpu:
+    device memory was recorded (CPU runs, bare CPU traces). A CUDA run without a trace keeps
+    the allocator's peaks."""
+    mem = window_memory(profile)
+    has_gpu = profile.trace is not None and profile.trace.has_gpu
+    if mem is None or (
+        mem.peak_allocated_bytes is None and mem.peak_reserved_bytes is None and not has_gpu
+    ):
         return None
     return MemoryView(
         peak_allocated_mb=_mb(mem.peak_allocated_bytes),
         peak_reserved_mb=_mb(mem.peak_reserved_bytes),
         num_alloc_retries=mem.num_alloc_retries,
-        cuda_mallocs_per_step=mallocs,
+        cuda_mallocs_per_step=stats.as_number(profile.metrics.get("cuda_mallocs_per_step")),
         thrash=bool(profile.metrics.get("memory_pressure")),
     )
 

@@ -327,6 +327,9 @@ class Profile:
     samples: Samples = field(default_factory=Samples)
     host: Host | None = None
     trace: TraceAnalysis | None = None
+    # The CUDA caching allocator's own counters over the window (peaks, retries), recorded with
+    # or without a trace; null on CPU and in files that predate it.
+    device_memory: Memory | None = None
     metrics: dict[str, Scalar] = field(default_factory=dict)
     verdict: Verdict | None = None
     trials: list[Trial] = field(default_factory=list)

@@ -23,6 +23,7 @@ from libreyolo.document.model import (
     Artifacts,
     Host,
     Kind,
+    Memory,
     Profile,
     RunInfo,
     Samples,
@@ -33,7 +34,6 @@ from libreyolo.errors import AnalysisError
 from libreyolo.measure.artifacts import PROFILE_NAME, TRACE_NAME, StagedRun, utc_now
 from libreyolo.measure.environment import collect_environment
 from libreyolo.measure.failures import destination_error
-from libreyolo.measure.memory import AllocatorStats, with_device_memory
 from libreyolo.measure.phases import attach_phase_walls
 from libreyolo.measure.window import TraceRecorder, WindowPlan
 
@@ -44,12 +44,10 @@ def analysed_trace(
     phase_walls: dict[str, list[float]],
     device: torch.device,
     notes: list[str],
-    memory_before: AllocatorStats,
 ) -> TraceAnalysis | None:
-    """The recorder's trace, exported into `run` and analysed, with the synced phase walls and
-    the device's memory over the window that began with `memory_before` attached; None (and a
-    note) when there is none or it cannot be analysed, in which case no trace file stays in
-    the set."""
+    """The recorder's trace, exported into `run` and analysed, with the synced phase walls
+    attached; None (and a note) when there is none or it cannot be analysed, in which case no
+    trace file stays in the set."""
     path = run.path(TRACE_NAME)
     trace = None
     if recorder.export(path):
@@ -66,7 +64,7 @@ def analysed_trace(
     if trace is None:
         path.unlink(missing_ok=True)
         return None
-    return with_device_memory(attach_phase_walls(trace, phase_walls, notes), device, memory_before)
+    return attach_phase_walls(trace, phase_walls, notes)
 
 
 def no_gpu_activity_note(device_type: str, trace: TraceAnalysis | None) -> str | None:
@@ -94,8 +92,11 @@ def assemble_profile(
     samples: Samples,
     trace: TraceAnalysis | None,
     host: Host | None,
+    device_memory: Memory | None,
 ) -> Profile:
-    """The finalized profile (metrics, verdict) of one measurement."""
+    """The finalized profile (metrics, verdict) of one measurement; `device_memory` is the
+    allocator's record of the window (`measure.memory.device_memory`), kept with or without a
+    trace."""
     return finalize(
         Profile(
             kind=kind,
@@ -107,6 +108,7 @@ def assemble_profile(
             samples=samples,
             host=host,
             trace=trace,
+            device_memory=device_memory,
             artifacts=Artifacts(trace=TRACE_NAME if trace is not None else None),
         )
     )

@@ -34,7 +34,7 @@ from libreyolo.measure.artifacts import StagedRun, set_dir
 from libreyolo.measure.assemble import analysed_trace, assemble_profile, conclude, staged
 from libreyolo.measure.device import resolve_device
 from libreyolo.measure.loop import run_window
-from libreyolo.measure.memory import reset_peaks
+from libreyolo.measure.memory import device_memory, reset_peaks
 from libreyolo.measure.stages import Progress, stage
 from libreyolo.measure.threads import intra_op_threads, warn_if_crowded
 from libreyolo.measure.window import TraceRecorder, plan_window
@@ -167,7 +167,8 @@ def _profile_inference(
         with stage("measure", on_progress, hint="try --no-trace, a smaller --batch or --imgsz"):
             recorder = TraceRecorder(plan, device.type, enabled=settings.trace)
             window = run_window(plan, device, step.step, recorder, on_progress, phases=PHASES)
-        trace = analysed_trace(recorder, run, window.phase_ms, device, notes, memory_before)
+            window_memory = device_memory(device, memory_before)
+        trace = analysed_trace(recorder, run, window.phase_ms, device, notes)
         config = asdict(settings) | {
             "amp_dtype": str(amp_dtype).removeprefix("torch."),
             "imgsz_input": imgsz,
@@ -204,5 +205,6 @@ def _profile_inference(
             samples=recorded,
             trace=trace,
             host=window.host,
+            device_memory=window_memory,
         )
         return profile, conclude(run, profile, commit=into is None)

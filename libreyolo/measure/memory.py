@@ -1,7 +1,8 @@
 """Device memory truth from the CUDA caching allocator: peaks and allocation retries.
 
-The trace holds `[memory]` events only when recorded with profile_memory (costly), so the
-collector reads the allocator's own counters instead and merges them into the trace's Memory.
+The trace holds `[memory]` events only when recorded with profile_memory (costly), and there is
+no trace at all with `--no-trace` or when CUPTI records nothing, so the collector reads the
+allocator's own counters and records them as the profile's `device_memory`, trace or not.
 `num_alloc_retries` is a process-lifetime counter that `reset_peak_memory_stats` does not clear,
 so it is read at the window's start and its end and only the difference counts: an earlier OOM
 in the process (an AutoBatch probe, an earlier trial, a sweep point) must not mark this window
@@ -10,12 +11,11 @@ as memory pressure. Must not print; a no-op on CPU.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 
 import torch
 
-from libreyolo.document.model import Memory, TraceAnalysis
+from libreyolo.document.model import Memory
 
 # The allocator's stat keys (`torch.cuda.memory_stats`); max_memory_allocated/reserved read these.
 RETRIES = "num_alloc_retries"
@@ -28,7 +28,7 @@ AllocatorStats = Mapping[str, int]
 def reset_peaks(device: torch.device) -> AllocatorStats:
     """Start the window here: the peak counters restart (so they cover the model and the
     window only) and the allocator's stats at this point come back (empty on CPU), to be
-    passed to `with_device_memory` at the window's end."""
+    passed to `device_memory` at the window's end."""
     if device.type != "cuda":
         return {}
     torch.cuda.reset_peak_memory_stats(device)
@@ -40,27 +40,22 @@ def retries_over_window(before: AllocatorStats, after: AllocatorStats) -> int:
     return max(int(after.get(RETRIES, 0)) - int(before.get(RETRIES, 0)), 0)
 
 
-def window_memory(before: AllocatorStats, after: AllocatorStats, traced: Memory) -> Memory:
-    """`traced` with the allocator's peaks (where the trace had none) and the window's retries;
-    retries mean the allocator had to free its cache and try again, i.e. memory thrash."""
+def allocator_memory(before: AllocatorStats, after: AllocatorStats) -> Memory:
+    """The window's peaks and retries; retries mean the allocator had to free its cache and
+    try again, i.e. memory thrash."""
     retries = retries_over_window(before, after)
     peak_allocated, peak_reserved = after.get(PEAK_ALLOCATED), after.get(PEAK_RESERVED)
-    return dataclasses.replace(
-        traced,
-        peak_allocated_bytes=traced.peak_allocated_bytes
-        or (None if peak_allocated is None else int(peak_allocated)),
-        peak_reserved_bytes=traced.peak_reserved_bytes
-        or (None if peak_reserved is None else int(peak_reserved)),
+    return Memory(
+        peak_allocated_bytes=None if peak_allocated is None else int(peak_allocated),
+        peak_reserved_bytes=None if peak_reserved is None else int(peak_reserved),
         num_alloc_retries=retries,
-        thrash=traced.thrash or retries > 0,
+        thrash=retries > 0,
     )
 
 
-def with_device_memory(
-    trace: TraceAnalysis, device: torch.device, before: AllocatorStats
-) -> TraceAnalysis:
-    """`trace` with the allocator's memory over the window that began with `before`."""
+def device_memory(device: torch.device, before: AllocatorStats) -> Memory | None:
+    """The allocator's memory over the window that began with `before`; None off CUDA. Read it
+    as the window ends, before anything else touches the device."""
     if device.type != "cuda":
-        return trace
-    after = torch.cuda.memory_stats(device)
-    return dataclasses.replace(trace, memory=window_memory(before, after, trace.memory))
+        return None
+    return allocator_memory(before, torch.cuda.memory_stats(device))

@@ -40,7 +40,7 @@ from libreyolo.measure.artifacts import StagedRun, set_dir
 from libreyolo.measure.assemble import analysed_trace, assemble_profile, conclude, staged
 from libreyolo.measure.device import resolve_device
 from libreyolo.measure.loop import run_window
-from libreyolo.measure.memory import reset_peaks
+from libreyolo.measure.memory import device_memory, reset_peaks
 from libreyolo.measure.phases import PhaseTimer
 from libreyolo.measure.stages import Progress, stage
 from libreyolo.measure.threads import intra_op_threads, warn_if_crowded
@@ -240,8 +240,9 @@ def _profile_training(
                 )
             finally:
                 batches.close()  # stops loader workers before the trace is analysed
+            window_memory = device_memory(device, memory_before)
 
-        trace = analysed_trace(recorder, run, window.phase_ms, device, notes, memory_before)
+        trace = analysed_trace(recorder, run, window.phase_ms, device, notes)
         config = asdict(settings) | {
             "device_resolved": str(device),
             "dataset_yaml": os.fspath(spec.yaml_path) if spec.yaml_path else None,
@@ -271,5 +272,6 @@ def _profile_training(
             samples=samples,
             trace=trace,
             host=window.host,
+            device_memory=window_memory,
         )
         return profile, conclude(run, profile, commit=into is None)

@@ -1,16 +1,28 @@
-"""Allocator counters: merged on CUDA, untouched on CPU; retries count within the window only."""
+"""Allocator counters: recorded on CUDA (trace or not), nothing on CPU; retries count within the
+window only; the profile's window memory joins the allocator's record with the trace's."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from libreyolo.document.model import Memory, TraceAnalysis
+from libreyolo.analysis.build import finalize
+from libreyolo.analysis.device_memory import window_memory
+from libreyolo.analysis.run_view import memory_view
+from libreyolo.document.model import (
+    Memory,
+    Profile,
+    RunInfo,
+    Samples,
+    StepSample,
+    Tool,
+    TraceAnalysis,
+)
 from libreyolo.measure.memory import (
+    allocator_memory,
+    device_memory,
     reset_peaks,
     retries_over_window,
-    window_memory,
-    with_device_memory,
 )
 
 # Recorded `torch.cuda.memory_stats()` entries (trimmed): a process whose AutoBatch probe hit
@@ -28,25 +40,35 @@ WINDOW_END_QUIET = {
 WINDOW_END_RETRIED = WINDOW_END_QUIET | {"num_alloc_retries": 3}
 
 
-def _trace() -> TraceAnalysis:
+def _trace(memory: Memory, *, has_gpu: bool = True) -> TraceAnalysis:
     return TraceAnalysis(
-        source="whole_trace",
-        num_steps=0,
-        window_ms=1.0,
-        has_gpu=False,
-        memory=Memory(peak_allocated_bytes=None, num_mallocs=0),
+        source="whole_trace", num_steps=0, window_ms=1.0, has_gpu=has_gpu, memory=memory
     )
 
 
-def test_cpu_memory_is_left_alone() -> None:
-    trace = _trace()
+def _profile(trace: TraceAnalysis | None, allocator: Memory | None) -> Profile:
+    steps = [StepSample(index=i, synced=False, wall_ms=20.0, dataload_ms=0.5) for i in range(8)]
+    return finalize(
+        Profile(
+            kind="train",
+            created=None,
+            tool=Tool(version="test"),
+            run=RunInfo(mode="training", device="cuda:0", batch=4, imgsz=64),
+            samples=Samples(steps=steps),
+            trace=trace,
+            device_memory=allocator,
+        )
+    )
+
+
+def test_cpu_records_no_device_memory() -> None:
     before = reset_peaks(torch.device("cpu"))
     assert before == {}
-    assert with_device_memory(trace, torch.device("cpu"), before) is trace
+    assert device_memory(torch.device("cpu"), before) is None
 
 
 def test_an_earlier_oom_does_not_mark_a_quiet_window() -> None:
-    memory = window_memory(AFTER_OOM_PROBE, WINDOW_END_QUIET, Memory())
+    memory = allocator_memory(AFTER_OOM_PROBE, WINDOW_END_QUIET)
     assert memory.num_alloc_retries == 0
     assert memory.thrash is False
     assert memory.peak_allocated_bytes == 2_000_000_000
@@ -55,20 +77,46 @@ def test_an_earlier_oom_does_not_mark_a_quiet_window() -> None:
 
 def test_retries_within_the_window_are_thrash() -> None:
     assert retries_over_window(AFTER_OOM_PROBE, WINDOW_END_RETRIED) == 2
-    assert window_memory(AFTER_OOM_PROBE, WINDOW_END_RETRIED, Memory()).thrash is True
+    assert allocator_memory(AFTER_OOM_PROBE, WINDOW_END_RETRIED).thrash is True
 
 
 def test_missing_counters_read_as_none_and_zero() -> None:
-    memory = window_memory({}, {}, Memory())
+    memory = allocator_memory({}, {})
     assert memory.num_alloc_retries == 0
     assert memory.peak_allocated_bytes is None and memory.thrash is False
 
 
-def test_traced_peaks_win_over_the_allocator() -> None:
-    traced = Memory(peak_allocated_bytes=5, peak_reserved_bytes=6, thrash=True)
-    memory = window_memory({}, WINDOW_END_QUIET, traced)
-    assert (memory.peak_allocated_bytes, memory.peak_reserved_bytes) == (5, 6)
-    assert memory.thrash is True
+def test_a_cuda_run_without_a_trace_keeps_its_peaks() -> None:
+    profile = _profile(None, allocator_memory(AFTER_OOM_PROBE, WINDOW_END_QUIET))
+    assert profile.metrics["peak_vram_mb"] == 2000.0
+    assert profile.metrics["memory_pressure"] is False
+    assert profile.metrics["cuda_mallocs_per_step"] is None  # only a trace counts cudaMalloc
+    view = memory_view(profile)
+    assert view is not None
+    assert (view.peak_allocated_mb, view.peak_reserved_mb) == (2000.0, 2400.0)
+    assert view.num_alloc_retries == 0
+
+
+def test_retries_without_a_trace_are_memory_pressure() -> None:
+    profile = _profile(None, allocator_memory(AFTER_OOM_PROBE, WINDOW_END_RETRIED))
+    assert profile.metrics["memory_pressure"] is True
+    assert profile.verdict is not None and profile.verdict.bound == "memory-pressure"
+
+
+def test_the_allocator_and_the_trace_join() -> None:
+    traced = Memory(peak_allocated_bytes=5, peak_reserved_bytes=None, num_mallocs=40, thrash=True)
+    allocator = allocator_memory(AFTER_OOM_PROBE, WINDOW_END_QUIET)
+    joined = window_memory(_profile(_trace(traced), allocator))
+    assert joined == Memory(
+        peak_allocated_bytes=2_000_000_000,
+        peak_reserved_bytes=2_400_000_000,
+        num_alloc_retries=0,
+        num_mallocs=40,
+        thrash=True,
+    )
+    # A file without the allocator's record (GPU fixture traces, older profiles): the trace's.
+    assert window_memory(_profile(_trace(traced), None)) == traced
+    assert window_memory(_profile(None, None)) is None
 
 
 @pytest.mark.gpu
@@ -77,7 +125,8 @@ def test_cuda_peaks_and_retries_are_recorded() -> None:
     device = torch.device("cuda:0")
     before = reset_peaks(device)
     block = torch.empty(64 << 20, dtype=torch.uint8, device=device)
-    merged = with_device_memory(_trace(), device, before).memory
+    merged = device_memory(device, before)
+    assert merged is not None
     assert merged.peak_allocated_bytes is not None and merged.peak_reserved_bytes is not None
     assert merged.peak_allocated_bytes >= block.numel()
     assert merged.peak_reserved_bytes >= merged.peak_allocated_bytes
