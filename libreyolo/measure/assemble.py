@@ -11,6 +11,8 @@ nor decide what a run measured.
 from __future__ import annotations
 
 import contextlib
+import warnings
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 
@@ -58,20 +60,30 @@ def analysed_trace(
         except AnalysisError as err:
             notes.append(f"trace not analysed: {err.message}")
     notes.extend(recorder.notes)
-    note = no_gpu_activity_note(device.type, trace)
+    note = no_gpu_activity_note(device.type, trace, recorder.kineto_errors)
     if note is not None:
         notes.append(note)
+        if recorder.kineto_errors:  # the reason, said now: the profile alone would bury it
+            warnings.warn(note, UserWarning, stacklevel=2)
     if trace is None:
         path.unlink(missing_ok=True)
         return None
     return attach_phase_walls(trace, phase_walls, notes)
 
 
-def no_gpu_activity_note(device_type: str, trace: TraceAnalysis | None) -> str | None:
-    """The note of a CUDA run whose trace holds no GPU activity (none recorded, `--no-trace`,
-    or CUPTI recorded nothing); None on CPU or when the trace saw the GPU."""
+def no_gpu_activity_note(
+    device_type: str, trace: TraceAnalysis | None, kineto_errors: Sequence[str] = ()
+) -> str | None:
+    """The one-line note of a CUDA run whose trace holds no GPU activity (none recorded,
+    `--no-trace`, or CUPTI recorded nothing), with libkineto's first error as the likely
+    reason; None on CPU or when the trace saw the GPU."""
     if device_type != "cuda" or (trace is not None and trace.has_gpu):
         return None
+    if kineto_errors:
+        return (
+            f"no GPU activity was recorded (libkineto: {kineto_errors[0]}): GPU time, kernels "
+            "and the bottleneck are unknown; check that CUPTI can record on this machine"
+        )
     return (
         "no GPU activity was recorded: GPU time, kernels and the bottleneck are unknown; "
         "run with the trace on, or check that CUPTI can record on this machine"

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import os
 import sys
 import warnings
 from collections.abc import Callable, Iterator
@@ -21,10 +20,6 @@ from libreyolo.document.model import Profile
 
 if TYPE_CHECKING:
     from libreyolo.measure.artifacts import StagedRun
-
-# Kineto logs "gpuGetDeviceCount failed" at ERROR level on every CPU-only run; it means nothing
-# to a user and would hide our own one-line diagnostics.
-os.environ.setdefault("KINETO_LOG_LEVEL", "5")
 
 
 class Note(UserWarning):

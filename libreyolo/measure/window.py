@@ -26,7 +26,7 @@ from typing import Any
 
 from libreyolo.document.model import Window
 from libreyolo.errors import UsageError
-from libreyolo.kineto.logs import is_noise
+from libreyolo.kineto.logs import is_noise, kineto_error
 from libreyolo.measure.failures import NO_SPACE
 
 MIN_MEASURED = 2  # one unsynced and one synced iteration at least
@@ -140,18 +140,25 @@ class TraceRecorder:
 
     libkineto writes its own lines (`USDT: ... profiler_start`) straight to file descriptor 2,
     past Python: every call into the profiler runs with fd 2 on a scratch file (`Fd2Sink`),
-    whose lines become notes unless they are known noise, so they never reach the user.
+    whose lines become notes unless they are known noise, so they never reach the user. On CUDA
+    libkineto's errors are let through (`KINETO_LOG_LEVEL` 3 unless the user set it) and kept
+    in `kineto_errors`: they say why a trace holds no GPU activity. On the CPU every level is
+    muted (a CUDA build logs a missing driver on each run).
     """
 
     def __init__(self, plan: WindowPlan, device_type: str, *, enabled: bool) -> None:
         self.plan = plan
         self.enabled = enabled
         self.notes: list[str] = []
+        self.kineto_errors: list[str] = []
         self._prof: Any = None
         self._closed = False
         if not enabled:
             return
         import warnings
+
+        # Read once, when libkineto first starts in this process (inside the sink's call).
+        os.environ.setdefault("KINETO_LOG_LEVEL", kineto_log_level(device_type))
 
         import torch.profiler as tp
 
@@ -175,7 +182,7 @@ class TraceRecorder:
         if self._prof is not None and not self._closed:
             self._closed = True
             self._sink.call(self._prof.stop)
-            self.notes.extend(self._sink.drain())
+            self._drain()
 
     def export(self, path: Any) -> bool:
         """Write the Chrome trace to `path`; False (and a note) when torch cannot. A full disk
@@ -194,8 +201,12 @@ class TraceRecorder:
             self.notes.append(f"no trace: torch could not export it ({err})")
             return False
         finally:
-            self.notes.extend(self._sink.drain())
+            self._drain()
         return True
+
+    def _drain(self) -> None:
+        self.notes.extend(self._sink.drain())
+        self.kineto_errors.extend(self._sink.kineto_errors)
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -204,13 +215,20 @@ MAX_SINK_BYTES = 64 * 1024
 MAX_LINE_CHARS = 200
 
 
+def kineto_log_level(device_type: str) -> str:
+    """libkineto's log level for a run on `device_type`: errors (3) on CUDA, nothing (5) else."""
+    return "3" if device_type == "cuda" else "5"
+
+
 class Fd2Sink:
     """A scratch file that file descriptor 2 points at during `call`; `drain` returns what
     landed there as notes, dropping libkineto's noise and anything with terminal controls
-    (another thread's progress display, caught in the window), and closes the file."""
+    (another thread's progress display, caught in the window), and closes the file; the
+    messages of libkineto's errors drained so far are in `kineto_errors`."""
 
     def __init__(self) -> None:
         self._file: Any = None
+        self.kineto_errors: list[str] = []
 
     def call(self, fn: Callable[[], Any]) -> Any:
         if sys.stderr is not None:  # Python's own pending text goes to the real stderr first
@@ -238,6 +256,10 @@ class Fd2Sink:
             text = sink.read(MAX_SINK_BYTES).decode("utf-8", "replace")
         self._file = None
         lines = [line.strip() for line in text.split("\n")]  # a CR belongs to its line
+        errors = (kineto_error(line) for line in lines if "\x1b" not in line)
+        self.kineto_errors = [_CONTROL.sub(" ", e[:MAX_LINE_CHARS]) for e in errors if e][
+            :MAX_NOTES
+        ]
         kept = [line for line in lines if not is_noise(line) and "\x1b" not in line]
         return [
             f"profiler: {_CONTROL.sub(' ', line[:MAX_LINE_CHARS])}" for line in kept[:MAX_NOTES]

@@ -57,3 +57,12 @@ def test_the_note_is_for_cuda_runs_without_gpu_activity_only() -> None:
     assert no_gpu_activity_note("cuda", cpu_trace) == note
     assert no_gpu_activity_note("cuda", gpu_trace) is None
     assert no_gpu_activity_note("cpu", None) is None
+
+
+def test_the_note_names_kinetos_error_as_the_reason() -> None:
+    note = no_gpu_activity_note("cuda", None, ["CUPTI_ERROR_INSUFFICIENT_PRIVILEGES"])
+    assert note is not None and "\n" not in note
+    assert note.startswith(
+        "no GPU activity was recorded (libkineto: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES)"
+    )
+    assert no_gpu_activity_note("cpu", None, ["CUPTI_ERROR_INSUFFICIENT_PRIVILEGES"]) is None

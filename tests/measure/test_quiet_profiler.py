@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from libreyolo.measure.window import Fd2Sink, TraceRecorder, plan_window
+from libreyolo.measure.window import Fd2Sink, TraceRecorder, kineto_log_level, plan_window
 
 
 def test_fd2_sink_keeps_kineto_lines_off_stderr_and_notes_the_rest(
@@ -45,3 +45,28 @@ def test_a_window_without_warmup_raises_no_torch_warning() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # torch's "won't be using warmup" would fail this
         TraceRecorder(plan_window(0, 2), "cpu", enabled=True).close()
+
+
+def test_kineto_errors_are_kept_apart_from_the_notes(capfd: pytest.CaptureFixture[str]) -> None:
+    sink = Fd2Sink()
+    written = (
+        b"ERROR:2026-12-01 10:11:16 7086:7086 CuptiActivityApi.cpp:285] "
+        b"CUPTI_ERROR_INSUFFICIENT_PRIVILEGES\n"
+        b"ERROR:2026-12-01 10:11:16 7086:7086 CudaDeviceProperties.cpp:26] "
+        b"gpuGetDeviceCount failed\n"
+    )
+    sink.call(lambda: os.write(2, written))
+    assert sink.drain() == []  # dated kineto lines are never notes of their own
+    assert sink.kineto_errors == ["CUPTI_ERROR_INSUFFICIENT_PRIVILEGES"]
+    assert capfd.readouterr().err == ""
+
+
+def test_kineto_logs_errors_on_cuda_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert kineto_log_level("cuda") == "3"
+    assert kineto_log_level("cpu") == "5"
+    monkeypatch.delenv("KINETO_LOG_LEVEL", raising=False)
+    TraceRecorder(plan_window(1, 2), "cpu", enabled=True).close()
+    assert os.environ["KINETO_LOG_LEVEL"] == "5"
+    monkeypatch.setenv("KINETO_LOG_LEVEL", "1")  # the user's own level is kept
+    TraceRecorder(plan_window(1, 2), "cpu", enabled=True).close()
+    assert os.environ["KINETO_LOG_LEVEL"] == "1"
