@@ -282,6 +282,9 @@ class Samples:
     bare_ms: list[float] = field(
         default_factory=list
     )  # unsynced wall per iteration without the profiler (overhead calibration)
+    # training with AMP: indices into `steps` whose optimiser update GradScaler skipped
+    # (inf/NaN fp16 gradients), so their optimizer phase did no update
+    amp_skipped_steps: list[int] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

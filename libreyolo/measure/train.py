@@ -120,6 +120,15 @@ def check_window_fits(num_images: int, available: int, plan: WindowPlan, batch: 
     )
 
 
+def skipped_updates_note(num_skipped: int, num_measured: int) -> str:
+    """What GradScaler's skipped updates mean for the measured step time."""
+    return (
+        f"AMP: GradScaler skipped the optimizer update of {num_skipped} of the {num_measured} "
+        "measured steps (inf/NaN fp16 gradients): those steps did no update, so the optimizer "
+        "phase reads short; more --warmup lets the loss scale settle first"
+    )
+
+
 def _epoch_batches(
     loader: Iterable[Any], plan: WindowPlan, available: int, notes: list[str]
 ) -> Generator[Any, None, None]:
@@ -241,6 +250,9 @@ def _profile_training(
             finally:
                 batches.close()  # stops loader workers before the trace is analysed
             window_memory = device_memory(device, memory_before)
+        skipped = plan.measured_indices(getattr(trainer, "skipped_updates", list)())
+        if skipped:
+            notes.append(skipped_updates_note(len(skipped), plan.num_measured))
 
         trace = analysed_trace(recorder, run, window.phase_ms, device, notes)
         config = asdict(settings) | {
@@ -263,7 +275,7 @@ def _profile_training(
             amp=trainer.amp_effective,
             config=config,
         )
-        samples = Samples(steps=window.steps, bare_ms=window.bare_ms)
+        samples = Samples(steps=window.steps, bare_ms=window.bare_ms, amp_skipped_steps=skipped)
         profile = assemble_profile(
             kind="train",
             info=info,

@@ -20,7 +20,7 @@ import dataclasses
 import os
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,6 +82,14 @@ class WindowPlan:
     def sample_index(self, iteration: int) -> int:
         """The measured iteration's index among the measured ones (bare iterations skipped)."""
         return iteration - self.num_warmup - (self.num_bare if self.is_synced(iteration) else 0)
+
+    def measured_indices(self, iterations: Iterable[int]) -> list[int]:
+        """The sample indices of those `iterations` that are measured (warmup and bare dropped)."""
+        return sorted(
+            self.sample_index(i)
+            for i in iterations
+            if 0 <= i < self.num_total and not self.is_warmup(i) and not self.is_bare(i)
+        )
 
     def schedule(self) -> Callable[[int], Any]:
         """`torch.profiler.schedule`: warm up on the warmup iterations, record the unsynced half."""

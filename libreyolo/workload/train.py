@@ -124,6 +124,36 @@ class StepLosses(Mapping[str, float]):
         return len(self._tensors)
 
 
+class UpdateRecord:
+    """Which steps' optimiser updates GradScaler skipped (fp16 gradients with inf/NaN).
+
+    GradScaler decides per step from a found-inf flag it computes on the device (a fused
+    optimiser even skips on the device, so counting `optimizer.step` calls would miss it). A
+    fresh flag tensor is made every step and never reused, so keeping a reference costs no
+    kernel and no sync; `skipped()` reads them all with one transfer, after the window.
+    """
+
+    def __init__(self) -> None:
+        self._flags: list[Tensor | None] = []  # per step; None: the scaler was disabled
+
+    def add(self, scaler: torch.amp.GradScaler, optimizer: torch.optim.Optimizer) -> None:
+        """Record this step's flag; call between `scaler.step` and `scaler.update`."""
+        flag = None
+        if scaler.is_enabled():
+            state = scaler._per_optimizer_states[id(optimizer)]  # private: no public reader
+            flags = list(state["found_inf_per_device"].values())
+            flag = flags[0] if len(flags) == 1 else torch.stack(flags).sum() if flags else None
+        self._flags.append(flag)
+
+    def skipped(self) -> list[int]:
+        """The steps (0-based, in order) whose update was skipped."""
+        known = [(i, f) for i, f in enumerate(self._flags) if f is not None]
+        if not known:
+            return []
+        values = torch.stack([f.detach().float().reshape(()) for _, f in known]).tolist()
+        return [i for (i, _), value in zip(known, values, strict=True) if value > 0]
+
+
 class Optimising(Protocol):
     """What `backward_and_update` needs of a training step (read-only, so any optimiser fits)."""
 
@@ -135,15 +165,18 @@ class Optimising(Protocol):
     def optimizer(self) -> torch.optim.Optimizer: ...
     @property
     def ema(self) -> ModelEMA | None: ...
+    @property
+    def updates(self) -> UpdateRecord: ...
 
 
 def backward_and_update(total: Tensor, step: Optimising, phases: PhaseHook) -> None:
     """The `backward` and `optimizer` phases every family's step ends with: scaled backward,
-    scaler step and update, zero_grad, EMA update."""
+    scaler step (its skip recorded) and update, zero_grad, EMA update."""
     with phases("backward"):
         torch.autograd.backward(step.scaler.scale(total))
     with phases("optimizer"):
         step.scaler.step(step.optimizer)
+        step.updates.add(step.scaler, step.optimizer)
         step.scaler.update()
         step.optimizer.zero_grad(set_to_none=True)
         if step.ema is not None:
@@ -193,8 +226,13 @@ class TrainStep:
             foreach=True,
         )
         self.ema = ModelEMA(self.model) if ema else None
+        self.updates = UpdateRecord()
         self.iteration = 0
         self._apply_schedule()
+
+    def skipped_updates(self) -> list[int]:
+        """The steps so far (0-based) whose update GradScaler skipped; one host read."""
+        return self.updates.skipped()
 
     def step(self, batch: BatchLike, phases: PhaseHook = no_phases) -> StepLosses:
         """One optimisation step in the phases `to_device`, `forward`, `backward`, `optimizer`.

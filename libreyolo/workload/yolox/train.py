@@ -33,6 +33,7 @@ from libreyolo.workload.train import (
     BatchLike,
     ModelEMA,
     StepLosses,
+    UpdateRecord,
     backward_and_update,
     param_groups,
 )
@@ -179,8 +180,13 @@ class YOLOXTrainStep:
             foreach=None if on_cuda else True,
         )
         self.ema = ModelEMA(self.model, decay=EMA_DECAY) if ema else None
+        self.updates = UpdateRecord()
         self.iteration = 0
         self._apply_schedule()
+
+    def skipped_updates(self) -> list[int]:
+        """The steps so far (0-based) whose update GradScaler skipped; one host read."""
+        return self.updates.skipped()
 
     @property
     def use_l1(self) -> bool:
