@@ -18,7 +18,7 @@ from libreyolo.workload.train import ModelEMA, UpdateRecord, backward_and_update
 class _Step:
     """The least `backward_and_update` needs, with an enabled scaler (CPU GradScaler works)."""
 
-    model: nn.Module
+    model: nn.Linear
     scaler: torch.amp.GradScaler
     optimizer: torch.optim.Optimizer
     ema: ModelEMA | None = None
