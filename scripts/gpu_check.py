@@ -429,8 +429,21 @@ def _fmt(value: Any, spec: str = "") -> str:
 
 
 def render_table(outcomes: Sequence[Outcome]) -> str:
-    """One compact row per step; the failed checks listed under it."""
-    header = ("step", "rc", "s", "img/s", "ms", "util", "peakMB", "skip", "bound", "checks")
+    """One compact row per step (ms: step_ms, else latency p50; skip: AMP-skipped measured
+    steps); each step's failed checks and note listed under the table."""
+    header = (
+        "step",
+        "rc",
+        "s",
+        "batch",
+        "img/s",
+        "ms",
+        "util",
+        "peakMB",
+        "skip",
+        "bound",
+        "checks",
+    )
     rows = [header]
     for o in outcomes:
         n = o.numbers
@@ -441,6 +454,7 @@ def render_table(outcomes: Sequence[Outcome]) -> str:
                 o.name,
                 str(o.rc),
                 f"{o.seconds:.0f}/{o.limit_s}",
+                _fmt(n.get("batch")),
                 _fmt(n.get("img_per_s"), ".1f"),
                 _fmt(ms, ".2f"),
                 _fmt(n.get("gpu_util"), ".2f"),
@@ -454,10 +468,11 @@ def render_table(outcomes: Sequence[Outcome]) -> str:
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     lines.insert(1, "-" * len(lines[0]))
     for o in outcomes:
-        failed = [label for label, ok in o.checks.items() if not ok]
-        if failed or o.note:
-            lines.append(f"{o.name}: " + "; ".join([*(f"FAIL {f}" for f in failed), o.note][:6]))
-    return "\n".join(line for line in lines if line.strip())
+        said = [f"FAIL {label}" for label, ok in o.checks.items() if not ok][:6]
+        said += [o.note] if o.note else []
+        if said:
+            lines.append(f"{o.name}: " + "; ".join(said))
+    return "\n".join(lines)
 
 
 def passed(o: Outcome) -> bool:

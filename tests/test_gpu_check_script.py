@@ -1,6 +1,10 @@
-"""`scripts/gpu_check.sh --dry-run`: the wheel folder for the GPU machine is complete and every
-import resolves with it, or the check says which piece is missing (exit 1), before any device
-time is spent. Wheels are built here as minimal real wheel files, so the test needs no network.
+"""`scripts/gpu_check.sh`: `--dry-run` proves the wheel folder for the GPU machine is complete and
+every import resolves with it, or says which piece is missing (exit 1), and prints a plan whose
+outputs and time budget fit the device tool's limits, before any device time is spent. The
+driver's own parts are checked here too: every planned command parses with the real CLI, the
+packer never plans a part over the limit, the checks read profiles of each shape, and one failed,
+hung or unreadable step never skips the next. Wheels are built here as minimal real wheel files,
+and the GPU steps are played by a fake interpreter, so the tests need no network and no GPU.
 """
 
 from __future__ import annotations
