@@ -1,14 +1,22 @@
-"""`scripts/gpu_check.sh --dry-run`: the wheel folder for the GPU machine is complete and every
-import resolves with it, or the check says which piece is missing (exit 1), before any device
-time is spent. Wheels are built here as minimal real wheel files, so the test needs no network.
+"""`scripts/gpu_check.sh`: `--dry-run` proves the wheel folder for the GPU machine is complete and
+every import resolves with it, or says which piece is missing (exit 1), and prints a plan whose
+outputs and time budget fit the device tool's limits, before any device time is spent. The
+driver's own parts are checked here too: every planned command parses with the real CLI, the
+packer never plans a part over the limit, the checks read profiles of each shape, and one failed,
+hung or unreadable step never skips the next. Wheels are built here as minimal real wheel files,
+and the GPU steps are played by a fake interpreter, so the tests need no network and no GPU.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import itertools
+import json
 import os
 import subprocess
 import sys
+import tarfile
+import time
 import zipfile
 from pathlib import Path
 from types import ModuleType
@@ -153,3 +161,283 @@ def test_gpu_env_sees_every_third_party_import_of_the_package() -> None:
     modules = _gpu_env().imported_modules()
     assert {"torch", "hydra", "omegaconf", "msgspec", "rich", "yaml", "PIL"} <= modules
     assert not modules & {"os", "json", "libreyolo", "__future__"}
+
+
+# ---- the plan, the packer and the checks of scripts/gpu_check.py (the driver gpu_check.sh runs)
+
+
+def _gpu_check() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("gpu_check", ROOT / "scripts" / "gpu_check.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["gpu_check"] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+MiB = 2**20
+
+
+def _planned(stdout: str, key: str) -> str:
+    return next(line for line in stdout.splitlines() if line.startswith(f"{key}:"))
+
+
+def test_gpu_check_dry_run_plans_what_the_device_returns_in_time(wheels: Path) -> None:
+    proc = _dry_run(wheels)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.rstrip().endswith("plan ok")
+    outputs = _planned(proc.stdout, "outputs").split()[1:]
+    assert 4 < len(outputs) <= 8
+    for name in outputs:
+        assert name.count("/") <= 2 and all(
+            part and set(part) <= set("abcdefghijklmnopqrstuvwxyz0123456789._-")
+            for part in name.lower().split("/")
+        )
+    seconds = int(_planned(proc.stdout, "budget").split()[1])
+    assert seconds <= 420
+    commands = [line.split(maxsplit=3)[3] for line in proc.stdout.splitlines() if " s  " in line]
+    assert len(commands) == 9
+    synthetic = [c.split() for c in commands if " run synthetic " in c]
+    assert len(synthetic) >= 2  # AMP and AutoBatch at least
+    for words in synthetic:
+        flag = dict(itertools.pairwise(words))
+        assert flag["--imgsz"] == "320" and flag["--device"] == "0"
+        assert flag["--batch"] in ("8", "-1")
+        assert int(flag["--steps"]) <= 6 and int(flag["--warmup"]) <= 3
+        assert flag["--project"].startswith("$RUNS/")
+
+
+def test_gpu_check_plan_sums_its_step_limits_under_the_budget() -> None:
+    gpu_check = _gpu_check()
+    for run_no_trace in (True, False):
+        steps = [
+            *gpu_check.setup_steps("python3", wheels=".whl", site="/s"),
+            *gpu_check.measurements("python3", Path("/r"), run_no_trace=run_no_trace),
+        ]
+        assert gpu_check.budget_s(steps) <= gpu_check.TIME_BUDGET_S
+        assert len({s.name for s in steps}) == len(steps)
+        assert gpu_check.output_problems(gpu_check.planned_outputs(), 0) == []
+    assert gpu_check.output_problems(["a/b/c/d.txt", "x y", *"abcdefgh"], 421) == [
+        "10 output files, the device returns 8",
+        "output 'a/b/c/d.txt' would not come back",
+        "output 'x y' would not come back",
+        "time budget 421 s exceeds 420 s",
+    ]
+
+
+def test_gpu_check_commands_parse_with_the_real_cli() -> None:
+    from libreyolo.cli.parser import build_parser, reject_key_value
+    from libreyolo.errors import UsageError
+
+    gpu_check = _gpu_check()
+    try:
+        build_parser().parse_args(list(gpu_check.NO_TRACE_PROBE))
+        run_no_trace = True
+    except UsageError:
+        run_no_trace = False
+    env = os.environ | {"PYTHONPATH": str(ROOT)}
+    assert gpu_check.accepts(sys.executable, gpu_check.NO_TRACE_PROBE, env) is run_no_trace
+    steps = gpu_check.measurements(sys.executable, Path("/r"), run_no_trace=run_no_trace)
+    profiles = [s for s in steps if s.kind == "profile"]
+    assert len(profiles) == 6
+    for step in profiles:
+        words = list(step.argv[3:])
+        reject_key_value(words, build_parser())
+        args = build_parser().parse_args(words)
+        assert args.json and args.device == "0" and args.project == f"/r/{step.name}"
+
+
+def test_packer_spreads_many_big_files_over_at_most_the_allowed_parts() -> None:
+    plan_parts = _gpu_check().plan_parts
+    files = [(f"trace{i}.json.gz", 5 * MiB) for i in range(20)] + [("profile.json", 40_000)]
+    packing = plan_parts(files, 4, 16 * MiB, 60 * MiB)
+    assert 1 <= len(packing.parts) <= 4
+    sizes = dict(files)
+    for part in packing.parts:
+        assert sum(sizes[name] for name in part) + 2048 * len(part) <= 16 * MiB
+    packed = [name for part in packing.parts for name in part]
+    assert sum(sizes[n] for n in packed) <= 60 * MiB
+    assert {o["name"] for o in packing.omitted} | set(packed) == set(sizes)
+    assert len(packed) == len(set(packed)) == 12  # three 5 MiB files to a 16 MiB part
+    assert all(o["why"] == "no room left" for o in packing.omitted)
+
+
+def test_packer_leaves_out_a_file_larger_than_one_part_and_lists_it() -> None:
+    plan_parts = _gpu_check().plan_parts
+    files = [("a/profile.json", 1000), ("a/profile_trace.json.gz", 16 * MiB), ("b.stderr", 10)]
+    packing = plan_parts(files, 4, 16 * MiB)
+    assert packing.parts == [["a/profile.json", "b.stderr"]]
+    assert packing.omitted == [
+        {"name": "a/profile_trace.json.gz", "bytes": 16 * MiB, "why": "larger than one part"}
+    ]
+
+
+def test_pack_gzips_traces_and_writes_only_parts_within_the_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gpu_check = _gpu_check()
+    monkeypatch.setattr(gpu_check, "DEVICE_MAX_FILE_BYTES", 256 * 2**10)
+    runs, out = tmp_path / "runs", tmp_path / "out"
+    (runs / "small").mkdir(parents=True)
+    (runs / "big").mkdir()
+    out.mkdir()
+    (runs / "small" / "profile.json").write_text('{"metrics": {}}')
+    (runs / "small" / "profile_trace.json").write_text('{"traceEvents": []}' * 5000)
+    (runs / "big" / "profile_trace.json").write_bytes(os.urandom(300 * 2**10))
+    (runs / "small.stderr").write_text("")
+    packing = gpu_check.pack(runs, out)
+    assert [p.name for p in out.iterdir()] == ["runs-1.tar.gz"]
+    assert (out / "runs-1.tar.gz").stat().st_size <= 256 * 2**10
+    assert [(o["name"], o["why"]) for o in packing.omitted] == [
+        ("big/profile_trace.json.gz", "larger than one part")
+    ]
+    with tarfile.open(out / "runs-1.tar.gz") as archive:
+        assert sorted(archive.getnames()) == [
+            "small.stderr",
+            "small/profile.json",
+            "small/profile_trace.json.gz",
+        ]
+
+
+def _doc(**extra: object) -> dict[str, object]:
+    doc: dict[str, object] = {
+        "run": {"mode": "train", "model": "yolo9-t", "batch": 8},
+        "host": {"measurable": True, "num_workers": 2},
+        "metrics": {
+            "cpu_wait_frac": 0.1,
+            "contended": False,
+            "gpu_util": 0.8,
+            "tensorcore_pct": 40.0,
+            "step_ms": 12.5,
+            "img_per_s": 640.0,
+            "peak_vram_mb": None,
+        },
+        "trace": {
+            "categories": {"gemm": 1.0},
+            "phases": [{"name": n} for n in ("forward", "backward", "optimizer")],
+        },
+        "verdict": {"bound": "compute-bound"},
+        "device_memory": {"peak_allocated_bytes": 512 * MiB},
+        "samples": {"amp_skipped_steps": [0, 3]},
+    }
+    return doc | extra
+
+
+def test_checks_of_a_training_profile_under_amp() -> None:
+    gpu_check = _gpu_check()
+    step = gpu_check.measurements("py", Path("/r"), run_no_trace=True)[3]
+    assert step.name == "train_amp" and step.train and step.mixed_precision
+    checks = gpu_check.profile_checks(step, _doc(), "")
+    assert all(checks.values()), checks
+    assert "tensor-core share > 0" in checks and "training phases" in checks
+    numbers = gpu_check.profile_numbers(_doc())
+    assert numbers["peak_mb"] == 512.0 and numbers["amp_skipped"] == 2
+    noisy = gpu_check.profile_checks(step, _doc(), "STAGE:2026 libkineto ...\n")
+    assert noisy["no libkineto lines on stderr"] is False
+
+
+def test_checks_of_an_untraced_profile_need_only_the_allocator_peak() -> None:
+    gpu_check = _gpu_check()
+    step = gpu_check.measurements("py", Path("/r"), run_no_trace=True)[4]
+    assert step.name == "train_notrace" and not step.traced
+    doc = _doc(trace=None, device_memory={"peak_allocated_bytes": 3 * MiB})
+    assert all(gpu_check.profile_checks(step, doc, "").values())
+    bare = gpu_check.profile_checks(step, _doc(trace=None, device_memory=None), "")
+    assert bare["peak memory recorded"] is False
+
+
+def test_checks_of_autobatch_want_the_fitted_batch_and_a_note() -> None:
+    gpu_check = _gpu_check()
+    step = next(
+        s for s in gpu_check.measurements("py", Path("/r"), run_no_trace=True) if s.autobatch
+    )
+    trace = {
+        "categories": {"gemm": 1.0},
+        "phases": [{"name": n} for n in ("forward", "backward", "optimizer")],
+        "notes": ["AutoBatch (--batch -1) fitted batch 512 to 70% of device memory"],
+    }
+    doc = _doc(run={"batch": 512, "overrides": ["--batch -1"]}, trace=trace)
+    assert all(gpu_check.profile_checks(step, doc, "").values())
+    unfitted = gpu_check.profile_checks(step, _doc(run={"batch": -1, "note": "--batch -1"}), "")
+    assert not unfitted["fitted batch in run.batch > 0"]
+    assert not unfitted["a note names --batch -1"]  # run.* is the request, not a note
+
+
+def _fake_python(tmp_path: Path, body: str) -> str:
+    script = tmp_path / "python3"
+    script.write_text(f'#!/usr/bin/env bash\ncase "$1" in\n{body}\nesac\n')
+    script.chmod(0o755)
+    return str(script)
+
+
+def test_a_failing_step_never_skips_the_next_and_all_outputs_are_written(tmp_path: Path) -> None:
+    gpu_check = _gpu_check()
+    body = (
+        "  scripts/gpu_env.py) exit 0 ;;\n"  # the wheels install
+        "  -c) exit 2 ;;\n"  # the --no-trace probe and the version line
+        "  *) echo 'boom' >&2; exit 3 ;;"
+    )
+    out = tmp_path / "out"
+    rc = gpu_check.measure(_fake_python(tmp_path, body), str(tmp_path / "whl"), out)
+    assert rc == 1
+    results = json.loads((out / "results.json").read_text())
+    names = [s["name"] for s in results["steps"]]
+    assert names[:2] == ["environment", "wheels"] and names[-1] == "truth_planted"
+    assert len(names) == 9
+    assert [s["rc"] for s in results["steps"][2:]] == [3] * 7
+    assert results["steps"][2]["checks"] == {"profile written": False}
+    files = sorted(p.name for p in out.iterdir())
+    assert set(files) <= set(gpu_check.planned_outputs())
+    assert gpu_check.output_problems(files, 0) == []
+    table = (out / "results.txt").read_text()
+    assert len(table) < 3000 and table.count("\n") < 40
+    assert "infer_fp16" in table and "some steps FAILED" in table
+
+
+def test_a_failed_wheel_install_measures_nothing_but_still_reports(tmp_path: Path) -> None:
+    gpu_check = _gpu_check()
+    out = tmp_path / "out"
+    rc = gpu_check.measure(_fake_python(tmp_path, "  *) exit 1 ;;"), "whl", out)
+    assert rc == 1
+    results = json.loads((out / "results.json").read_text())
+    assert [s["name"] for s in results["steps"]] == ["environment", "wheels"]
+    assert "nothing measured" in (out / "gpu_check.log").read_text()
+
+
+def test_a_step_past_its_limit_is_stopped_with_its_children(tmp_path: Path) -> None:
+    gpu_check = _gpu_check()
+    marker = tmp_path / "child.pid"
+    argv = ("bash", "-c", f"sleep 30 & echo $! > {marker}; wait")
+    rc, seconds = gpu_check.run_step(argv, 1, tmp_path / "o", tmp_path / "e", dict(os.environ))
+    assert rc == 124 and seconds < 10
+    pid = int(marker.read_text())
+    deadline = time.monotonic() + 5
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)  # the signal is sent; the child's end is asynchronous
+    assert not _alive(pid)
+
+
+def _alive(pid: int) -> bool:
+    """Running, not gone nor a zombie awaiting its reaper."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_a_profile_of_an_unforeseen_shape_fails_its_step_only(tmp_path: Path) -> None:
+    gpu_check = _gpu_check()
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"metrics": [1], "trace": "none"}')
+    body = (
+        "  scripts/gpu_env.py) exit 0 ;;\n"
+        f'  -m) echo \'{{"profile": "{bad}"}}\' ;;\n'
+        "  scripts/truth_report.py) echo '4 of 4 passed in 9 s' ;;\n"
+        "  *) exit 0 ;;"
+    )
+    out = tmp_path / "out"
+    assert gpu_check.measure(_fake_python(tmp_path, body), "whl", out) == 1
+    steps = json.loads((out / "results.json").read_text())["steps"]
+    assert [s["checks"] for s in steps[2:-1]] == [{"outcome readable": False}] * 6
+    assert steps[-1]["rc"] == 0 and steps[-1]["note"] == "4 of 4 passed in 9 s"
+    assert (out / "truth_cuda.txt").read_text() == "4 of 4 passed in 9 s\n"
