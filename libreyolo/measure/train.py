@@ -18,7 +18,8 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from collections.abc import Generator, Iterable
+import warnings
+from collections.abc import Callable, Generator, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -47,7 +48,7 @@ from libreyolo.measure.threads import intra_op_threads, warn_if_crowded
 from libreyolo.measure.window import TraceRecorder, WindowPlan, fit_calibration, plan_window
 
 if TYPE_CHECKING:
-    from libreyolo.workload.family import Workload
+    from libreyolo.measure.autobatch import DeviceMemory
 
 PHASES = ("dataload", "to_device", "forward", "backward", "optimizer")
 SEED = 0  # fixed shuffle and augmentation, so two runs see the same batches
@@ -75,20 +76,34 @@ class TrainSettings:
 
 
 def _fit_batch(
-    settings: TrainSettings, device: torch.device, nc: int, workload: Workload
+    settings: TrainSettings,
+    device: torch.device,
+    plan: WindowPlan,
+    memory: DeviceMemory | None = None,
 ) -> tuple[TrainSettings, str]:
-    """Settings with the batch AutoBatch fits on `device` (real training steps on random data)."""
-    from libreyolo.measure.autobatch import autobatch
+    """Settings with the batch AutoBatch fits on `device`, probing the measured step itself:
+    the same weights, size and classes, AMP and EMA, on probe batches as crowded with boxes as
+    the densest training sample, capped so the dataset holds the run (see `autobatch`)."""
+    from libreyolo.measure.autobatch import CudaMemory, autobatch, data_limits
+    from libreyolo.workload.api import RandomWeightsWarning, load_workload_model
 
-    # A configured size of another family (the file decided the family) does not apply.
-    size = settings.size if settings.size in workload.sizes else workload.default_size
-    model = workload.build(size, nc, for_training=True).to(device)
-    trainer = workload.train_step(model, device=device, amp=settings.amp, ema=False)
+    limits = data_limits(settings.data, plan)
 
-    def run_step(batch: int) -> None:
-        trainer.step(workload.probe_batch(batch, settings.imgsz, nc))
+    def make_step() -> Callable[[int], object]:
+        with warnings.catch_warnings():  # the measured load announces random weights
+            warnings.simplefilter("ignore", RandomWeightsWarning)
+            workload, model = load_workload_model(
+                settings.weights, settings.size, device, [], settings.family
+            )
+        if workload.describe(model).nc != limits.nc:
+            workload.reset_classes(model, limits.nc, dict(enumerate(limits.names)))
+        trainer = workload.train_step(model, device=device, amp=settings.amp, ema=True)
+        boxes = limits.boxes_per_image
+        return lambda batch: trainer.step(
+            workload.probe_batch(batch, settings.imgsz, limits.nc, boxes_per_image=boxes)
+        )
 
-    batch, note = autobatch(run_step, device)
+    batch, note = autobatch(make_step, memory or CudaMemory(device), limits.cap)
     return dataclasses.replace(settings, batch=batch), note
 
 
@@ -166,22 +181,19 @@ def profile_training(
 def _profile_training(
     settings: TrainSettings, on_progress: Progress | None, into: StagedRun | None
 ) -> tuple[Profile, Path]:
-    from libreyolo.workload.api import load_workload_model, workload_of
+    from libreyolo.workload.api import load_workload_model
     from libreyolo.workload.data.dataset_config import resolve_dataset
     from libreyolo.workload.data.loader import batches_available, build_loader, worker_pids
 
     plan = plan_window(settings.warmup, settings.steps, measured_flag="--steps")
     device = resolve_device(settings.device)
     _validate(settings, device)
-    with stage("build data", on_progress, hint="check the dataset YAML, images and labels"):
-        # AutoBatch (-1) has not fitted the batch yet: the default synthetic set then.
-        known_batch = settings.batch if settings.batch > 0 else None
-        spec = resolve_dataset(settings.data, window_batches=plan.num_total, batch=known_batch)
     fitted_note = None
-    if settings.batch == -1:
+    if settings.batch == -1:  # first: the synthetic set is generated to the fitted batch
         with stage("fit batch", on_progress, hint="pass an explicit --batch"):
-            probed = workload_of(settings.weights, settings.family)
-            settings, fitted_note = _fit_batch(settings, device, spec.nc, probed)
+            settings, fitted_note = _fit_batch(settings, device, plan)
+    with stage("build data", on_progress, hint="check the dataset YAML, images and labels"):
+        spec = resolve_dataset(settings.data, window_batches=plan.num_total, batch=settings.batch)
     # The family (from the file) decides the dataset's transforms, so the weights load first;
     # their notes keep their place after the data's.
     weight_notes: list[str] = []

@@ -163,6 +163,7 @@ class Workload(Protocol):
         """Samples of `train_dataset` into one batch for `train_step`."""
         ...
 
-    def probe_batch(self, batch: int, imgsz: int, nc: int) -> Any:
-        """A random batch of `batch` images in `collate`'s form (for AutoBatch's probes)."""
+    def probe_batch(self, batch: int, imgsz: int, nc: int, *, boxes_per_image: int = 1) -> Any:
+        """A random batch of `batch` images in `collate`'s form, each with `boxes_per_image`
+        boxes (at most what the family's targets hold), for AutoBatch's probes."""
         ...

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import os
 import random
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +32,14 @@ from libreyolo.errors import DatasetError, UsageError
 from libreyolo.workload.data.augment import AugmentConfig, Tile, augment_tiles
 from libreyolo.workload.data.dataset_config import DatasetSpec
 
-__all__ = ["OnBad", "Sample", "YoloDataset", "check_image", "parse_label_file"]
+__all__ = [
+    "OnBad",
+    "Sample",
+    "YoloDataset",
+    "check_image",
+    "max_label_rows",
+    "parse_label_file",
+]
 
 OnBad = Literal["skip", "refuse"]
 Row = tuple[int, float, float, float, float]  # class, x1, y1, x2, y2 normalised to [0, 1]
@@ -77,6 +85,19 @@ def parse_label_file(path: Path, nc: int) -> tuple[list[Row], list[str]]:
         elif row is not None:
             rows.append(row)
     return rows, issues
+
+
+def max_label_rows(label_paths: Iterable[Path]) -> int:
+    """The most non-blank rows in any one label file (missing or unreadable files count 0):
+    an upper bound on one image's boxes, read without parsing (rows found bad later drop out)."""
+    most = 0
+    for path in label_paths:
+        try:
+            text = path.read_bytes()
+        except OSError:
+            continue
+        most = max(most, sum(1 for line in text.splitlines() if line.strip()))
+    return most
 
 
 def _parse_row(line: str, nc: int) -> Row | str | None:

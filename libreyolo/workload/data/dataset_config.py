@@ -84,6 +84,12 @@ def label_path_for(image: Path) -> Path:
     return Path(*parts, image.stem + ".txt") if parts else Path(image.stem + ".txt")
 
 
+def is_generated(name_or_yaml: str) -> bool:
+    """True when `name_or_yaml` resolves to the built-in synthetic set, which is generated to
+    the size a run asks for (a file or folder of that name is a dataset of its own)."""
+    return name_or_yaml == "synthetic" and not Path(name_or_yaml).expanduser().exists()
+
+
 def resolve_dataset(
     name_or_yaml: str,
     *,

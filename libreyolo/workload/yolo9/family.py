@@ -23,6 +23,7 @@ from libreyolo.workload.data.augment import AugmentConfig
 from libreyolo.workload.data.dataset import YoloDataset
 from libreyolo.workload.data.dataset_config import DatasetSpec
 from libreyolo.workload.data.loader import Batch, collate
+from libreyolo.workload.data.probe import grid_boxes
 from libreyolo.workload.family import Description, InferRunner, InferStages, TrainRunner
 from libreyolo.workload.infer import InferStep
 from libreyolo.workload.train import TrainStep
@@ -110,10 +111,13 @@ class YOLOv9Workload:
     def collate(self, samples: list[Any]) -> Batch:
         return collate(samples)
 
-    def probe_batch(self, batch: int, imgsz: int, nc: int) -> Batch:
+    def probe_batch(self, batch: int, imgsz: int, nc: int, *, boxes_per_image: int = 1) -> Batch:
+        """Random images, each with `boxes_per_image` grid boxes, in collate's row form."""
         images = torch.rand(batch, 3, imgsz, imgsz)
-        box = torch.tensor([[0, 0, 8, 8, 40, 40]], dtype=torch.float32)
-        targets = torch.cat([box + torch.tensor([[i, 0, 0, 0, 0, 0]]) for i in range(batch)])
+        boxes, index = grid_boxes(boxes_per_image, imgsz)
+        rows = torch.cat((torch.zeros(len(index), 1), (index % nc).view(-1, 1).float(), boxes), 1)
+        targets = rows.repeat(batch, 1)
+        targets[:, 0] = torch.arange(batch).repeat_interleave(boxes_per_image).float()
         return Batch(images, targets, [])
 
 

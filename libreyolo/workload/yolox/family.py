@@ -23,11 +23,12 @@ from libreyolo.errors import CheckpointError
 from libreyolo.workload.checkpoint_io import state_dict_of
 from libreyolo.workload.data.dataset_config import DatasetSpec
 from libreyolo.workload.data.loader import Batch
+from libreyolo.workload.data.probe import grid_boxes
 from libreyolo.workload.family import Description, InferRunner, InferStages, TrainRunner
 from libreyolo.workload.infer import InferStep
 from libreyolo.workload.yolo9.checkpoint import size_from_filename
 from libreyolo.workload.yolox import checkpoint, predict
-from libreyolo.workload.yolox.data import MAX_LABELS, YOLOXDataset, collate
+from libreyolo.workload.yolox.data import MAX_LABELS, YOLOXDataset, collate, xyxy_to_cxcywh
 from libreyolo.workload.yolox.model import SIZES, YOLOX
 from libreyolo.workload.yolox.train import YOLOXTrainStep
 
@@ -107,11 +108,14 @@ class YOLOXWorkload:
     def collate(self, samples: list[Any]) -> Batch:
         return collate(samples)
 
-    def probe_batch(self, batch: int, imgsz: int, nc: int) -> Batch:
-        """Random BGR 0..255 images with one 32-pixel box each, in collate's padded form."""
+    def probe_batch(self, batch: int, imgsz: int, nc: int, *, boxes_per_image: int = 1) -> Batch:
+        """Random BGR 0..255 images with `boxes_per_image` grid boxes each (collate keeps at
+        most MAX_LABELS), in collate's padded form."""
         images = torch.rand(batch, 3, imgsz, imgsz) * 255.0
+        boxes, index = grid_boxes(min(boxes_per_image, MAX_LABELS), imgsz)
         targets = torch.zeros(batch, MAX_LABELS, 5)
-        targets[:, 0] = torch.tensor([0.0, imgsz / 2, imgsz / 2, 32.0, 32.0])
+        targets[:, : len(index), 0] = (index % nc).float()
+        targets[:, : len(index), 1:] = xyxy_to_cxcywh(boxes)
         return Batch(images, targets, [])
 
 
