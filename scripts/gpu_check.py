@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -501,7 +501,9 @@ def dry_run(py: str, wheels: str) -> int:
     for s in steps:
         print(f"  {s.name:<14} {s.limit_s:>4} s  {' '.join(s.argv)}")
     if not run_no_trace:
-        print("  (the CLI's run takes no --no-trace yet: the untraced measurement is an inference)")
+        print(
+            "  (profile run has no --no-trace in the spec: the untraced measurement is an inference)"
+        )
     print(
         f"budget: {seconds} s of {TIME_BUDGET_S} s (steps {seconds - PLANNING_S - PACKING_S} s"
         f" + planning {PLANNING_S} s + packing {PACKING_S} s)"
@@ -522,8 +524,8 @@ def dry_run(py: str, wheels: str) -> int:
 class Log:
     """Lines to stdout and to $OUT/gpu_check.log at once."""
 
-    def __init__(self, path: Path) -> None:
-        self.file = path.open("w", encoding="utf-8")
+    def __init__(self, file: TextIO) -> None:
+        self.file = file
 
     def __call__(self, text: str) -> None:
         print(text, flush=True)
@@ -534,7 +536,11 @@ class Log:
 def measure(py: str, wheels: str, out: Path) -> int:
     """Run the plan, write the results and the parts under `out`; 0 when all passed."""
     out.mkdir(parents=True, exist_ok=True)
-    log = Log(out / "gpu_check.log")
+    with (out / "gpu_check.log").open("w", encoding="utf-8") as file:
+        return _measure(py, wheels, out, Log(file))
+
+
+def _measure(py: str, wheels: str, out: Path, log: Log) -> int:
     work = Path(tempfile.mkdtemp(prefix="gpu_check_"))
     runs, site = work / "runs", work / "site"
     runs.mkdir()
