@@ -501,9 +501,7 @@ def dry_run(py: str, wheels: str) -> int:
     for s in steps:
         print(f"  {s.name:<14} {s.limit_s:>4} s  {' '.join(s.argv)}")
     if not run_no_trace:
-        print(
-            "  (profile run has no --no-trace in the spec: the untraced measurement is an inference)"
-        )
+        print("  (profile run has no --no-trace (spec): the untraced measurement is an inference)")
     print(
         f"budget: {seconds} s of {TIME_BUDGET_S} s (steps {seconds - PLANNING_S - PACKING_S} s"
         f" + planning {PLANNING_S} s + packing {PACKING_S} s)"
