@@ -150,6 +150,22 @@ def test_loss_helpers_reproduce_the_decoded_predictions() -> None:
     assert float((xyxy - torch.cat((points, points), 1) * stride).abs().div(stride).max()) <= 15
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_boxes_are_decoded_in_float32_under_autocast(dtype: torch.dtype) -> None:
+    """At 640 px bf16 would put every coordinate on a 4-px grid; the decode stays float32."""
+    torch.manual_seed(2)
+    model = YOLOv9("t", nc=4).eval()
+    maps = [torch.randn(1, 68, 80, 80), torch.randn(1, 68, 40, 40), torch.randn(1, 68, 20, 20)]
+    low = [m.to(dtype) for m in maps]
+    expected = model.decode([m.float() for m in low])
+    with torch.autocast("cpu", dtype=dtype):
+        decoded = model.decode(low)
+    assert decoded.dtype == torch.float32
+    torch.testing.assert_close(decoded, expected, rtol=0, atol=1e-4)
+    fractions = decoded[:, :4] - decoded[:, :4].floor()
+    assert float(fractions.abs().max()) > 0.5  # sub-pixel coordinates survive
+
+
 def test_fused_copy_matches_and_leaves_the_original() -> None:
     torch.manual_seed(0)
     model = YOLOv9("t", nc=7).eval()

@@ -333,14 +333,20 @@ class YOLOv9(nn.Module):
         return box.reshape(b, -1, 4, self.reg_max), cls
 
     def decode(self, maps: Sequence[Tensor]) -> Tensor:
-        """Raw maps -> (B, 4 + nc, A): xyxy in input pixels, then sigmoid scores."""
-        points, stride = self.anchor_points(maps)
-        flat = torch.cat([m.flatten(2) for m in maps], 2)  # (B, C, A): channel-first throughout
-        box, cls = torch.split(flat, [4 * self.reg_max, self.nc], 1)
-        lt, rb = self.head.dfl(box).chunk(2, 1)
-        centres = points.T
-        xyxy = torch.cat((centres - lt, centres + rb), 1) * stride.T
-        return torch.cat((xyxy, cls.sigmoid()), 1)
+        """Raw maps -> (B, 4 + nc, A) float32: xyxy in input pixels, then sigmoid scores.
+
+        Decoded in float32 even inside an autocast forward: bf16 holds 8 significant bits, so
+        a 640-px coordinate would land on a 4-px grid (fp16: 0.5 px) before NMS sees it.
+        """
+        with torch.autocast(maps[0].device.type, enabled=False):
+            maps = [m.float() for m in maps]  # no copy when already float32
+            points, stride = self.anchor_points(maps)
+            flat = torch.cat([m.flatten(2) for m in maps], 2)  # (B, C, A): channel-first
+            box, cls = torch.split(flat, [4 * self.reg_max, self.nc], 1)
+            lt, rb = self.head.dfl(box).chunk(2, 1)
+            centres = points.T
+            xyxy = torch.cat((centres - lt, centres + rb), 1) * stride.T
+            return torch.cat((xyxy, cls.sigmoid()), 1)
 
     def reset_classes(self, nc: int, names: dict[int, str] | None = None) -> None:
         """Fine-tuning to nc classes: fresh last class layers, towers keep their width."""
