@@ -90,8 +90,9 @@ class SweepConfig:
     `isolate`: measure in a fresh child process per point. `lock_dir`: where the per-device
     lease files live; every process on the machine must agree (None: `libreyolo-gpu-locks` under
     the system temp dir). `lease_timeout_s`: how long a point waits for its device before it
-    fails. `gpus`: physical GPU indices a CUDA point may lease (None: those in
-    CUDA_VISIBLE_DEVICES, else the point's own device index). `resume`: keep a point that a
+    fails. `gpus`: physical GPU indices a CUDA point may lease, kept to those
+    CUDA_VISIBLE_DEVICES shows when it is set (None: the visible ones, else the point's own
+    device index). A CPU point's child sees no GPU. `resume`: keep a point that a
     previous sweep into the same folder measured with the same config and overrides and whose
     profile is complete (false: measure every point again).
     """

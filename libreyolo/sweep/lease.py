@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from libreyolo.errors import NoProfileError
+from libreyolo.errors import NoProfileError, UsageError
 
 LOCK_DIR_NAME = "libreyolo-gpu-locks"
 POLL_S = 0.2
@@ -49,8 +49,12 @@ class Lease:
         return "cuda:0" if self.gpu is not None else device
 
     def child_env(self) -> dict[str, str]:
-        """Environment overrides for a fresh child process (one visible GPU, or none added)."""
-        return {"CUDA_VISIBLE_DEVICES": self.gpu} if self.gpu is not None else {}
+        """Environment overrides for a fresh child process: only the leased GPU visible; none
+        for a CPU point, so nothing in it (a pin thread, a library probing devices) can start
+        a CUDA context on a GPU another point is measuring on."""
+        if self.gpu is not None:
+            return {"CUDA_VISIBLE_DEVICES": self.gpu}
+        return {"CUDA_VISIBLE_DEVICES": ""} if self.held_device == "cpu" else {}
 
     def in_process_device(self, device: str) -> str:
         """The device this process measures on: the leased GPU as this process numbers it."""
@@ -80,12 +84,24 @@ def visible_gpus(environ: dict[str, str] | None = None) -> list[str] | None:
 def gpu_candidates(
     device: str, gpus: Sequence[int] | None = None, environ: dict[str, str] | None = None
 ) -> list[str]:
-    """Physical GPUs a CUDA point may lease: the visible ones, else `gpus`, else its own index."""
+    """Physical GPUs a CUDA point may lease: `gpus` (`sweep.gpus`) among the visible ones,
+    else the visible ones, else its own index. UsageError when `gpus` names no visible GPU:
+    measuring on another would break the launcher's assignment."""
     visible = visible_gpus(environ)
+    if gpus:
+        named = [str(gpu) for gpu in gpus]
+        if visible is None:
+            return named
+        usable = [gpu for gpu in named if gpu in visible]
+        if not usable:
+            raise UsageError(
+                f"sweep.gpus {','.join(named)} names none of the GPUs this process sees "
+                f"(CUDA_VISIBLE_DEVICES={','.join(visible)})",
+                hint="list visible GPUs in sweep.gpus, or leave it unset",
+            )
+        return usable
     if visible is not None:
         return visible
-    if gpus:
-        return [str(gpu) for gpu in gpus]
     index = cuda_index(device)
     return [str(index if index is not None else 0)]
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from libreyolo.errors import ExitStatus, NoProfileError
+from libreyolo.errors import ExitStatus, NoProfileError, UsageError
 from libreyolo.sweep.lease import default_lock_dir, device_lease, gpu_candidates
 
 # A process that takes the lease, says so, holds it for `hold` seconds and prints its interval.
@@ -90,11 +90,18 @@ def test_the_lock_is_freed_when_its_holder_is_killed(tmp_path: Path) -> None:
         assert lease.held_device == "gpu0"
 
 
-def test_gpu_candidates_come_from_cuda_visible_devices_first() -> None:
-    assert gpu_candidates("0", [4, 5], {"CUDA_VISIBLE_DEVICES": "2,3"}) == ["2", "3"]
+def test_gpu_candidates_are_sweep_gpus_among_the_visible_ones() -> None:
+    # sweep.gpus wins, filtered by what the launcher made visible (as the schema documents)
+    assert gpu_candidates("0", [3, 5], {"CUDA_VISIBLE_DEVICES": "2,3,5"}) == ["3", "5"]
     assert gpu_candidates("0", [4, 5], {}) == ["4", "5"]
+    assert gpu_candidates("0", None, {"CUDA_VISIBLE_DEVICES": "2,3"}) == ["2", "3"]
     assert gpu_candidates("cuda:1", None, {}) == ["1"]
     assert gpu_candidates("cuda", None, {"CUDA_VISIBLE_DEVICES": ""}) == ["0"]
+
+
+def test_sweep_gpus_that_are_not_visible_are_a_usage_error() -> None:
+    with pytest.raises(UsageError, match=r"sweep.gpus 4,5 names none of the GPUs .*=2,3"):
+        gpu_candidates("0", [4, 5], {"CUDA_VISIBLE_DEVICES": "2,3"})
 
 
 def test_a_busy_visible_gpu_makes_the_next_point_take_another(
@@ -121,7 +128,9 @@ def test_configured_gpus_when_nothing_is_visible(
 
 def test_cpu_points_share_one_lock_and_keep_their_device(tmp_path: Path) -> None:
     with device_lease("cpu", lock_dir=tmp_path, timeout_s=1) as lease:
-        assert (lease.held_device, lease.gpu, lease.child_env()) == ("cpu", None, {})
+        # a CPU point's child sees no GPU at all
+        assert (lease.held_device, lease.gpu) == ("cpu", None)
+        assert lease.child_env() == {"CUDA_VISIBLE_DEVICES": ""}
         assert lease.child_device("cpu") == lease.in_process_device("cpu") == "cpu"
         assert lease.wait_s < 1 and lease.acquired_at <= time.time()
 
