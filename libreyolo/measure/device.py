@@ -57,6 +57,15 @@ def _check_cuda(device: torch.device, spec: str | int) -> torch.device:
     return torch.device("cuda", index)
 
 
+def select_device(device: torch.device) -> None:
+    """Make a CUDA `device` the current one before anything touches CUDA: what torch places
+    without an explicit device (the CUDA context a pin or loader thread starts, cuBLAS and
+    cuDNN handles, `torch.cuda.*` calls without an index, CUPTI's setup) then lands on it,
+    not on GPU 0, where another job may be measuring. A no-op off CUDA."""
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+
+
 def synchronize(device: torch.device) -> None:
     """Wait for the device's queued work; a no-op on the CPU, whose ops complete in order."""
     if device.type == "cuda":

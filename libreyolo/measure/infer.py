@@ -32,7 +32,7 @@ from libreyolo.document.model import Profile, RunInfo, Samples
 from libreyolo.errors import UsageError
 from libreyolo.measure.artifacts import StagedRun, set_dir
 from libreyolo.measure.assemble import analysed_trace, assemble_profile, conclude, staged
-from libreyolo.measure.device import resolve_device
+from libreyolo.measure.device import resolve_device, select_device
 from libreyolo.measure.loop import run_window
 from libreyolo.measure.memory import device_memory, reset_peaks
 from libreyolo.measure.stages import Progress, stage
@@ -126,6 +126,7 @@ def _profile_inference(
     amp_dtype = parse_amp_dtype(settings.amp_dtype)
     plan = plan_window(settings.warmup, settings.runs, traced=settings.trace)
     device = resolve_device(settings.device)
+    select_device(device)
     with stage("load images", on_progress, hint="check the source images"):
         paths = image_files.load_images(settings.source)
         images = [image_files.decode_image(p) for p in paths]  # decoded once, outside the window

@@ -39,7 +39,7 @@ from libreyolo.document.model import Profile, RunInfo, Samples
 from libreyolo.errors import NoProfileError, UsageError
 from libreyolo.measure.artifacts import StagedRun, set_dir
 from libreyolo.measure.assemble import analysed_trace, assemble_profile, conclude, staged
-from libreyolo.measure.device import resolve_device
+from libreyolo.measure.device import resolve_device, select_device
 from libreyolo.measure.loop import run_window
 from libreyolo.measure.memory import device_memory, reset_peaks
 from libreyolo.measure.phases import PhaseTimer
@@ -187,6 +187,7 @@ def _profile_training(
 
     plan = plan_window(settings.warmup, settings.steps, measured_flag="--steps")
     device = resolve_device(settings.device)
+    select_device(device)
     _validate(settings, device)
     fitted_note = None
     if settings.batch == -1:  # first: the synthetic set is generated to the fitted batch
