@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import torch
 from torch import Tensor, nn
 
+from libreyolo.workload.data.loader import Batch
 from libreyolo.workload.hooks import PhaseHook, no_phases
 from libreyolo.workload.yolo9.loss import YOLOv9Loss, pad_targets
 
@@ -44,6 +45,18 @@ class BatchLike(Protocol):
     @property
     def targets(self) -> Tensor:
         """(N, 6) rows (image, class, x1, y1, x2, y2) in input pixels."""
+
+    @property
+    def padded_targets(self) -> Tensor | None:
+        """The rows grouped as (B, T, 5) (`pad_targets`), or None: the step pads them."""
+
+
+def with_padded_targets(batch: Batch) -> Batch:
+    """`batch` with its dense targets: made where the batch is built (the collate, in a loader
+    worker), so they come pinned with the images. Padding them in the step made a pageable
+    tensor whose `non_blocking` copy waits for the stream, so every step lost its run-ahead."""
+    padded = pad_targets(batch.targets, batch.images.shape[0])
+    return batch._replace(padded_targets=padded)
 
 
 def param_groups(model: nn.Module, weight_decay: float = WEIGHT_DECAY) -> list[dict[str, Any]]:
@@ -244,9 +257,12 @@ class TrainStep:
             images = batch.images.to(
                 self.device, non_blocking=True, memory_format=self.memory_format
             )
-            # Grouping rows needs the per-image maximum on the host: do it on the loader's CPU
-            # tensor, so the loss never waits for the device.
-            targets = pad_targets(batch.targets, images.shape[0]).to(self.device, non_blocking=True)
+            # Grouping rows needs the per-image maximum on the host: on the loader's CPU tensor
+            # (the collate's, pinned), so the loss never waits for the device.
+            padded = batch.padded_targets
+            if padded is None:
+                padded = pad_targets(batch.targets, images.shape[0])
+            targets = padded.to(self.device, non_blocking=True)
         autocast = torch.autocast(self.device.type, torch.float16, enabled=self.amp_effective)
         with phases("forward"), autocast:
             outputs = self.model(images)

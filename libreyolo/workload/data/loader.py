@@ -14,6 +14,11 @@ YoloDataset. The Batch is the contract the loss and the training step are writte
                    notes shows the padding only costs time). A loss that wants 1.6.0's dense form
                    builds it from these rows, padding to the batch's own maximum box count.
     Batch.paths    list[str] of length B, the source image of each (first mosaic tile).
+    Batch.padded_targets  None, or the same boxes grouped per image as a float32 (B, T, 5)
+                   [class, x1, y1, x2, y2] tensor padded with class -1 rows (T: the batch's
+                   largest count), for a loss that wants the dense form (YOLOv9's). Made in the
+                   family's collate, i.e. in a loader worker, so the loader pins it with the
+                   images and its copy to the device is truly asynchronous.
 
 Must not: decode, augment, move tensors to a device, or read any configuration.
 """
@@ -40,6 +45,7 @@ class Batch(NamedTuple):
     images: torch.Tensor
     targets: torch.Tensor
     paths: list[str]
+    padded_targets: torch.Tensor | None = None
 
 
 def collate(samples: list[Sample]) -> Batch:

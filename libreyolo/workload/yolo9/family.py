@@ -26,7 +26,7 @@ from libreyolo.workload.data.loader import Batch, collate
 from libreyolo.workload.data.probe import grid_boxes
 from libreyolo.workload.family import Description, InferRunner, InferStages, TrainRunner
 from libreyolo.workload.infer import InferStep
-from libreyolo.workload.train import TrainStep
+from libreyolo.workload.train import TrainStep, with_padded_targets
 from libreyolo.workload.yolo9 import checkpoint, predict
 from libreyolo.workload.yolo9.model import FUSE_MODES, SIZES, FuseMode, YOLOv9
 
@@ -109,7 +109,7 @@ class YOLOv9Workload:
         return YoloDataset(spec, imgsz, AugmentConfig(), seed=seed, cache=cache)
 
     def collate(self, samples: list[Any]) -> Batch:
-        return collate(samples)
+        return with_padded_targets(collate(samples))
 
     def probe_batch(self, batch: int, imgsz: int, nc: int, *, boxes_per_image: int = 1) -> Batch:
         """Random images, each with `boxes_per_image` grid boxes, in collate's row form."""
@@ -118,7 +118,7 @@ class YOLOv9Workload:
         rows = torch.cat((torch.zeros(len(index), 1), (index % nc).view(-1, 1).float(), boxes), 1)
         targets = rows.repeat(batch, 1)
         targets[:, 0] = torch.arange(batch).repeat_interleave(boxes_per_image).float()
-        return Batch(images, targets, [])
+        return with_padded_targets(Batch(images, targets, []))
 
 
 WORKLOAD = YOLOv9Workload()
