@@ -49,7 +49,6 @@ MAX_PARTS = DEVICE_MAX_FILES - len(FIXED_OUTPUTS)
 FIXED_RESERVE_BYTES = 4 * 2**20  # the fixed outputs are small text; the parts get the rest
 PART_SLACK_BYTES = 64 * 2**10  # tar end blocks and gzip framing, on top of the per-member cost
 MEMBER_OVERHEAD_BYTES = 2048  # a tar header, a long-name header and the block padding
-PLANNING_S = 10  # the CLI-flag probe, before the measurements
 PACKING_S = 20  # gzip of the traces and the archive parts, after them
 TAIL_CHARS = 700  # of a step's output into the log and stdout (the whole of it: the parts)
 STDERR_NOISE = ("USDT", "STAGE:", "libkineto")  # kineto lines that must not reach the user
@@ -119,18 +118,16 @@ def setup_steps(py: str, *, wheels: str, site: str) -> list[Step]:
     ]
 
 
-def measurements(py: str, runs: Path, *, run_no_trace: bool) -> list[Step]:
-    """Every measurement in order, with its limit. `run_no_trace`: whether the CLI's `run`
-    takes `--no-trace`; without it the untraced measurement is an inference (same checks)."""
+def measurements(py: str, runs: Path) -> list[Step]:
+    """Every measurement in order, with its limit. The untraced one is an inference: the
+    spec gives `--trace/--no-trace` to `infer` only."""
 
     def prof(name: str, *words: str) -> tuple[str, ...]:
         return profile_argv(py, runs, name, *words)
 
     small = ("--batch", "8", "--steps", "6", "--warmup", "3")
-    untraced = (
-        Step("train_notrace", prof("train_notrace", *TRAIN, *small, "--no-trace"), 35)
-        if run_no_trace
-        else Step("infer_notrace", prof("infer_notrace", *INFER, "--batch", "8", "--no-trace"), 35)
+    untraced = Step(
+        "infer_notrace", prof("infer_notrace", *INFER, "--batch", "8", "--no-trace"), 35
     )
     yolox = (*INFER, "--weights", "LibreYOLOXn.pt")
     autobatch = (*TRAIN, "--batch", "-1", "--steps", "4", "--warmup", "2")
@@ -150,12 +147,9 @@ def measurements(py: str, runs: Path, *, run_no_trace: bool) -> list[Step]:
     ]
 
 
-NO_TRACE_PROBE = ("profile", "run", "synthetic", "--no-trace")
-
-
 def budget_s(steps: Sequence[Step]) -> int:
     """Worst-case wall time: every step at its limit, plus planning and packing."""
-    return sum(s.limit_s for s in steps) + PLANNING_S + PACKING_S
+    return sum(s.limit_s for s in steps) + PACKING_S
 
 
 def planned_outputs() -> list[str]:
@@ -311,21 +305,6 @@ def _signal_group(pid: int, sig: signal.Signals) -> None:
         os.killpg(pid, sig)
 
 
-def accepts(py: str, words: Sequence[str], env: dict[str, str]) -> bool:
-    """Whether the project's own CLI parser takes `libreyolo WORDS` (parsed, not run)."""
-    code = (
-        "import sys; from libreyolo.cli.parser import build_parser; "
-        "build_parser().parse_args(sys.argv[1:])"
-    )
-    try:
-        proc = subprocess.run(
-            [py, "-c", code, *words], cwd=ROOT, env=env, capture_output=True, timeout=PLANNING_S
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return proc.returncode == 0
-
-
 # ---------------------------------------------------------------- checks
 
 
@@ -352,16 +331,6 @@ def peak_mb(doc: dict[str, Any]) -> float | None:
         return float(metrics["peak_vram_mb"])
     peak = (doc.get("device_memory") or {}).get("peak_allocated_bytes")
     return None if peak is None else peak / 2**20
-
-
-def _strings(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in _strings(v)]
-    return []
 
 
 def profile_checks(step: Step, doc: dict[str, Any], stderr: str) -> dict[str, bool]:
@@ -393,8 +362,8 @@ def profile_checks(step: Step, doc: dict[str, Any], stderr: str) -> dict[str, bo
         checks["latency p50 measured"] = m.get("latency_p50_ms") is not None
     if step.autobatch:
         checks["fitted batch in run.batch > 0"] = (run.get("batch") or 0) > 0
-        notes = [s for k, v in doc.items() if k != "run" for s in _strings(v)]
-        checks["a note names --batch -1"] = any("--batch -1" in s for s in notes)
+        notes = (run.get("config") or {}).get("notes") or []
+        checks["a note names --batch -1"] = any("--batch -1" in str(n) for n in notes)
     if step.family:
         checks[f"model is {step.family}"] = step.family in json.dumps(run).lower()
     return checks
@@ -491,20 +460,14 @@ def _env(*extra: str, **values: str) -> dict[str, str]:
 def dry_run(py: str, wheels: str) -> int:
     """The wheel folder check, then the plan; 0 when both are fine."""
     checked = subprocess.run([py, "scripts/gpu_env.py", "check", "--wheels", wheels], cwd=ROOT)
-    run_no_trace = accepts(py, NO_TRACE_PROBE, _env())
-    steps = [
-        *setup_steps(py, wheels=wheels, site="$SITE"),
-        *measurements(py, Path("$RUNS"), run_no_trace=run_no_trace),
-    ]
+    steps = [*setup_steps(py, wheels=wheels, site="$SITE"), *measurements(py, Path("$RUNS"))]
     seconds = budget_s(steps)
     print("plan:", flush=True)
     for s in steps:
         print(f"  {s.name:<14} {s.limit_s:>4} s  {' '.join(s.argv)}")
-    if not run_no_trace:
-        print("  (profile run has no --no-trace (spec): the untraced measurement is an inference)")
     print(
-        f"budget: {seconds} s of {TIME_BUDGET_S} s (steps {seconds - PLANNING_S - PACKING_S} s"
-        f" + planning {PLANNING_S} s + packing {PACKING_S} s)"
+        f"budget: {seconds} s of {TIME_BUDGET_S} s (steps {seconds - PACKING_S} s"
+        f" + packing {PACKING_S} s)"
     )
     outputs = planned_outputs()
     print(f"outputs: {' '.join(outputs)}")
@@ -547,7 +510,7 @@ def _measure(py: str, wheels: str, out: Path, log: Log) -> int:
     steps = setup_steps(py, wheels=wheels, site=str(site))
     outcomes = [_one(step, runs, env, out, log) for step in steps]
     if outcomes[-1].rc == 0:
-        steps += measurements(py, runs, run_no_trace=accepts(py, NO_TRACE_PROBE, env))
+        steps += measurements(py, runs)
         outcomes += [_one(step, runs, env, out, log) for step in steps[len(outcomes) :]]
     else:
         log("gpu_check: the wheel folder does not install here; nothing measured")

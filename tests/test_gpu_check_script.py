@@ -209,14 +209,13 @@ def test_gpu_check_dry_run_plans_what_the_device_returns_in_time(wheels: Path) -
 
 def test_gpu_check_plan_sums_its_step_limits_under_the_budget() -> None:
     gpu_check = _gpu_check()
-    for run_no_trace in (True, False):
-        steps = [
-            *gpu_check.setup_steps("python3", wheels=".whl", site="/s"),
-            *gpu_check.measurements("python3", Path("/r"), run_no_trace=run_no_trace),
-        ]
-        assert gpu_check.budget_s(steps) <= gpu_check.TIME_BUDGET_S
-        assert len({s.name for s in steps}) == len(steps)
-        assert gpu_check.output_problems(gpu_check.planned_outputs(), 0) == []
+    steps = [
+        *gpu_check.setup_steps("python3", wheels=".whl", site="/s"),
+        *gpu_check.measurements("python3", Path("/r")),
+    ]
+    assert gpu_check.budget_s(steps) <= gpu_check.TIME_BUDGET_S
+    assert len({s.name for s in steps}) == len(steps)
+    assert gpu_check.output_problems(gpu_check.planned_outputs(), 0) == []
     assert gpu_check.output_problems(["a/b/c/d.txt", "x y", *"abcdefgh"], 421) == [
         "10 output files, the device returns 8",
         "output 'a/b/c/d.txt' would not come back",
@@ -227,17 +226,9 @@ def test_gpu_check_plan_sums_its_step_limits_under_the_budget() -> None:
 
 def test_gpu_check_commands_parse_with_the_real_cli() -> None:
     from libreyolo.cli.parser import build_parser, reject_key_value
-    from libreyolo.errors import UsageError
 
     gpu_check = _gpu_check()
-    try:
-        build_parser().parse_args(list(gpu_check.NO_TRACE_PROBE))
-        run_no_trace = True
-    except UsageError:
-        run_no_trace = False
-    env = os.environ | {"PYTHONPATH": str(ROOT)}
-    assert gpu_check.accepts(sys.executable, gpu_check.NO_TRACE_PROBE, env) is run_no_trace
-    steps = gpu_check.measurements(sys.executable, Path("/r"), run_no_trace=run_no_trace)
+    steps = gpu_check.measurements(sys.executable, Path("/r"))
     profiles = [s for s in steps if s.kind == "profile"]
     assert len(profiles) == 6
     for step in profiles:
@@ -301,7 +292,7 @@ def test_pack_gzips_traces_and_writes_only_parts_within_the_limit(
 
 def _doc(**extra: object) -> dict[str, object]:
     doc: dict[str, object] = {
-        "run": {"mode": "train", "model": "yolo9-t", "batch": 8},
+        "run": {"mode": "training", "model": "LibreYOLO9t", "batch": 8, "config": {"notes": []}},
         "host": {"measurable": True, "num_workers": 2},
         "metrics": {
             "cpu_wait_frac": 0.1,
@@ -325,7 +316,7 @@ def _doc(**extra: object) -> dict[str, object]:
 
 def test_checks_of_a_training_profile_under_amp() -> None:
     gpu_check = _gpu_check()
-    step = gpu_check.measurements("py", Path("/r"), run_no_trace=True)[3]
+    step = gpu_check.measurements("py", Path("/r"))[3]
     assert step.name == "train_amp" and step.train and step.mixed_precision
     checks = gpu_check.profile_checks(step, _doc(), "")
     assert all(checks.values()), checks
@@ -338,29 +329,24 @@ def test_checks_of_a_training_profile_under_amp() -> None:
 
 def test_checks_of_an_untraced_profile_need_only_the_allocator_peak() -> None:
     gpu_check = _gpu_check()
-    step = gpu_check.measurements("py", Path("/r"), run_no_trace=True)[4]
-    assert step.name == "train_notrace" and not step.traced
-    doc = _doc(trace=None, device_memory={"peak_allocated_bytes": 3 * MiB})
+    step = gpu_check.measurements("py", Path("/r"))[4]
+    assert step.name == "infer_notrace" and not step.traced and not step.train
+    metrics = _doc()["metrics"] | {"latency_p50_ms": 3.2}  # type: ignore[operator]
+    doc = _doc(trace=None, metrics=metrics, device_memory={"peak_allocated_bytes": 3 * MiB})
     assert all(gpu_check.profile_checks(step, doc, "").values())
     bare = gpu_check.profile_checks(step, _doc(trace=None, device_memory=None), "")
     assert bare["peak memory recorded"] is False
 
 
-def test_checks_of_autobatch_want_the_fitted_batch_and_a_note() -> None:
+def test_checks_of_autobatch_want_the_fitted_batch_and_its_note() -> None:
     gpu_check = _gpu_check()
-    step = next(
-        s for s in gpu_check.measurements("py", Path("/r"), run_no_trace=True) if s.autobatch
-    )
-    trace = {
-        "categories": {"gemm": 1.0},
-        "phases": [{"name": n} for n in ("forward", "backward", "optimizer")],
-        "notes": ["AutoBatch (--batch -1) fitted batch 512 to 70% of device memory"],
-    }
-    doc = _doc(run={"batch": 512, "overrides": ["--batch -1"]}, trace=trace)
+    step = next(s for s in gpu_check.measurements("py", Path("/r")) if s.autobatch)
+    note = "--batch -1: batch 512 fits 70% of 140.0 GB available (...); probes 1: 900 MB"
+    doc = _doc(run={"batch": 512, "config": {"batch": 512, "notes": [note]}})
     assert all(gpu_check.profile_checks(step, doc, "").values())
-    unfitted = gpu_check.profile_checks(step, _doc(run={"batch": -1, "note": "--batch -1"}), "")
+    unfitted = gpu_check.profile_checks(step, _doc(run={"batch": -1, "config": {"notes": []}}), "")
     assert not unfitted["fitted batch in run.batch > 0"]
-    assert not unfitted["a note names --batch -1"]  # run.* is the request, not a note
+    assert not unfitted["a note names --batch -1"]
 
 
 def _fake_python(tmp_path: Path, body: str) -> str:
@@ -441,3 +427,23 @@ def test_a_profile_of_an_unforeseen_shape_fails_its_step_only(tmp_path: Path) ->
     assert [s["checks"] for s in steps[2:-1]] == [{"outcome readable": False}] * 6
     assert steps[-1]["rc"] == 0 and steps[-1]["note"] == "4 of 4 passed in 9 s"
     assert (out / "truth_cuda.txt").read_text() == "4 of 4 passed in 9 s\n"
+
+
+@pytest.mark.parametrize(
+    ("fixture", "name"), [("cpu_train_profile", "train_amp"), ("cpu_infer_profile", "infer_b8")]
+)
+def test_checks_read_the_keys_real_profiles_have(
+    fixture: str, name: str, request: pytest.FixtureRequest
+) -> None:
+    """The checks that do not need a GPU pass on a real CPU profile: every key path exists."""
+    gpu_check = _gpu_check()
+    step = next(s for s in gpu_check.measurements("py", Path("/r")) if s.name == name)
+    doc = json.loads(Path(request.getfixturevalue(fixture)).read_text())
+    checks = gpu_check.profile_checks(step, doc, "")
+    cpu_checkable = ["host sampled", "verdict bound named", "phases present"]
+    cpu_checkable.append("step time measured" if step.train else "latency p50 measured")
+    if step.train:
+        cpu_checkable.append("training phases")
+    assert {label: checks[label] for label in cpu_checkable} == dict.fromkeys(cpu_checkable, True)
+    assert checks["peak memory recorded"] is False  # no device memory on the CPU
+    assert gpu_check.profile_numbers(doc)["bound"] == doc["verdict"]["bound"]
