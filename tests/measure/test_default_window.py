@@ -84,3 +84,16 @@ def test_seed_defaults_run_synthetic_on_cpu(
     assert doc["run"]["config"]["num_images"] == 576
     window = doc["window"]
     assert (window["num_warmup"], window["num_measured"], window["num_bare"]) == (5, 20, 10)
+
+
+@pytest.mark.slow
+def test_seed_defaults_infer_on_cpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`profile infer` with nothing but --device cpu: the bundled image, 640 px, 20 + 100."""
+    monkeypatch.setenv("LIBREYOLO_WEIGHTS_DIR", str(tmp_path / "weights"))
+    monkeypatch.setenv("LIBREYOLO_WEIGHTS_URL", "http://127.0.0.1:9/{name}")  # random init
+    monkeypatch.chdir(tmp_path)  # the default --project is relative: runs/profile
+    assert main(["profile", "infer", "--device", "cpu"]) == 0
+    doc = json.loads((tmp_path / "runs/profile/infer/profile.json").read_text(encoding="utf-8"))
+    assert (doc["run"]["batch"], doc["run"]["imgsz"]) == (1, 640)
+    assert (doc["window"]["num_warmup"], doc["window"]["num_measured"]) == (20, 100)
+    assert doc["metrics"]["latency_n"] > 0 and doc["metrics"]["latency_p50_ms"] > 0
