@@ -261,7 +261,8 @@ def test_autobatch_fits_before_the_synthetic_set_is_made(monkeypatch: pytest.Mon
         order.append(f"resolve {name} batch {batch}")
         raise Stop("stop")
 
-    monkeypatch.setattr(train, "resolve_device", lambda name: torch.device("cuda"))
+    monkeypatch.setattr(train, "resolve_device", lambda name: torch.device("cuda", 0))
+    monkeypatch.setattr(train, "select_device", lambda device: None)  # no CUDA here
     monkeypatch.setattr(train, "_fit_batch", fit)
     monkeypatch.setattr("libreyolo.workload.data.dataset_config.resolve_dataset", resolve)
     with pytest.raises(Stop):
