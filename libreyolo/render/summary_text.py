@@ -64,6 +64,12 @@ def weak_percentiles_note(s: Summary) -> str | None:
 
 def _device_lines(s: Summary) -> list[str]:
     m = s.metrics
+    if not s.has_gpu and (s.run.device or "").startswith("cuda"):
+        return [
+            f"device   {s.run.device}, no GPU activity recorded: GPU util, Tensor Cores and "
+            f"launches unknown  |  peak VRAM {fmt_or_unknown(m.get('peak_vram_mb'))} MB "
+            "(allocator)"
+        ]
     if not s.has_gpu:
         return [
             "device   CPU only: no GPU kernels (GPU util, Tensor Cores, VRAM and launches "

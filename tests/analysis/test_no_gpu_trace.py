@@ -2,14 +2,27 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from pathlib import Path
 
 from libreyolo.analysis.build import finalize
 from libreyolo.analysis.summary import summarize
-from libreyolo.document.model import Profile, RunInfo, Samples, StepSample, Tool, TraceAnalysis
+from libreyolo.document.files import save
+from libreyolo.document.model import (
+    Memory,
+    Profile,
+    RunInfo,
+    Samples,
+    StepSample,
+    Tool,
+    TraceAnalysis,
+)
 from libreyolo.measure.assemble import no_gpu_activity_note
 from libreyolo.render.jsondoc import to_json_text
 from libreyolo.render.text import to_lines
+from tests.conftest import invoke
+from tests.report import pagecheck
 
 
 def _profile(device: str) -> Profile:
@@ -66,3 +79,22 @@ def test_the_note_names_kinetos_error_as_the_reason() -> None:
         "no GPU activity was recorded (libkineto: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES)"
     )
     assert no_gpu_activity_note("cpu", None, ["CUPTI_ERROR_INSUFFICIENT_PRIVILEGES"]) is None
+
+
+def test_a_cuda_run_without_gpu_activity_shows_the_allocators_peak(tmp_path: Path) -> None:
+    """Text and page both say what is unknown and keep the peak VRAM the allocator recorded."""
+    memory = Memory(peak_allocated_bytes=812_000_000, peak_reserved_bytes=1_024_000_000)
+    profile = dataclasses.replace(_profile("cuda:0"), device_memory=memory)
+    profile = finalize(profile)
+    text = "\n".join(to_lines(summarize(profile)))
+    assert (
+        "device   cuda:0, no GPU activity recorded: GPU util, Tensor Cores and launches "
+        "unknown  |  peak VRAM 812.0 MB (allocator)"
+    ) in text
+    assert "CPU only" not in text
+    path, page = tmp_path / "profile.json", tmp_path / "report.html"
+    save(profile, path)
+    assert invoke(["profile", "report", str(path), "-o", str(page)]).status == 0
+    checked = pagecheck.parse(page.read_text())
+    assert "peak VRAM 812.0 MB" in pagecheck.plain_text(checked)
+    assert pagecheck.check_numbers(checked) > 3

@@ -144,6 +144,10 @@ def headline_cards(s: Summary) -> str:
                 "µs each",
             ),
         ]
+    elif m.get("peak_vram_mb") is not None:  # a CUDA run without GPU activity: the allocator's
+        items.append(
+            card("peak VRAM", num(m.get("peak_vram_mb"), ("summary", "peak_vram_mb"), unit="MB"))
+        )
     if s.mode == "training" and m.get("dataload_frac") is not None:
         items.append(
             card(
