@@ -2,44 +2,22 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 
-from libreyolo.analysis.build import finalize
 from libreyolo.analysis.summary import summarize
 from libreyolo.document.files import save
-from libreyolo.document.model import (
-    Memory,
-    Profile,
-    RunInfo,
-    Samples,
-    StepSample,
-    Tool,
-    TraceAnalysis,
-)
+from libreyolo.document.model import Memory, TraceAnalysis
 from libreyolo.measure.assemble import no_gpu_activity_note
 from libreyolo.render.jsondoc import to_json_text
 from libreyolo.render.text import to_lines
 from tests.conftest import invoke
+from tests.profiles import training_profile
 from tests.report import pagecheck
 
 
-def _profile(device: str) -> Profile:
-    steps = [StepSample(index=i, synced=False, wall_ms=20.0, dataload_ms=0.5) for i in range(8)]
-    return finalize(
-        Profile(
-            kind="train",
-            created=None,
-            tool=Tool(version="test"),
-            run=RunInfo(mode="training", device=device, batch=4, imgsz=64),
-            samples=Samples(steps=steps),
-        )
-    )
-
-
 def test_a_cuda_run_without_a_trace_gets_the_no_gpu_trace_verdict() -> None:
-    profile = _profile("cuda:0")
+    profile = training_profile("cuda:0")
     assert profile.verdict is not None
     assert profile.verdict.bound == "no-gpu-trace"
     assert "no GPU activity was recorded" in profile.verdict.why
@@ -48,14 +26,14 @@ def test_a_cuda_run_without_a_trace_gets_the_no_gpu_trace_verdict() -> None:
 
 
 def test_a_cpu_run_keeps_the_cpu_verdict() -> None:
-    profile = _profile("cpu")
+    profile = training_profile("cpu")
     assert profile.verdict is not None
     assert profile.verdict.bound == "compute"
     assert "CPU" in profile.verdict.why
 
 
 def test_readers_show_the_no_gpu_trace_verdict() -> None:
-    summary = summarize(_profile("cuda:0"))
+    summary = summarize(training_profile("cuda:0"))
     text = "\n".join(to_lines(summary))
     assert "NO-GPU-TRACE: no GPU activity was recorded" in text
     data = json.loads(to_json_text(summary))
@@ -84,8 +62,7 @@ def test_the_note_names_kinetos_error_as_the_reason() -> None:
 def test_a_cuda_run_without_gpu_activity_shows_the_allocators_peak(tmp_path: Path) -> None:
     """Text and page both say what is unknown and keep the peak VRAM the allocator recorded."""
     memory = Memory(peak_allocated_bytes=812_000_000, peak_reserved_bytes=1_024_000_000)
-    profile = dataclasses.replace(_profile("cuda:0"), device_memory=memory)
-    profile = finalize(profile)
+    profile = training_profile("cuda:0", device_memory=memory)
     text = "\n".join(to_lines(summarize(profile)))
     assert (
         "device   cuda:0, no GPU activity recorded: GPU util, Tensor Cores and launches "

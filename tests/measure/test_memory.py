@@ -6,24 +6,16 @@ from __future__ import annotations
 import pytest
 import torch
 
-from libreyolo.analysis.build import finalize
 from libreyolo.analysis.device_memory import window_memory
 from libreyolo.analysis.run_view import memory_view
-from libreyolo.document.model import (
-    Memory,
-    Profile,
-    RunInfo,
-    Samples,
-    StepSample,
-    Tool,
-    TraceAnalysis,
-)
+from libreyolo.document.model import Memory, TraceAnalysis
 from libreyolo.measure.memory import (
     allocator_memory,
     device_memory,
     reset_peaks,
     retries_over_window,
 )
+from tests.profiles import training_profile
 
 # Recorded `torch.cuda.memory_stats()` entries (trimmed): a process whose AutoBatch probe hit
 # one OOM before the window began, then a window with no retry of its own.
@@ -43,21 +35,6 @@ WINDOW_END_RETRIED = WINDOW_END_QUIET | {"num_alloc_retries": 3}
 def _trace(memory: Memory, *, has_gpu: bool = True) -> TraceAnalysis:
     return TraceAnalysis(
         source="whole_trace", num_steps=0, window_ms=1.0, has_gpu=has_gpu, memory=memory
-    )
-
-
-def _profile(trace: TraceAnalysis | None, allocator: Memory | None) -> Profile:
-    steps = [StepSample(index=i, synced=False, wall_ms=20.0, dataload_ms=0.5) for i in range(8)]
-    return finalize(
-        Profile(
-            kind="train",
-            created=None,
-            tool=Tool(version="test"),
-            run=RunInfo(mode="training", device="cuda:0", batch=4, imgsz=64),
-            samples=Samples(steps=steps),
-            trace=trace,
-            device_memory=allocator,
-        )
     )
 
 
@@ -87,7 +64,9 @@ def test_missing_counters_read_as_none_and_zero() -> None:
 
 
 def test_a_cuda_run_without_a_trace_keeps_its_peaks() -> None:
-    profile = _profile(None, allocator_memory(AFTER_OOM_PROBE, WINDOW_END_QUIET))
+    profile = training_profile(
+        "cuda:0", device_memory=allocator_memory(AFTER_OOM_PROBE, WINDOW_END_QUIET)
+    )
     assert profile.metrics["peak_vram_mb"] == 2000.0
     assert profile.metrics["memory_pressure"] is False
     assert profile.metrics["cuda_mallocs_per_step"] is None  # only a trace counts cudaMalloc
@@ -98,7 +77,9 @@ def test_a_cuda_run_without_a_trace_keeps_its_peaks() -> None:
 
 
 def test_retries_without_a_trace_are_memory_pressure() -> None:
-    profile = _profile(None, allocator_memory(AFTER_OOM_PROBE, WINDOW_END_RETRIED))
+    profile = training_profile(
+        "cuda:0", device_memory=allocator_memory(AFTER_OOM_PROBE, WINDOW_END_RETRIED)
+    )
     assert profile.metrics["memory_pressure"] is True
     assert profile.verdict is not None and profile.verdict.bound == "memory-pressure"
 
@@ -106,7 +87,9 @@ def test_retries_without_a_trace_are_memory_pressure() -> None:
 def test_the_allocator_and_the_trace_join() -> None:
     traced = Memory(peak_allocated_bytes=5, peak_reserved_bytes=None, num_mallocs=40, thrash=True)
     allocator = allocator_memory(AFTER_OOM_PROBE, WINDOW_END_QUIET)
-    joined = window_memory(_profile(_trace(traced), allocator))
+    joined = window_memory(
+        training_profile("cuda:0", trace=_trace(traced), device_memory=allocator)
+    )
     assert joined == Memory(
         peak_allocated_bytes=2_000_000_000,
         peak_reserved_bytes=2_400_000_000,
@@ -115,8 +98,8 @@ def test_the_allocator_and_the_trace_join() -> None:
         thrash=True,
     )
     # A file without the allocator's record (GPU fixture traces, older profiles): the trace's.
-    assert window_memory(_profile(_trace(traced), None)) == traced
-    assert window_memory(_profile(None, None)) is None
+    assert window_memory(training_profile("cuda:0", trace=_trace(traced))) == traced
+    assert window_memory(training_profile("cuda:0")) is None
 
 
 @pytest.mark.gpu

@@ -1,0 +1,36 @@
+"""Small finalized profiles built in memory, for tests of what readers and verdicts make of
+one fact (a device, a trace or none, the allocator's record)."""
+
+from __future__ import annotations
+
+from libreyolo.analysis.build import finalize
+from libreyolo.document.model import (
+    Memory,
+    Profile,
+    RunInfo,
+    Samples,
+    StepSample,
+    Tool,
+    TraceAnalysis,
+)
+
+
+def training_profile(
+    device: str,
+    *,
+    trace: TraceAnalysis | None = None,
+    device_memory: Memory | None = None,
+) -> Profile:
+    """Eight quiet 20-ms unsynced training steps on `device`, finalized (metrics, verdict)."""
+    steps = [StepSample(index=i, synced=False, wall_ms=20.0, dataload_ms=0.5) for i in range(8)]
+    return finalize(
+        Profile(
+            kind="train",
+            created=None,
+            tool=Tool(version="test"),
+            run=RunInfo(mode="training", device=device, batch=4, imgsz=64),
+            samples=Samples(steps=steps),
+            trace=trace,
+            device_memory=device_memory,
+        )
+    )
