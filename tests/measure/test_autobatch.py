@@ -268,3 +268,36 @@ def test_autobatch_fits_before_the_synthetic_set_is_made(monkeypatch: pytest.Mon
     with pytest.raises(Stop):
         train.profile_training(train.TrainSettings(data="synthetic", batch=-1))
     assert order == ["fit", "resolve synthetic batch 48"]
+
+
+class CountingDevice(FakeDevice):
+    """A FakeDevice for real probe steps: the n-th probe peaks as the n-th probe batch would."""
+
+    def __init__(self, batches: tuple[int, ...], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.batches, self.num_resets = batches, 0
+
+    def reset_peak(self) -> None:
+        self.num_resets += 1
+
+    def peak_allocated_bytes(self) -> int:
+        return self.base + self.per_image * self.batches[self.num_resets - 1]
+
+
+@pytest.mark.parametrize("weights", ["LibreYOLO9t.pt", "LibreYOLOXn.pt"])
+def test_real_probe_steps_of_both_families_on_the_synthetic_set(
+    weights: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real model and training step take every probe batch (16 boxes an image) on the
+    CPU; only the memory readings are faked. 1 GB + 0.5 GB an image in 10 GB free fits 12."""
+    from libreyolo.measure.autobatch import PROBE_BATCHES
+
+    monkeypatch.setenv("LIBREYOLO_WEIGHTS_DIR", str(tmp_path / "weights"))
+    monkeypatch.setenv("LIBREYOLO_WEIGHTS_URL", "http://127.0.0.1:9/{name}")  # random init
+    fake = CountingDevice(PROBE_BATCHES, free=10 * GB, total=10 * GB)
+    settings = train.TrainSettings(data="synthetic", weights=weights, batch=-1, imgsz=64)
+    plan = plan_window(2, 4, measured_flag="--steps")
+    fitted, note = train._fit_batch(settings, torch.device("cpu"), plan, fake)
+    assert fake.num_resets == len(PROBE_BATCHES)  # every probe ran a real step
+    assert fitted.batch == int((0.7 * 10 * GB - 1 * GB) // (GB // 2)) == 12
+    assert note.startswith("--batch -1: batch 12 fits 70% of 10.0 GB available")
