@@ -184,6 +184,7 @@ def _profile_training(
     from libreyolo.workload.api import load_workload_model
     from libreyolo.workload.data.dataset_config import resolve_dataset
     from libreyolo.workload.data.loader import batches_available, build_loader, worker_pids
+    from libreyolo.workload.train import skipped_updates
 
     plan = plan_window(settings.warmup, settings.steps, measured_flag="--steps")
     device = resolve_device(settings.device)
@@ -263,7 +264,7 @@ def _profile_training(
             finally:
                 batches.close()  # stops loader workers before the trace is analysed
             window_memory = device_memory(device, memory_before)
-        skipped = plan.measured_indices(getattr(trainer, "skipped_updates", list)())
+        skipped = plan.measured_indices(skipped_updates(trainer))
         if skipped:
             notes.append(skipped_updates_note(len(skipped), plan.num_measured))
 

@@ -71,8 +71,8 @@ class InferRunner(Protocol):
 class TrainRunner(Protocol):
     """One optimisation step per `step`, in the phases to_device, forward, backward, optimizer;
     returns the detached losses (at least `total`), read back to the host only when read.
-    A runner with a GradScaler also offers `skipped_updates() -> list[int]`, the steps so far
-    whose update it skipped (the built-in families do, through `backward_and_update`)."""
+    A runner that keeps an `updates` record (`workload.train.UpdateRecord`, filled by
+    `backward_and_update`) has its GradScaler's skipped steps counted in the profile."""
 
     @property
     def amp_effective(self) -> bool: ...

@@ -167,6 +167,14 @@ class UpdateRecord:
         return [i for (i, _), value in zip(known, values, strict=True) if value > 0]
 
 
+def skipped_updates(runner: object) -> list[int]:
+    """The steps so far (0-based) whose update a training runner's GradScaler skipped, read
+    with one host transfer; [] for a runner that keeps no `UpdateRecord` (a third-party
+    family's may not)."""
+    updates = getattr(runner, "updates", None)
+    return updates.skipped() if isinstance(updates, UpdateRecord) else []
+
+
 class Optimising(Protocol):
     """What `backward_and_update` needs of a training step (read-only, so any optimiser fits)."""
 
@@ -242,10 +250,6 @@ class TrainStep:
         self.updates = UpdateRecord()
         self.iteration = 0
         self._apply_schedule()
-
-    def skipped_updates(self) -> list[int]:
-        """The steps so far (0-based) whose update GradScaler skipped; one host read."""
-        return self.updates.skipped()
 
     def step(self, batch: BatchLike, phases: PhaseHook = no_phases) -> StepLosses:
         """One optimisation step in the phases `to_device`, `forward`, `backward`, `optimizer`.

@@ -11,7 +11,12 @@ from torch import nn
 from libreyolo.measure.train import skipped_updates_note
 from libreyolo.measure.window import plan_window
 from libreyolo.workload.hooks import no_phases
-from libreyolo.workload.train import ModelEMA, UpdateRecord, backward_and_update
+from libreyolo.workload.train import (
+    ModelEMA,
+    UpdateRecord,
+    backward_and_update,
+    skipped_updates,
+)
 
 
 @dataclass
@@ -72,3 +77,10 @@ def test_the_note_counts_and_explains() -> None:
     note = skipped_updates_note(2, 20)
     assert note.startswith("AMP: GradScaler skipped the optimizer update of 2 of the 20 measured")
     assert "--warmup" in note
+
+
+def test_a_runner_without_an_update_record_skips_nothing() -> None:
+    step = _step(enabled=True)
+    backward_and_update(_loss(step, True), step, no_phases)
+    assert skipped_updates(step) == [0]
+    assert skipped_updates(object()) == []  # a third-party runner that keeps no record

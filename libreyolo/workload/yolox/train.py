@@ -184,10 +184,6 @@ class YOLOXTrainStep:
         self.iteration = 0
         self._apply_schedule()
 
-    def skipped_updates(self) -> list[int]:
-        """The steps so far (0-based) whose update GradScaler skipped; one host read."""
-        return self.updates.skipped()
-
     @property
     def use_l1(self) -> bool:
         """Whether the loss adds its L1 term (1.6.0: from the first no-aug epoch on)."""
