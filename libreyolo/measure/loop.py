@@ -76,7 +76,7 @@ def run_window(
             if iteration == plan.num_traced:
                 recorder.close()  # the bare and synced iterations run without the profiler
             synced = plan.is_synced(iteration)
-            measured = not plan.is_warmup(iteration) and not plan.is_bare(iteration)
+            measured = plan.is_measured(iteration)
             timer.begin(synced=synced)
             if measured:
                 sampler.begin(after_sampled=after_sampled)

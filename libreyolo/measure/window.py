@@ -79,17 +79,19 @@ class WindowPlan:
     def is_synced(self, iteration: int) -> bool:
         return iteration >= self.num_traced + self.num_bare
 
+    def is_measured(self, iteration: int) -> bool:
+        """A window iteration that becomes a sample: neither warmup nor overhead calibration."""
+        return 0 <= iteration < self.num_total and not (
+            self.is_warmup(iteration) or self.is_bare(iteration)
+        )
+
     def sample_index(self, iteration: int) -> int:
         """The measured iteration's index among the measured ones (bare iterations skipped)."""
         return iteration - self.num_warmup - (self.num_bare if self.is_synced(iteration) else 0)
 
     def measured_indices(self, iterations: Iterable[int]) -> list[int]:
         """The sample indices of those `iterations` that are measured (warmup and bare dropped)."""
-        return sorted(
-            self.sample_index(i)
-            for i in iterations
-            if 0 <= i < self.num_total and not self.is_warmup(i) and not self.is_bare(i)
-        )
+        return sorted(self.sample_index(i) for i in iterations if self.is_measured(i))
 
     def schedule(self) -> Callable[[int], Any]:
         """`torch.profiler.schedule`: warm up on the warmup iterations, record the unsynced half."""
@@ -232,7 +234,7 @@ class Fd2Sink:
     """A scratch file that file descriptor 2 points at during `call`; `drain` returns what
     landed there as notes, dropping libkineto's noise and anything with terminal controls
     (another thread's progress display, caught in the window), and closes the file; the
-    messages of libkineto's errors drained so far are in `kineto_errors`."""
+    messages of libkineto's errors in what it drained are then in `kineto_errors`."""
 
     def __init__(self) -> None:
         self._file: Any = None
@@ -257,18 +259,21 @@ class Fd2Sink:
             os.close(saved)
 
     def drain(self) -> list[str]:
+        self.kineto_errors = []
         if self._file is None:
             return []
         with self._file as sink:
             sink.seek(0)
             text = sink.read(MAX_SINK_BYTES).decode("utf-8", "replace")
         self._file = None
-        lines = [line.strip() for line in text.split("\n")]  # a CR belongs to its line
-        errors = (kineto_error(line) for line in lines if "\x1b" not in line)
-        self.kineto_errors = [_CONTROL.sub(" ", e[:MAX_LINE_CHARS]) for e in errors if e][
-            :MAX_NOTES
-        ]
-        kept = [line for line in lines if not is_noise(line) and "\x1b" not in line]
-        return [
-            f"profiler: {_CONTROL.sub(' ', line[:MAX_LINE_CHARS])}" for line in kept[:MAX_NOTES]
-        ]
+        # A CR belongs to its line; a line with terminal controls is a progress display's.
+        lines = [line.strip() for line in text.split("\n") if "\x1b" not in line]
+        errors = [e for e in map(kineto_error, lines) if e]
+        self.kineto_errors = [_one_line(e) for e in errors[:MAX_NOTES]]
+        kept = [line for line in lines if not is_noise(line)]
+        return [f"profiler: {_one_line(line)}" for line in kept[:MAX_NOTES]]
+
+
+def _one_line(text: str) -> str:
+    """`text` cut to MAX_LINE_CHARS, control characters blanked: fit for one note line."""
+    return _CONTROL.sub(" ", text[:MAX_LINE_CHARS])

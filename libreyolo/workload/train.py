@@ -152,10 +152,9 @@ class UpdateRecord:
     def add(self, scaler: torch.amp.GradScaler, optimizer: torch.optim.Optimizer) -> None:
         """Record this step's flag; call between `scaler.step` and `scaler.update`."""
         flag = None
-        if scaler.is_enabled():
+        if scaler.is_enabled():  # one device is measured, so one flag
             state = scaler._per_optimizer_states[id(optimizer)]  # private: no public reader
-            flags = list(state["found_inf_per_device"].values())
-            flag = flags[0] if len(flags) == 1 else torch.stack(flags).sum() if flags else None
+            flag = next(iter(state["found_inf_per_device"].values()), None)
         self._flags.append(flag)
 
     def skipped(self) -> list[int]:

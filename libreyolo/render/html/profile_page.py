@@ -129,6 +129,7 @@ def headline_cards(s: Summary) -> str:
                 f"{num(s.latency.p99_ms, (*lat, 'p99_ms'), digits=2)} ms",
             )
         )
+    vram = card("peak VRAM", num(m.get("peak_vram_mb"), ("summary", "peak_vram_mb"), unit="MB"))
     if s.has_gpu:
         items += [
             card("GPU util", num(m.get("gpu_util"), ("summary", "gpu_util"), scale=100, unit="%")),
@@ -136,7 +137,7 @@ def headline_cards(s: Summary) -> str:
                 "Tensor Cores",
                 num(m.get("tensorcore_pct"), ("summary", "tensorcore_pct"), unit="%"),
             ),
-            card("peak VRAM", num(m.get("peak_vram_mb"), ("summary", "peak_vram_mb"), unit="MB")),
+            vram,
             card(
                 "kernels/step",
                 num(m.get("kernels_per_step"), ("summary", "kernels_per_step"), digits=0),
@@ -145,9 +146,7 @@ def headline_cards(s: Summary) -> str:
             ),
         ]
     elif m.get("peak_vram_mb") is not None:  # a CUDA run without GPU activity: the allocator's
-        items.append(
-            card("peak VRAM", num(m.get("peak_vram_mb"), ("summary", "peak_vram_mb"), unit="MB"))
-        )
+        items.append(vram)
     if s.mode == "training" and m.get("dataload_frac") is not None:
         items.append(
             card(
