@@ -94,8 +94,13 @@ class Comparison:
 
     @property
     def failed_gates(self) -> tuple[tuple[str | None, Gate], ...]:
-        """The failed gate, if any (the command exits 4): one entry, no point name."""
+        """The failed gate, if any: one entry, no point name."""
         return ((None, self.gate),) if self.gate is not None and self.gate.failed else ()
+
+    @property
+    def gate_failed(self) -> bool:
+        """The gate was asked for and failed (the command exits 4)."""
+        return bool(self.failed_gates)
 
 
 def _trial_values(profile: Profile, metric: str = "img_per_s") -> list[float]:

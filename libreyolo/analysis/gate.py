@@ -47,8 +47,16 @@ def _worse_pct(metric: str, change_pct: float) -> float:
 
 
 def gate_metric(before: Profile, after: Profile, requested: str | None) -> str:
-    """The metric to gate on: the request, or img/s for training and latency p50 for inference."""
-    inference = before.run.mode == after.run.mode == "inference"
+    """The metric to gate on: the request, or img/s for training and latency p50 for inference.
+    UsageError when the two profiles measured different things (a training step's img/s is no
+    baseline for an inference call's)."""
+    if before.run.mode != after.run.mode:
+        raise UsageError(
+            f"--fail-on-regression gates like against like: the before profile is "
+            f"{_mode_name(before)}, the after profile {_mode_name(after)}",
+            hint="compare two training profiles or two inference profiles",
+        )
+    inference = before.run.mode == "inference"
     metric = requested or ("latency_p50_ms" if inference else "img_per_s")
     if metric.startswith("latency") and not inference:
         side = "before" if before.run.mode != "inference" else "after"
@@ -60,6 +68,13 @@ def gate_metric(before: Profile, after: Profile, requested: str | None) -> str:
         if profile.metrics.get(metric) is None:
             raise UsageError(f"--metric {metric}: the {side} profile has no {metric}")
     return metric
+
+
+def _mode_name(profile: Profile) -> str:
+    mode = profile.run.mode
+    return {"training": "a training run", "inference": "an inference run"}.get(
+        str(mode), f"of mode {mode!r}"
+    )
 
 
 def require_trials(before: Profile, after: Profile, values: tuple[int, int]) -> None:

@@ -8,12 +8,15 @@ import of `compare` or `what-if`: reader start-up is a product feature (~0.1 s).
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from libreyolo.cli.sources import open_metrics, open_profile, open_sweep
 from libreyolo.errors import UsageError
 
 if TYPE_CHECKING:
+    from libreyolo.analysis.sweep import SweepView
     from libreyolo.document.model import Profile
 
 Outcome = tuple[object, str | tuple[str, str] | None]
@@ -83,7 +86,7 @@ def compare(args: argparse.Namespace) -> Outcome:
         raise UsageError("--metric names the gated metric: it needs --fail-on-regression PCT")
     sweeps = open_sweep(args.before), open_sweep(args.after)
     if sweeps[0] is not None and sweeps[1] is not None:
-        return _compare_sweeps(args, sweeps[0].data["points"], sweeps[1].data["points"])
+        return _compare_sweeps(args, sweeps[0], sweeps[1])
     if sweeps[0] is not None or sweeps[1] is not None:
         raise UsageError("compare takes two profiles or two sweep folders, not one of each")
     result = compare_profiles(
@@ -96,18 +99,16 @@ def compare(args: argparse.Namespace) -> Outcome:
     return result, (args.before, args.after)
 
 
-def _compare_sweeps(
-    args: argparse.Namespace, before: dict[str, Any], after: dict[str, Any]
-) -> Outcome:
-    from libreyolo.analysis.sweep_compare import compare_sweeps, matched_profiles
+def _compare_sweeps(args: argparse.Namespace, before: SweepView, after: SweepView) -> Outcome:
+    from libreyolo.analysis.sweep_compare import SweepSide, compare_sweeps
+    from libreyolo.document.point_profiles import read_point_profiles
 
-    paths = {path for pair in matched_profiles(before, after) for path in pair}
+    sides = []
+    for path, view in ((args.before, before), (args.after, after)):
+        profiles, lost = read_point_profiles(Path(os.path.realpath(path)), view.data)
+        sides.append(SweepSide(view.data["points"], profiles, lost))
     result = compare_sweeps(
-        before,
-        after,
-        {path: _profile(args, path) for path in paths},
-        fail_on_regression_pct=args.fail_on_regression,
-        metric=args.metric,
+        sides[0], sides[1], fail_on_regression_pct=args.fail_on_regression, metric=args.metric
     )
     return result, (args.before, args.after)
 

@@ -58,11 +58,10 @@ def main(argv: Sequence[str] | None = None, *, output: Output | None = None) -> 
             finally:
                 out.close()
             out.emit(result, source)  # inside: a result that cannot be shown is one line too
-            failed = getattr(result, "failed_gates", ())  # compare --fail-on-regression
-            if failed:  # a result, not an error: it was printed
+            if getattr(result, "gate_failed", False):  # compare --fail-on-regression
                 from libreyolo.render.gate_text import regression_line
 
-                out.error_line("regression", regression_line(failed))
+                out.error_line("regression", regression_line(result))  # printed: a result
                 return ExitStatus.REGRESSION
     except SystemExit as stop:  # --help printed its text
         return int(stop.code or 0)

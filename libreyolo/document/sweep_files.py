@@ -230,28 +230,36 @@ def collect_points(root: Path, folders: list[Path]) -> dict[str, dict[str, Any]]
     return {_name(root, f): point_entry(f, root) for f in folders}
 
 
-def read_plan(root: Path) -> list[str] | None:
-    """The point names (folders relative to `root`) of the grid in `root`'s `sweep_plan.json`,
-    in launch order; None without a readable plan."""
+def read_plan(root: Path) -> dict[str, list[str]] | None:
+    """The points of the grid in `root`'s `sweep_plan.json`, in launch order: folder (relative
+    to `root`) -> the job's overrides; None without a readable plan."""
     data = read_json(root / PLAN_FILE)
-    return [str(name) for name in data["points"]] if is_plan(data) else None
+    if not is_plan(data):
+        return None
+    return {
+        str(name): [str(o) for o in job] if isinstance(job, list) else []
+        for name, job in data["points"].items()
+    }
 
 
 def collect_sweep(root: Path, only: list[Path] | None = None) -> dict[str, dict[str, Any]]:
     """The rows of the sweep record: the planned points when `root` holds a plan (a planned
-    point never started is `missing`), else `only`, else every point folder found."""
-    names = read_plan(root)
-    if names is None:
+    point never started is `missing`, with the plan's overrides), else `only`, else every point
+    folder found."""
+    plan = read_plan(root)
+    if plan is None:
         folders = point_folders(root) if only is None else [Path(f).resolve() for f in only]
         return collect_points(root, folders)
     rows: dict[str, dict[str, Any]] = {}
-    for name in names:
+    for name, overrides in plan.items():
         folder = inside(root, name)
-        rows[name] = (
-            _blank(_outside("point folder"), {}, [])
-            if folder is None
-            else point_entry(folder, root)
-        )
+        if folder is None:
+            rows[name] = _blank(_outside("point folder"), {}, overrides)
+            continue
+        row = point_entry(folder, root)
+        if row["status"] == "missing":
+            row["overrides"] = overrides
+        rows[name] = row
     return rows
 
 

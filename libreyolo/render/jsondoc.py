@@ -235,11 +235,22 @@ def _(result: SweepComparison, source: Source) -> Any:
         )
         for p in result.points
     ]
-    failed = len(result.failed_gates)
     gate = None
     if result.threshold_pct is not None:
-        gate = {"threshold_pct": result.threshold_pct, "num_failed": failed, "failed": failed > 0}
-    return {"before": before, "after": after, "points": points, "gate": gate}
+        gate = {
+            "threshold_pct": result.threshold_pct,
+            "num_failed": len(result.failed_gates),
+            "num_compared": result.num_compared,
+            "num_not_compared": len(result.uncompared),
+            "failed": result.gate_failed,
+        }
+    return {
+        "before": before,
+        "after": after,
+        "points": points,
+        "gate": gate,
+        "swept": list(result.swept),
+    }
 
 
 @_view("what-if")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from libreyolo.render.gate_text import gate_reason
+from libreyolo.render.gate_text import gate_reason, sweep_gate_line
 from libreyolo.render.safe import short_name
 from libreyolo.render.units import fmt_or_unknown, fmt_pct_change
 
@@ -37,11 +37,5 @@ def sweep_compare_lines(result: SweepComparison) -> list[str]:
         )
         lines.append(f"{name:<{width}}  {what}")
     if result.threshold_pct is not None:
-        compared = sum(p.comparison is not None for p in result.points)
-        failed = len(result.failed_gates)
-        lines.append(
-            f"gate: FAILED at {failed} of {compared} compared points"
-            if failed
-            else f"gate: passed at all {compared} compared points"
-        )
+        lines.append(sweep_gate_line(result))
     return lines
