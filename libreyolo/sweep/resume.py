@@ -1,5 +1,12 @@
 """Resuming a sweep: whether a point measured before stands for the same point now.
 
+A recorded point stands for a new one when its `point.json` asks for the same config and
+overrides (`sweep.resume` aside), its status is ok, and its profile, the measurement itself,
+records the same: the same overrides, and a resolved config equal to the request in every key
+but where the point measured (`project`, `device`, `sweep`), `half` in infer mode (the sweep's
+`amp` sets it) and an imgsz the collector rounded up to the stride. `point.json` alone is a
+claim: an edited or copied one would otherwise hand a profile of other settings to the sweep.
+
 Must not: measure, or write anything.
 """
 
@@ -9,24 +16,65 @@ import json
 from pathlib import Path
 from typing import Any
 
+from libreyolo.document.limits import MAX_PROFILE_BYTES
 from libreyolo.document.sweep_files import (
     REQUEST_FILE,
     STATUS_FILE,
+    inside,
     is_request,
     point_entry,
     read_json,
 )
 
 RESUME_KEY = "sweep.resume"  # left out when matching a recorded point against a new one
+PER_POINT = ("project", "device", "sweep")  # set by run_point for where the point measures
+MAX_STRIDE = 64  # a recorded imgsz may exceed the requested one by less: rounded to the stride
+
+
+def _kept(overrides: object) -> list[str]:
+    """`overrides` without `sweep.resume` (turning resume off or on changes no measurement)."""
+    given = overrides if isinstance(overrides, list) else []
+    return [str(o) for o in given if str(o).split("=", 1)[0] != RESUME_KEY]
 
 
 def matching_key(request: dict[str, Any]) -> str:
     """What must match for a recorded point to stand for a new one: its config and overrides,
-    as JSON, without `sweep.resume` (turning resume off or on changes no measurement)."""
+    as JSON, without `sweep.resume`."""
     config = dict(request.get("config") or {})
     config["sweep"] = {k: v for k, v in (config.get("sweep") or {}).items() if k != "resume"}
-    kept = [o for o in request.get("overrides") or [] if str(o).split("=", 1)[0] != RESUME_KEY]
+    kept = _kept(request.get("overrides"))
     return json.dumps({"config": config, "overrides": kept}, sort_keys=True, default=str)
+
+
+def _object(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _same_imgsz(requested: object, measured: object) -> bool:
+    if requested == measured:
+        return True
+    valid = all(isinstance(v, int) and not isinstance(v, bool) for v in (requested, measured))
+    return valid and 0 < requested < measured < requested + MAX_STRIDE  # type: ignore[operator]
+
+
+def measured_as_requested(profile: dict[str, Any], request: dict[str, Any]) -> bool:
+    """Whether the raw `profile` records the settings `request` asks for (module docstring)."""
+    run = _object(profile.get("run"))
+    resolved = _object(run.get("config")).get("resolved")
+    if not isinstance(resolved, dict) or _kept(run.get("overrides")) != _kept(
+        request.get("overrides")
+    ):
+        return False
+    requested = request.get("config") or {}
+    skipped = PER_POINT + (("half",) if requested.get("mode") == "infer" else ())
+    for key, value in requested.items():
+        if key in skipped:
+            continue
+        if key == "imgsz" and not _same_imgsz(value, resolved.get(key)):
+            return False
+        if key != "imgsz" and resolved.get(key) != value:
+            return False
+    return True
 
 
 def reusable(point_dir: Path, request: dict[str, Any]) -> dict[str, Any] | None:
@@ -37,4 +85,7 @@ def reusable(point_dir: Path, request: dict[str, Any]) -> dict[str, Any] | None:
         return None
     if point_entry(point_dir)["status"] != "ok":
         return None
-    return read_json(point_dir / STATUS_FILE)
+    status = read_json(point_dir / STATUS_FILE)
+    profile_path = inside(point_dir, status.get("profile"))
+    profile = {} if profile_path is None else read_json(profile_path, MAX_PROFILE_BYTES)
+    return status if measured_as_requested(profile, request) else None

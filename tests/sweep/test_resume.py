@@ -73,13 +73,25 @@ def _cfg(tmp_path: Path, **changes: Any) -> dict[str, Any]:
 
 
 def _recorded_point(
-    tmp_path: Path, cfg: dict[str, Any], overrides: list[str], **status: Any
+    tmp_path: Path,
+    cfg: dict[str, Any],
+    overrides: list[str],
+    *,
+    measured: tuple[dict[str, Any], list[str]] | None = None,
+    **status: Any,
 ) -> Path:
-    """A point folder as an earlier sweep left it (an ok point with a profile by default)."""
+    """A point folder as an earlier sweep left it (an ok point with a profile by default),
+    its profile recording the settings it was measured with (`measured`: other ones than the
+    point.json claims; by default the same, as the sweep records them)."""
     make_point(tmp_path, 1, 64, 50.0, status=status)
     folder = tmp_path / "b1_s64_amp1"
     request = {"config": cfg, "overrides": overrides, "device": "cpu", "held_device": "cpu"}
     (folder / "point.json").write_text(json.dumps(request), encoding="utf-8")
+    profile_path = folder / "infer" / "profile.json"
+    profile = json.loads(profile_path.read_text(encoding="utf-8"))
+    resolved, recorded = measured or (cfg | {"project": str(folder)}, overrides)
+    profile["run"] |= {"config": {"resolved": resolved}, "overrides": recorded}
+    profile_path.write_text(json.dumps(profile), encoding="utf-8")
     return folder
 
 
@@ -121,6 +133,46 @@ def test_a_recorded_point_is_reused_only_when_it_matches_and_is_complete(
     assert measured == ([] if reused else [folder])
     assert record.get("reused", False) is reused
     assert json.loads((folder / "status.json").read_text(encoding="utf-8")) == record
+
+
+@pytest.mark.parametrize(
+    "measured_with",
+    [
+        ({"batch": 2}, ["batch=1"]),  # a copied folder: the profile measured another batch
+        ({}, ["batch=2"]),  # other overrides than the point.json claims
+        ({"window": {"warmup": 0, "steps": 20, "runs": 100, "repeat": 1}}, ["batch=1"]),
+    ],
+)
+def test_a_profile_measured_with_other_settings_than_point_json_claims_is_not_reused(
+    tmp_path: Path, measured: list[Path], measured_with: tuple[dict[str, Any], list[str]]
+) -> None:
+    cfg = _cfg(tmp_path)
+    changes, overrides = measured_with
+    folder = _recorded_point(tmp_path, cfg, ["batch=1"], measured=(cfg | changes, overrides))
+    record = run_point(cfg, folder, isolate=False, overrides=["batch=1"])
+    assert measured == [folder] and "reused" not in record
+
+
+def test_a_profile_that_records_no_settings_is_not_reused(
+    tmp_path: Path, measured: list[Path]
+) -> None:
+    cfg = _cfg(tmp_path)
+    folder = _recorded_point(tmp_path, cfg, ["batch=1"])
+    profile_path = folder / "infer" / "profile.json"
+    profile = json.loads(profile_path.read_text(encoding="utf-8"))
+    del profile["run"]["config"]  # an older or hand-made file: nothing to check it against
+    profile_path.write_text(json.dumps(profile), encoding="utf-8")
+    run_point(cfg, folder, isolate=False, overrides=["batch=1"])
+    assert measured == [folder]
+
+
+def test_an_imgsz_rounded_to_the_stride_still_matches(tmp_path: Path, measured: list[Path]) -> None:
+    cfg = _cfg(tmp_path, imgsz=100)
+    folder = _recorded_point(
+        tmp_path, cfg, ["batch=1"], measured=(cfg | {"imgsz": 128}, ["batch=1"])
+    )
+    record = run_point(cfg, folder, isolate=False, overrides=["batch=1"])
+    assert measured == [] and record["reused"] is True
 
 
 def test_resume_false_measures_a_complete_point_again(tmp_path: Path, measured: list[Path]) -> None:
