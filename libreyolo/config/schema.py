@@ -166,6 +166,12 @@ def register_schemas() -> None:
             "tag", lambda prefix, value: "" if value is None else f"{prefix}{value}"
         )
 
+    # `${slug:${model}}` -> the value as one safe folder-name part (`sweep/naming.py`).
+    if not OmegaConf.has_resolver("slug"):
+        from libreyolo.config.slug import slug
+
+        OmegaConf.register_new_resolver("slug", slug)
+
     def writable(node: DictConfig) -> DictConfig:
         OmegaConf.set_readonly(node, None)
         for key in node:

@@ -36,13 +36,16 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from libreyolo.config.compose import as_plain_dict
-from libreyolo.config.schema import ProfileConfig, register_schemas
+from libreyolo.config.schema import DeviceConfig, ProfileConfig, SweepConfig, register_schemas
 from libreyolo.errors import UsageError
+from libreyolo.sweep.lease import check_lease_timeout, cuda_index, device_label, usable_lock_dir
+from libreyolo.sweep.naming import name_swept_keys
 from libreyolo.sweep.owned import refuse_foreign
 from libreyolo.sweep.plan import grid_plan, write_plan
 from libreyolo.sweep.point import run_point
 from libreyolo.sweep.report import SweepReport, write_report
 from libreyolo.sweep.stop import signal_of, signals_ignored, stop_on_signals
+from libreyolo.sweep.trust import check_sweep_config, split_trust_flags
 
 _RAN: list[tuple[Path, Path, str]] = []  # (sweep root, point dir, status) per job in-process
 _ROOTS: list[Path] = []  # sweep roots of the multiruns this (parent) process started
@@ -64,23 +67,59 @@ class SweepReportCallback(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         root = Path(str(config.hydra.sweep.dir)).resolve()
         try:
-            plan = grid_plan(config)
-        except Exception as err:  # Hydra internals changed: the sweep runs, unplanned
-            sys.stderr.write(
-                f"warning: no sweep plan ({type(err).__name__}: {err}): points "
-                "that never run will not be listed as missing\n"
-            )
-            plan = None
-        try:
+            name_swept_keys(config)  # before the plan: it resolves every job's folder
+            plan = _plan(config)
             refuse_foreign(root, plan or ())
+            _check_settings(config)
+            _make_root(root)
         except UsageError as err:
             raise Refused(err) from None
         _ROOTS.append(root)
         sweep = OmegaConf.to_container(config.hydra.sweep, resolve=False)
         assert isinstance(sweep, dict)
         _DATED.append("${now:" in str(sweep.get("dir")))
-        root.mkdir(parents=True, exist_ok=True)
         write_plan(root, plan)
+
+
+def _check_settings(config: DictConfig) -> None:
+    """UsageError for lease settings no point could measure with (a lock folder that cannot be
+    written, a timeout that is not a number of seconds, a device name that is no device); a
+    value swept per point is checked by its point, which then fails with the reason."""
+    defaults = SweepConfig()
+    usable_lock_dir(OmegaConf.select(config, "sweep.lock_dir", default=defaults.lock_dir))
+    timeout = OmegaConf.select(config, "sweep.lease_timeout_s", default=defaults.lease_timeout_s)
+    check_lease_timeout(float(timeout))
+    name = str(OmegaConf.select(config, "device.name", default=DeviceConfig.name))
+    if cuda_index(name) is None:
+        device_label(name)
+
+
+def _make_root(root: Path) -> None:
+    """Create the sweep folder; UsageError when a file is in the way or it cannot be made."""
+    if root.exists() and not root.is_dir():
+        raise UsageError(f"hydra.sweep.dir {root} is not a folder", hint="choose another path")
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise UsageError(
+            f"cannot create hydra.sweep.dir {root}: {err.strerror or err}",
+            hint="choose another path",
+        ) from None
+
+
+def _plan(config: DictConfig) -> dict[str, list[str]] | None:
+    """The grid (`grid_plan`), or None with a warning when Hydra's internals moved: the sweep
+    then runs unplanned. Two jobs sharing a folder stay a UsageError."""
+    try:
+        return grid_plan(config)
+    except UsageError:
+        raise
+    except Exception as err:
+        sys.stderr.write(
+            f"warning: no sweep plan ({type(err).__name__}: {err}): points "
+            "that never run will not be listed as missing\n"
+        )
+        return None
 
 
 @hydra.main(version_base="1.3", config_path="pkg://libreyolo.conf", config_name="profile")
@@ -105,14 +144,25 @@ def sweep_task(cfg: DictConfig) -> None:
     print(f"{point_dir.name}: {shown}{detail}", flush=True)
 
 
+def _line(err: UsageError) -> str:
+    """The one stderr line of a refusal: the message and its hint."""
+    return f"{err.message} ({err.hint})" if err.hint else err.message
+
+
 def _fail(message: str, status: int) -> NoReturn:
     sys.stderr.write(message + "\n")
     sys.exit(status)
 
 
 def main() -> None:
-    """Console-script entry: run the Hydra app, then report and set the exit status."""
+    """Console-script entry: check what the config would make Hydra run (`trust.py`), run the
+    Hydra app, then report and set the exit status."""
     register_schemas()
+    try:
+        trust, sys.argv[1:] = split_trust_flags(sys.argv[1:])
+        check_sweep_config(sys.argv[1:], trust)
+    except UsageError as err:
+        _fail(_line(err), err.status)
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # ray_gpus: no ~/.ray/auth_token
     _RAN.clear()
     _ROOTS.clear()
@@ -124,7 +174,7 @@ def main() -> None:
     except KeyboardInterrupt as stop:
         stopped = signal_of(stop)
     except Refused as refused:
-        _fail(f"{refused.error.message} ({refused.error.hint})", refused.error.status)
+        _fail(_line(refused.error), refused.error.status)
     with signals_ignored():
         report = _report()
     if stopped is not None:
@@ -156,7 +206,7 @@ def _report() -> SweepReport | None:
     try:
         report = write_report(root, only=only)
     except UsageError as err:
-        _fail(f"{err.message} ({err.hint})", err.status)
+        _fail(_line(err), err.status)
     print(report.table)
     print(f"sweep: {report.path}")
     return report

@@ -14,8 +14,11 @@ Must not: import torch (the lease is taken before CUDA starts), keep locks in mo
 
 from __future__ import annotations
 
+import errno
 import fcntl
+import math
 import os
+import re
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
@@ -27,6 +30,7 @@ from libreyolo.errors import NoProfileError, UsageError
 
 LOCK_DIR_NAME = "libreyolo-gpu-locks"
 POLL_S = 0.2
+_DEVICE_TYPE = re.compile(r"[a-z][a-z0-9_]*")  # cpu, mps, xpu: the lock file's name
 
 
 def default_lock_dir() -> Path:
@@ -110,8 +114,50 @@ def _int(name: str) -> int:
     return int(name) if name.isdigit() else 0
 
 
+def device_label(device: str) -> str:
+    """The lock name of a non-CUDA device: its type (`cpu`, `mps`); UsageError for a name that
+    is no device type (it would name a lock file elsewhere: `../../x`)."""
+    label = device.strip().lower().split(":", 1)[0] or "cpu"
+    if not _DEVICE_TYPE.fullmatch(label):
+        raise UsageError(
+            f"device.name {device!r} is not a device", hint="use cpu, a CUDA index or cuda:N"
+        )
+    return label
+
+
+def check_lease_timeout(timeout_s: float) -> None:
+    """UsageError unless `timeout_s` is a finite number of seconds, 0 or more (NaN compares
+    false with everything: a point would wait forever)."""
+    if isinstance(timeout_s, bool) or not math.isfinite(timeout_s) or timeout_s < 0:
+        raise UsageError(
+            f"sweep.lease_timeout_s must be a finite number of seconds, 0 or more; got {timeout_s}"
+        )
+
+
+def usable_lock_dir(lock_dir: str | Path | None) -> Path:
+    """The lock folder, created when missing; UsageError when it cannot be created or a lock
+    file cannot be written there (a file in the way, a read-only file system, no permission)."""
+    folder = Path(lock_dir) if lock_dir else default_lock_dir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise PermissionError(errno.EACCES, "Permission denied")
+    except OSError as err:
+        raise UsageError(
+            f"cannot use the lock folder {folder}: {err.strerror or err}",
+            hint="set sweep.lock_dir to a folder every measuring process can write",
+        ) from None
+    return folder
+
+
 def _try_lock(path: Path) -> int | None:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError as err:  # read-only, no permission, not a regular file
+        raise UsageError(
+            f"cannot open the lock file {path}: {err.strerror or err}",
+            hint="set sweep.lock_dir to a folder every measuring process can write",
+        ) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -131,13 +177,14 @@ def device_lease(
 ) -> Iterator[Lease]:
     """Hold the lease for `device` (a CUDA point: a free GPU among the candidates; otherwise
     `<type>.lock`, e.g. `cpu.lock`) while the body runs; `NoProfileError` after `timeout_s`."""
-    folder = Path(lock_dir) if lock_dir else default_lock_dir()
-    folder.mkdir(parents=True, exist_ok=True)
+    check_lease_timeout(timeout_s)
+    folder = usable_lock_dir(lock_dir)
     names: list[str | None] = [None]
-    labels = [device.strip().lower().split(":", 1)[0] or "cpu"]
     if cuda_index(device) is not None:
         names = list(gpu_candidates(device, gpus))
         labels = [f"gpu{name}" for name in names]
+    else:
+        labels = [device_label(device)]
     visible = visible_gpus()
     start = time.monotonic()
     while True:

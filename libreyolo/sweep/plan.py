@@ -24,6 +24,8 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from libreyolo.document.files import write_atomic
 from libreyolo.document.sweep_files import PLAN_FILE, PLAN_SCHEMA
+from libreyolo.errors import UsageError
+from libreyolo.sweep.naming import SUBDIR_HINT
 
 BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
 Plan = dict[str, list[str]]  # point folder relative to the sweep dir -> its overrides
@@ -36,7 +38,9 @@ def _name(root: Path, subdir: str) -> str:
 
 
 def grid_plan(config: DictConfig) -> Plan | None:
-    """The multirun `config`'s points, in launch order; None unless the basic sweeper runs it."""
+    """The multirun `config`'s points, in launch order; None unless the basic sweeper runs it.
+    UsageError when two jobs would land in one folder (a user's template that leaves out a
+    swept value, or two values that are one: `conf=0.1,0.10`)."""
     if config.hydra.sweeper.get("_target_") != BASIC_SWEEPER:
         return None
     # Hydra's own (private) split of a grid into jobs: pinned with hydra-core 1.3.x
@@ -58,10 +62,29 @@ def grid_plan(config: DictConfig) -> Plan | None:
                 job_config.hydra.job.id = num
                 job_config.hydra.job.num = num
             hydra_config.set_config(job_config)  # for `${hydra:...}` in the subdir template
-            plan[_name(root, str(job_config.hydra.sweep.subdir))] = list(job)
+            name = _name(root, str(job_config.hydra.sweep.subdir))
+            if name in plan:
+                raise _shared_folder(name, plan[name], list(job))
+            plan[name] = list(job)
     finally:
         hydra_config.cfg = previous
     return plan
+
+
+def _shared_folder(name: str, first: list[str], second: list[str]) -> UsageError:
+    """The refusal of two jobs that would measure into one folder, naming what tells them
+    apart (nothing: a value given twice)."""
+    ours, theirs = [o for o in first if o not in second], [o for o in second if o not in first]
+    if not ours and not theirs:
+        return UsageError(
+            f"two jobs of the grid are the same point {name!r} ({' '.join(first[-1:])} twice)",
+            hint="give each value of a swept key once",
+        )
+    return UsageError(
+        f"two jobs of the grid share the point folder {name!r} ({' '.join(ours)} and "
+        f"{' '.join(theirs)}): the second would overwrite the first's profile",
+        hint=SUBDIR_HINT,
+    )
 
 
 def write_plan(root: Path, plan: Plan | None) -> None:

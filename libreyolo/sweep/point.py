@@ -56,7 +56,7 @@ from libreyolo.document.sweep_files import (
     is_status,
     read_json,
 )
-from libreyolo.errors import NoProfileError, OutOfMemoryError, ProfileError
+from libreyolo.errors import OutOfMemoryError, ProfileError
 from libreyolo.measure.failures import is_out_of_memory
 from libreyolo.sweep.child_log import exit_text, last_error, relayed
 from libreyolo.sweep.lease import Lease, device_lease
@@ -248,7 +248,7 @@ def run_point(
             "lease_released_at": time.time(),
             "lease_wait_s": lease.wait_s,
         }
-    except NoProfileError as err:  # only the lease raises it: measuring records its failures
+    except ProfileError as err:  # only the lease raises: measuring records its failures
         record = _status(request, "failed", reason=err.message, code=err.code)
         record["lease_wait_s"] = time.monotonic() - waiting
     except KeyboardInterrupt as stop:

@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -180,6 +181,7 @@ def test_the_stop_line_says_how_to_resume(
         raise Stopped(signal.SIGTERM)
 
     monkeypatch.setattr(app, "sweep_task", stopped_sweep)
+    monkeypatch.setattr(sys, "argv", ["libreyolo-sweep", "-m"])
     with pytest.raises(SystemExit) as caught:
         app.main()
     assert caught.value.code == 143
@@ -203,6 +205,7 @@ def test_a_stop_before_the_first_point_says_nothing_was_measured(
         raise Stopped(signal.SIGINT)
 
     monkeypatch.setattr(app, "sweep_task", stopped_early)
+    monkeypatch.setattr(sys, "argv", ["libreyolo-sweep", "-m"])
     with pytest.raises(SystemExit) as caught:
         app.main()
     assert caught.value.code == 130
