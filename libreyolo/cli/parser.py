@@ -50,6 +50,10 @@ SUBCOMMANDS: tuple[tuple[str, str], ...] = (
     ),
 )
 TRACE_HELP = "Path to profile.json or profile_trace.json (.gz accepted)"
+SIZE_HELP = (
+    "Model size variant (YOLOv9 t, s, m, c; YOLOX n, t, s, m, l, x); must match the checkpoint "
+    "(default: the checkpoint's own, else the weights name's, else t)"
+)
 
 
 class Parser(argparse.ArgumentParser):
@@ -97,7 +101,7 @@ def _add_run(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
     _add_config_flags(p)
     p.add_argument("data", help="Dataset yaml/name (e.g. coco128)")
     p.add_argument("--weights", default="LibreYOLO9t.pt", help="Model weights file / name")
-    p.add_argument("--size", default="t", help="Model size variant (t, s, m, c)")
+    p.add_argument("--size", default=None, help=SIZE_HELP)
     p.add_argument(
         "--batch",
         type=positive_or_auto,
@@ -149,7 +153,7 @@ def _add_infer(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
         "source", nargs="?", default=None, help="Image or directory (default: bundled sample image)"
     )
     p.add_argument("--weights", default="LibreYOLO9t.pt", help="Model weights file / name")
-    p.add_argument("--size", default="t", help="Model size variant (t, s, m, c)")
+    p.add_argument("--size", default=None, help=SIZE_HELP)
     p.add_argument("--batch", type=positive_int, default=1, help="Images per forward pass")
     p.add_argument(
         "--imgsz",

@@ -49,10 +49,13 @@ class AmpDtype(StrEnum):
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """Which network: a registry family, its size variant and a weights file or name."""
+    """Which network: a registry family, its size variant (when given) and a weights file or
+    name."""
 
     family: str = "yolo9"
-    size: str = "t"
+    # None: the checkpoint's own size, else the weights name's, else the family's default (t).
+    # A size given here (--size) must match the checkpoint: a default never overrides a file.
+    size: str | None = None
     weights: str = "LibreYOLO9t.pt"
     fuse: str = "full"  # infer: full (BN folded, RepConvN merged, channels-last), bn, none
 

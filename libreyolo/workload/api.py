@@ -17,7 +17,7 @@ from torch import nn
 
 from libreyolo.workload.family import Workload
 from libreyolo.workload.registry import DEFAULT_FAMILY, detect_file, family
-from libreyolo.workload.weights import known_name, resolve_weights
+from libreyolo.workload.weights import resolve_weights
 
 
 class RandomWeightsWarning(UserWarning):
@@ -54,18 +54,11 @@ def load_workload_model(
     family_name: str = DEFAULT_FAMILY,
 ) -> LoadedModel:
     """`load_model` for a measurement, with its family. `family_name` (the config's
-    `model.family`) measures a random-init fallback; a checkpoint file decides its own family,
-    and `size` is then dropped when it belongs to another family. A random-init fallback is
+    `model.family`) measures a random-init fallback; a checkpoint file decides its own family
+    and size (`size`, when given, must match it, as it must match a published name's: a size
+    is given only when the user asked for one, never by a default). A random-init fallback is
     announced again (a warning for the caller to show) and also appended to `notes`, so the
     profile records it."""
-    known = known_name(str(weights))
-    if known is not None and size is not None and size != known[2]:
-        # A published name says its size: the configured one (a default, most often) yields.
-        if known[1] == family_name:
-            notes.append(
-                f"size {known[2]} from the weights name {known[0]} (not the configured {size})"
-            )
-        size = None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RandomWeightsWarning)
         loaded = _load(weights, size, device, preferred=family_name)
@@ -95,8 +88,6 @@ def _load(
     resolved = resolve_weights(str(weights), size_hint=size)
     if resolved.path is not None:
         workload, _, _ = detect_file(resolved.path)
-        if preferred is not None and workload.name != preferred:
-            size = None  # the configured size names a size of the configured family
         return LoadedModel(workload, workload.load(resolved.path, size=size, device=device))
     workload = family(resolved.family or preferred or DEFAULT_FAMILY)
     warnings.warn(resolved.warning or "random weights", RandomWeightsWarning, stacklevel=3)

@@ -72,7 +72,13 @@ def test_every_packaged_option_composes(group: str, option: str) -> None:
 def test_packaged_defaults_match_the_cli_spec() -> None:
     run = compose_config([])
     assert run.mode is Mode.run
-    assert (run.model.family, run.model.size, run.model.weights) == ("yolo9", "t", "LibreYOLO9t.pt")
+    # --size: the spec's t, given by the default weights' name (a size is set only when asked
+    # for, so the default never overrides a checkpoint's own size).
+    assert (run.model.family, run.model.size, run.model.weights) == (
+        "yolo9",
+        None,
+        "LibreYOLO9t.pt",
+    )
     assert (run.batch, run.imgsz, run.amp, run.dataset.workers) == (16, 640, True, 8)
     assert (run.window.steps, run.window.warmup, run.window.repeat) == (20, 5, 1)
     assert (run.device.name, run.project, run.dataset.name_or_path) == (
@@ -347,7 +353,7 @@ def test_repo_experiment_group_adds_onto_the_packaged_config() -> None:
     import yaml
 
     cfg = compose_config(["+experiment=deploy_grid"], config_dir=REPO_CONF)
-    assert (cfg.mode, cfg.model.size, cfg.window.runs) == (Mode.infer, "s", 500)
+    assert (cfg.mode, cfg.model.weights, cfg.window.runs) == (Mode.infer, "LibreYOLO9s.pt", 500)
     overridden = compose_config(["+experiment=deploy_grid", "batch=2"], config_dir=REPO_CONF)
     assert overridden.batch == 2
     params = yaml.safe_load((REPO_CONF / "experiment" / "deploy_grid.yaml").read_text())
