@@ -3,7 +3,9 @@
 One profile (any file the readers take) gives a profile page, two a comparison page, a sweep
 folder a sweep page. The default destination is `report.html` next to the first input
 (`sweep.html` inside a sweep folder); an existing file there is replaced only when this command
-wrote it (its generator tag), while a path given with `-o` is the user's choice and is replaced.
+wrote it (its generator tag), while a regular file given with `-o` is the user's choice and is
+replaced. Either way the destination must be a regular file or a new path, and none of the
+page's inputs (`document.destination`): for a sweep, its record files and each point's files.
 
 Must not: import torch, numpy or Hydra (a reader), or leave a half-written page.
 """
@@ -12,11 +14,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from libreyolo.cli.sources import open_profile, open_sweep
+from libreyolo.document import sweep_files
+from libreyolo.document.destination import check_destination
 from libreyolo.document.files import write_atomic
-from libreyolo.document.sweep_files import PAGE_FILE as SWEEP_PAGE
 from libreyolo.errors import UsageError
 from libreyolo.render.html.ours import is_our_page
 from libreyolo.render.html.written import ReportWritten
@@ -29,17 +32,18 @@ PROFILE_PAGE = "report.html"
 
 def _default_output(first: str, sweep: bool) -> Path:
     if sweep:
-        return Path(first) / SWEEP_PAGE
+        return Path(first) / sweep_files.PAGE_FILE
     base = Path() if first == "-" else Path(first).parent  # stdin: the working folder
     return base / PROFILE_PAGE
 
 
-def _destination(output: str | None, first: str, sweep: bool) -> Path:
-    target = Path(output) if output is not None else _default_output(first, sweep)
-    if target.is_dir():
-        raise UsageError(
-            f"cannot write the report to {target}: it is a folder", hint="give -o FILE"
-        )
+def _destination(output: str | None, first: str, sweep: bool, inputs: list[Path]) -> Path:
+    """Where the page goes: a regular file that is none of `inputs` (replaced: by default only
+    when it is our page), or a new path; UsageError (exit 2) before anything is written."""
+    path = output if output is not None else str(_default_output(first, sweep))
+    target = check_destination(
+        path, inputs, what="the report", hint="choose another path with -o FILE"
+    )
     if output is None and target.exists() and not is_our_page(target):
         raise UsageError(
             f"refusing to replace {target}: libreyolo profile report did not write it",
@@ -74,7 +78,8 @@ def write_report(inputs: list[str], output: str | None, *, max_input_bytes: int)
                 hint="compare two sweeps with: libreyolo profile compare <sweep> <sweep>",
             )
         return _sweep(inputs[0], sweeps[0], output)
-    target = _destination(output, inputs[0], sweep=False)
+    files = [Path(path) for path in inputs if path != "-"]  # stdin is no file to keep
+    target = _destination(output, inputs[0], sweep=False, inputs=files)
     if len(inputs) == 1:
         from libreyolo.analysis.report import profile_report
         from libreyolo.render.html.profile_page import profile_page
@@ -96,8 +101,26 @@ def _sweep(folder: str, view: SweepView, output: str | None) -> ReportWritten:
     from libreyolo.document.point_profiles import read_point_profiles
     from libreyolo.render.html.sweep_page import sweep_page
 
-    target = _destination(output, folder, sweep=True)
-    profiles, lost = read_point_profiles(Path(os.path.realpath(folder)), view.data)
+    root = Path(os.path.realpath(folder))
+    target = _destination(output, folder, sweep=True, inputs=_sweep_inputs(root, view.data))
+    profiles, lost = read_point_profiles(root, view.data)
     report = sweep_report(view.data, folder, profiles, lost)
     size = _write(target, sweep_page(report))
     return ReportWritten(str(target), "sweep", size, (folder,), num_points=len(view.data["points"]))
+
+
+def _sweep_inputs(root: Path, record: dict[str, Any]) -> list[Path]:
+    """The files of the sweep at `root` a page must never replace: the record, the plan and the
+    chart, and each point's request, status and the profile the page reads."""
+    from libreyolo.document.point_profiles import point_profile_path
+
+    found = [root / name for name in (sweep_files.SWEEP_FILE, sweep_files.PLAN_FILE)]
+    found.append(root / sweep_files.CHART_FILE)  # the record names it; the page does not read it
+    for name, entry in record["points"].items():
+        point = sweep_files.inside(root, name)
+        if point is not None:
+            found += [point / sweep_files.REQUEST_FILE, point / sweep_files.STATUS_FILE]
+        profile = point_profile_path(root, record, entry)
+        if profile is not None:
+            found.append(profile)
+    return found

@@ -21,8 +21,13 @@ from libreyolo.document.sweep_files import inside
 from libreyolo.errors import ProfileError
 
 
-def _rebased(root: Path, recorded_root: object, profile: str) -> Path | None:
-    path = Path(profile)
+def point_profile_path(root: Path, record: dict[str, Any], entry: dict[str, Any]) -> Path | None:
+    """Where the profile of the point `entry` of `record` lies in the sweep folder `root` now
+    (the recorded path rebased from the recorded sweep folder); None when it leads outside."""
+    recorded, recorded_root = entry.get("profile"), record.get("sweep_dir")
+    if not isinstance(recorded, str):
+        return None
+    path = Path(recorded)
     if isinstance(recorded_root, str) and path.is_relative_to(recorded_root):
         path = path.relative_to(recorded_root)
     return inside(root, str(path))
@@ -37,12 +42,9 @@ def read_point_profiles(
     for name, entry in record.get("points", {}).items():
         if entry.get("status") != "ok":
             continue
-        recorded = entry.get("profile")
-        path = (
-            _rebased(root, record.get("sweep_dir"), recorded) if isinstance(recorded, str) else None
-        )
+        path = point_profile_path(root, record, entry)
         if path is None:
-            lost[name] = f"profile not found inside the sweep folder: {recorded}"
+            lost[name] = f"profile not found inside the sweep folder: {entry.get('profile')}"
             continue
         try:
             profiles[name] = load(str(path), max_input_bytes=MAX_PROFILE_BYTES)
