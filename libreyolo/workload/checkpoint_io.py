@@ -16,6 +16,7 @@ import os
 import pickle
 import re
 import struct
+import sys
 import warnings
 from collections.abc import Collection
 from pathlib import Path
@@ -25,6 +26,7 @@ import torch
 from torch import Tensor
 
 from libreyolo.errors import CheckpointError, MissingFileError
+from libreyolo.workload.data.dataset_config import MAX_CLASSES
 
 # Errors torch.load raises on bytes that are not a (whole) checkpoint; anything else is a bug.
 _LOAD_ERRORS = (RuntimeError, EOFError, KeyError, ValueError, IndexError, TypeError, struct.error)
@@ -134,10 +136,62 @@ def pick_size(
     )
 
 
-def class_names(raw: object, nc: int) -> dict[int, str]:
-    """The `names` metadata (a list or an index map) as {i: name} for every class, `class{i}`
-    where it has none."""
-    if isinstance(raw, list | tuple):
-        raw = dict(enumerate(raw))
-    given = {int(k): str(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
+def class_names(raw: object, nc: int, path: Path) -> dict[int, str]:
+    """The `names` metadata as {i: name} for every class, `class{i}` where it has none.
+
+    `names` is a list (or tuple) of names, or a map from class index (an int, or its decimal
+    text) to name; a name is text or a number (str() of it). Entries from index `nc` on name
+    no class of this model and are left out unread. Anything else (a key that is no class
+    index, a name that is no text, `names` neither list nor map, more classes than a dataset
+    may have) is one CheckpointError naming the file and the bad entry, as every other
+    unusable metadata is."""
+    if nc > MAX_CLASSES:  # before the {i: name} map: a zero-size head can claim 10**12
+        raise CheckpointError(f"{path}: nc={nc} is more than {MAX_CLASSES} classes")
+    if raw is None:
+        pairs: list[tuple[int, object]] = []
+    elif isinstance(raw, list | tuple):
+        pairs = list(enumerate(raw[:nc]))
+    elif isinstance(raw, dict):
+        pairs = [(_class_index(key, path), value) for key, value in raw.items()]
+    else:
+        raise CheckpointError(
+            f"{path}: 'names' is a {type(raw).__name__}, not a list or dict of class names"
+        )
+    given: dict[int, str] = {}
+    for index, value in pairs:
+        if index >= nc:
+            continue
+        if index in given:
+            raise CheckpointError(f"{path}: 'names' gives class {index} twice")
+        given[index] = _class_name(value, index, path)
     return {i: given.get(i, f"class{i}") for i in range(nc)}
+
+
+# Longer decimal text than this is past any class count (and past int()'s digit limit).
+_MAX_INDEX_DIGITS = 18
+
+
+def _class_index(key: object, path: Path) -> int:
+    """A `names` key as a class index: a non-negative int, or its decimal text ("3")."""
+    if isinstance(key, int) and not isinstance(key, bool) and key >= 0:
+        return key
+    if isinstance(key, str) and key.isascii() and key.isdigit():
+        digits = key.lstrip("0") or "0"
+        return int(digits) if len(digits) <= _MAX_INDEX_DIGITS else sys.maxsize
+    raise CheckpointError(f"{path}: 'names' key {_brief(key)} is not a class index")
+
+
+def _class_name(value: object, index: int, path: Path) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    raise CheckpointError(
+        f"{path}: 'names' entry {index} is a {type(value).__name__}, not a class name"
+    )
+
+
+def _brief(value: object) -> str:
+    """`value` for a one-line message: its repr, or its type when that is long."""
+    text = repr(value)
+    return text if len(text) <= 40 and "\n" not in text else f"(a {type(value).__name__})"

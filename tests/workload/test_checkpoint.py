@@ -12,6 +12,7 @@ import torch
 
 from libreyolo.errors import CheckpointError, ExitStatus, MissingFileError, UsageError
 from libreyolo.workload.api import load_model
+from libreyolo.workload.checkpoint_io import class_names
 from libreyolo.workload.registry import detect_file
 from libreyolo.workload.yolo9.checkpoint import (
     load_checkpoint,
@@ -256,3 +257,80 @@ def test_api_load_model(fixture_pt: Path, tmp_path: Path) -> None:
         load_model(tmp_path / "missing.pt")
     with pytest.raises(CheckpointError, match="size 'm' was asked for"):
         load_model(copy, size="m")
+
+
+@pytest.mark.parametrize(
+    ("names", "expected"),
+    [
+        (None, {0: "class0", 1: "class1", 2: "class2"}),
+        (["cat", 7, 2.5, {"past": "nc"}], {0: "cat", 1: "7", 2: "2.5"}),
+        (("cat",), {0: "cat", 1: "class1", 2: "class2"}),
+        (
+            {2: "dog", "0": "cat", 10**30: "huge", "9" * 5000: "long"},
+            {0: "cat", 1: "class1", 2: "dog"},
+        ),
+    ],
+    ids=["absent", "list", "tuple", "index map"],
+)
+def test_class_names_forms(names: object, expected: dict[int, str]) -> None:
+    assert class_names(names, 3, Path("w.pt")) == expected
+
+
+def test_more_classes_than_a_dataset_may_have_is_refused_before_naming_them() -> None:
+    with pytest.raises(CheckpointError) as info:
+        class_names(None, 10**12, Path("w.pt"))
+    assert str(info.value) == "w.pt: nc=1000000000000 is more than 10000 classes"
+
+
+BAD_NAMES = {
+    "text key": ({"a": "cat"}, "'names' key 'a' is not a class index"),
+    "negative key": ({-1: "cat"}, "'names' key -1 is not a class index"),
+    "float key": ({0.0: "cat"}, "'names' key 0.0 is not a class index"),
+    "bool key": ({True: "cat"}, "'names' key True is not a class index"),
+    "signed text key": ({"+1": "cat"}, "'names' key '+1' is not a class index"),
+    "long key": ({"x" * 50: "cat"}, "'names' key (a str) is not a class index"),
+    "twice": ({0: "cat", "0": "dog"}, "'names' gives class 0 twice"),
+    "entry": (["cat", {"x": 1}], "'names' entry 1 is a dict, not a class name"),
+    "bool entry": ({0: False}, "'names' entry 0 is a bool, not a class name"),
+    "not a list": ("cat,dog", "'names' is a str, not a list or dict of class names"),
+    "number": (3, "'names' is a int, not a list or dict of class names"),
+}
+
+
+@pytest.fixture(scope="module")
+def two_class_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    """family -> the dict its saver writes for a 2-class model (built once: names vary)."""
+    from libreyolo.workload.yolox import checkpoint as yolox_checkpoint
+    from libreyolo.workload.yolox.model import YOLOX
+
+    folder = tmp_path_factory.mktemp("two_class")
+    saved = {
+        "yolo9": save_checkpoint(YOLOv9("t", nc=2), folder / "yolo9.pt"),
+        "yolox": yolox_checkpoint.save_checkpoint(YOLOX("n", nc=2), folder / "yolox.pt"),
+    }
+    return {family: torch.load(path, weights_only=True) for family, path in saved.items()}
+
+
+@pytest.mark.parametrize("family", ["yolo9", "yolox"])
+@pytest.mark.parametrize("case", BAD_NAMES)
+def test_unusable_names_are_one_checkpoint_error(
+    family: str, case: str, two_class_files: dict[str, dict[str, Any]], tmp_path: Path
+) -> None:
+    from libreyolo.workload.yolox import checkpoint as yolox_checkpoint
+
+    load = {"yolo9": load_checkpoint, "yolox": yolox_checkpoint.load_checkpoint}[family]
+    names, message = BAD_NAMES[case]
+    path = _save({**two_class_files[family], "names": names}, tmp_path / "w.pt")
+    with pytest.raises(CheckpointError) as info:
+        load(path)
+    assert (str(info.value), info.value.status) == (f"{path}: {message}", ExitStatus.USAGE)
+
+
+def test_infer_with_unusable_names_exits_2(
+    two_class_files: dict[str, dict[str, Any]], tmp_path: Path, run_cli: Any
+) -> None:
+    path = _save({**two_class_files["yolo9"], "names": {"a": "cat"}}, tmp_path / "w.pt")
+    argv = ["profile", "infer", "--weights", str(path), "--device", "cpu", "--imgsz", "32"]
+    result = run_cli([*argv, "--runs", "2", "--warmup", "0", "--project", str(tmp_path / "r")])
+    assert (result.status, result.stdout) == (2, "")
+    assert result.stderr == f"{path}: 'names' key 'a' is not a class index\n"

@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import torch
 
 from libreyolo.workload import registry
 from libreyolo.workload.family import Workload
+from tests.workload.plugins import installed
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -161,21 +161,9 @@ WORKLOAD = Tiny()
 @pytest.fixture
 def tinyfam(tmp_path: Path) -> Iterator[Path]:
     """`tinyfam` installed into tmp_path (package + dist-info), on sys.path for this test."""
-    site = tmp_path / "site"
-    (site / "tinyfam").mkdir(parents=True)
-    (site / "tinyfam" / "__init__.py").write_text(textwrap.dedent(TINYFAM))
-    info = site / "tinyfam-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tinyfam\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[libreyolo.workloads]\ntiny = tinyfam:WORKLOAD\n")
-    sys.path.insert(0, str(site))
-    registry.clear_cache()
-    try:
+    entry = "[libreyolo.workloads]\ntiny = tinyfam:WORKLOAD\n"
+    with installed(tmp_path / "site", "tinyfam", {"tinyfam": TINYFAM}, entry) as site:
         yield site
-    finally:
-        sys.path.remove(str(site))
-        sys.modules.pop("tinyfam", None)
-        registry.clear_cache()
 
 
 def _tiny_checkpoint(site: Path, name: str = "tiny_weights.pt") -> Path:

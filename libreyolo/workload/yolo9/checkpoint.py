@@ -148,7 +148,7 @@ def _inspect(ckpt: dict[str, Any], state: dict[str, Tensor], path: Path) -> Chec
         size=size,
         size_source=source,
         nc=nc,
-        names=class_names(ckpt.get("names"), nc),
+        names=class_names(ckpt.get("names"), nc, path),
         cls_width=int(first.shape[0]) if first is not None else default_cls_width(ch0, nc),
         imgsz=imgsz,
         letterbox_pad=pad,

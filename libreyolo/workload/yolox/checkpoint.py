@@ -119,7 +119,7 @@ def _inspect(ckpt: dict[str, Any], state: dict[str, Tensor], path: Path) -> Chec
     imgsz = ckpt.get("imgsz", SIZES[size].default_imgsz)
     if isinstance(imgsz, bool) or not isinstance(imgsz, int) or imgsz < 32:
         raise CheckpointError(f"{path}: imgsz {imgsz!r} is not an input size")
-    return CheckpointInfo(size, source, nc, class_names(ckpt.get("names"), nc), imgsz)
+    return CheckpointInfo(size, source, nc, class_names(ckpt.get("names"), nc, path), imgsz)
 
 
 def load_checkpoint(
