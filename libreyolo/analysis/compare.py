@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -31,6 +32,16 @@ NOISY_TRIALS_CV = 0.10  # trials spreading more than this were measured on a cha
 SE_MULTIPLE = 2.0  # "exceeds twice the combined standard error": the floor of the threshold
 CONFIDENCE = 0.975  # two-sided 5 % Welch t-test
 SINGLE_RUN = "single run, use 'run --repeat N' for a significance call"  # libreyolo 1.6.0 wording
+SINGLE_RUN_ADVICE = "single run, use {commands} for a significance call"  # SINGLE_RUN's pattern
+# The command that measures trials of a profile, by its run mode (training: 1.6.0's advice).
+REPEAT_COMMANDS = {"training": "run --repeat N", "inference": "infer --repeat N"}
+# A share (a fraction 0..1: GPU util, CPU wait) is compared as a difference in percentage
+# points, never as a ratio: near zero a ratio magnifies noise (CPU wait 0.1 % -> 0.9 % would
+# read "+800 %"). A move under this many points is not called better or worse: it is a tenth of
+# the contended CPU-wait share (contention.CPU_WAIT_FRAC_CONTENDED, 20 %), small against the
+# up to 5 % CPU wait a quiet 2-core host shows on its own, and about the run-to-run spread of
+# GPU util between repeats of one configuration.
+SHARE_NOISE_POINTS = 2.0
 SINGLE_WINDOW = "single window"  # the other tested deltas: one measured window, no trials
 TESTED = ("step_ms", "latency_p50_ms", "latency_p99_ms")  # tested like img/s when trials allow
 MATCHED_SETTINGS = ("mode", "batch", "imgsz", "device", "amp")
@@ -51,6 +62,36 @@ class Delta:
             change = (b - a) / a
             return change if math.isfinite(change) else None  # a mean that overflowed
         return None
+
+
+@dataclass(frozen=True, slots=True)
+class ShareDelta:
+    """A share (a fraction 0..1) before and after, compared in percentage points."""
+
+    before: Scalar
+    after: Scalar
+
+    @property
+    def change(self) -> None:
+        """No relative change: a ratio of two shares says nothing (see `change_points`)."""
+        return None
+
+    @property
+    def change_points(self) -> float | None:
+        """(after − before) × 100, in percentage points; None when a side is not a number."""
+        a, b = self.before, self.after
+        if isinstance(a, bool) or isinstance(b, bool):
+            return None
+        if isinstance(a, int | float) and isinstance(b, int | float):
+            points = (b - a) * 100
+            return round(points, 4) if math.isfinite(points) else None
+        return None
+
+    @property
+    def moved(self) -> bool | None:
+        """Whether the share moved by at least SHARE_NOISE_POINTS; None without both sides."""
+        points = self.change_points
+        return None if points is None else abs(points) >= SHARE_NOISE_POINTS
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,14 +122,14 @@ class Comparison:
     has_gpu: bool  # either side's trace saw GPU work: the GPU lines mean something
     gate: Gate | None  # --fail-on-regression's verdict
     ms_per_image: Delta
-    gpu_util: Delta
+    gpu_util: ShareDelta
     host_overhead_ms: Delta
     launches_per_step: Delta
     bound: Delta
     latency_p50_ms: Delta | None
     latency_p99_ms: Delta | None
     warnings: tuple[str, ...]
-    cpu_wait_frac: Delta
+    cpu_wait_frac: ShareDelta
     contended: Delta
     diff: ProfileDiff | None = None
 
@@ -128,6 +169,20 @@ def threshold_multiplier(df: float | None) -> float:
     return SE_MULTIPLE if df is None else max(SE_MULTIPLE, stats.t_quantile(CONFIDENCE, df))
 
 
+def repeat_command(modes: Iterable[str]) -> str:
+    """The quoted command(s) that measure trials of profiles in these run modes:
+    'infer --repeat N' for inference, 'run --repeat N' for training (and unknown modes)."""
+    default = REPEAT_COMMANDS["training"]
+    commands = dict.fromkeys(REPEAT_COMMANDS.get(mode, default) for mode in modes) or {default: 0}
+    return " and ".join(f"'{command}'" for command in commands)
+
+
+def single_run_advice(*single: Profile) -> str:
+    """Why img/s has no call: the sides without trials, and the command that measures them
+    (1.6.0's SINGLE_RUN wording, word for word, for training profiles)."""
+    return SINGLE_RUN_ADVICE.format(commands=repeat_command(p.run.mode for p in single))
+
+
 def significance(before: Profile, after: Profile, metric: str = "img_per_s") -> Significance:
     """The significance rule (module docstring) over the two profiles' trials of `metric`."""
     a, b = _trial_values(before, metric), _trial_values(after, metric)
@@ -136,8 +191,9 @@ def significance(before: Profile, after: Profile, metric: str = "img_per_s") -> 
         return Significance(None, f"{'img/s' if img else metric} unavailable")
     se = stats.combined_standard_error(a, b)
     if se is None:
-        single = SINGLE_RUN if img else SINGLE_WINDOW
-        return Significance(None, single, n=(max(len(a), 1), max(len(b), 1)))
+        single = [p for p, values in ((before, a), (after, b)) if len(values) < 2]
+        text = single_run_advice(*single) if img else SINGLE_WINDOW
+        return Significance(None, text, n=(max(len(a), 1), max(len(b), 1)))
     mean_a, mean_b = stats.mean(a) or 0.0, stats.mean(b) or 0.0
     diff = abs(mean_b - mean_a)
     df = stats.welch_df(a, b) if se > 0.0 else None
@@ -243,14 +299,14 @@ def compare(
         has_gpu=any(p.trace is not None and p.trace.has_gpu for p in (before, after)),
         gate=gate,
         ms_per_image=Delta(_ms_per_image(before), _ms_per_image(after)),
-        gpu_util=delta("gpu_util"),
+        gpu_util=ShareDelta(a.get("gpu_util"), b.get("gpu_util")),
         host_overhead_ms=delta("host_overhead_ms"),
         launches_per_step=delta("launches_per_step"),
         bound=delta("bound"),
         latency_p50_ms=delta("latency_p50_ms") if inference else None,
         latency_p99_ms=delta("latency_p99_ms") if inference else None,
         warnings=warnings,
-        cpu_wait_frac=delta("cpu_wait_frac"),
+        cpu_wait_frac=ShareDelta(a.get("cpu_wait_frac"), b.get("cpu_wait_frac")),
         contended=delta("contended"),
         diff=with_phase_tests(diff_profiles(before, after, top), _phase_test(before, after)),
     )

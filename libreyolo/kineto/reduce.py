@@ -112,7 +112,8 @@ def reduce_trace(events: TraceEvents) -> TraceAnalysis:
     busy, copies = unions[primary.id] if primary else (None, None)
     steps = trace_steps(window, counts, busy)
     # The GPU may finish a step's work after the CPU left it: the device-side window runs to
-    # the end of the last GPU work any step launched, and step time is measured on it.
+    # the end of the last GPU work any step launched, and step time, busy time and memcpy time
+    # are all measured on it (a CPU-side clip would drop the copies a lagging GPU still runs).
     device_end = max([window.end, *(s.start_us + (s.gpu_span_ms or 0.0) * 1000 for s in steps)])
     notes += _notes(window, launcher)
     return TraceAnalysis(
@@ -127,7 +128,7 @@ def reduce_trace(events: TraceEvents) -> TraceAnalysis:
         gpu_kernel_busy_ms=primary.kernel_busy_ms if primary else 0.0,
         device_window_ms=to_ms(device_end - window.start),
         device_busy_ms=to_ms(busy.covered(window.start, device_end)) if busy else 0.0,
-        memcpy_ms=to_ms(copies.covered(window.start, window.end)) if copies else 0.0,
+        memcpy_ms=to_ms(copies.covered(window.start, device_end)) if copies else 0.0,
         kernel_sum_ms=to_ms(sum(row.total_us for row in kernels.values())),
         num_kernels=sum(row.calls for row in kernels.values()),
         tensor_core_ms=to_ms(sum(row.total_us for row in kernels.values() if row.tensor_core)),

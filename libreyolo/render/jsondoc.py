@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from libreyolo.render.diff_json import diff_json
 
 if TYPE_CHECKING:  # result types only; importing them would cost every reader start-up time
-    from libreyolo.analysis.compare import Comparison, Delta, Significance
+    from libreyolo.analysis.compare import Comparison, Delta, ShareDelta, Significance
     from libreyolo.analysis.contention import StepWait
     from libreyolo.analysis.gate import Gate
     from libreyolo.analysis.kernels import KernelRow, KernelTable
@@ -164,6 +164,18 @@ def _delta(delta: Delta | None) -> dict[str, Any] | None:
     }
 
 
+def _share_delta(delta: ShareDelta) -> dict[str, Any]:
+    """A share's delta: `change` stays null (no ratio of shares); `change_points` is the move in
+    percentage points and `moved` says whether it passed compare's noise floor."""
+    return {
+        "before": delta.before,
+        "after": delta.after,
+        "change": None,
+        "change_points": delta.change_points,
+        "moved": delta.moved,
+    }
+
+
 def _significance(sig: Significance) -> dict[str, Any]:
     """img/s's 1.6.0 significance keys (and any tested delta's): `significant` null when a side
     has no trials."""
@@ -205,7 +217,7 @@ def _(result: Comparison, source: Source) -> Any:
         "after": after,
         "img_per_s": _tested(result.img_per_s, result.significance),
         "ms_per_image": _delta(result.ms_per_image),
-        "gpu_util": _delta(result.gpu_util),
+        "gpu_util": _share_delta(result.gpu_util),
         "host_overhead_ms_per_step": _delta(result.host_overhead_ms),
         "launches_per_step": _delta(result.launches_per_step),
         "bound": _delta(result.bound),
@@ -213,7 +225,7 @@ def _(result: Comparison, source: Source) -> Any:
         "latency_p99_ms": _tested(result.latency_p99_ms, tested.get("latency_p99_ms")),
         "step_ms": _tested(result.step_ms, tested["step_ms"]),
         "gate": _gate(result.gate),
-        "cpu_wait_frac": _delta(result.cpu_wait_frac),
+        "cpu_wait_frac": _share_delta(result.cpu_wait_frac),
         "contended": _delta(result.contended),
         "warnings": list(result.warnings),
         "changes": diff_json(result.diff) if result.diff else None,

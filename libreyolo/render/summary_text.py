@@ -1,4 +1,8 @@
-"""The `summary` text view, line by line (1.6.0's lines first, new information on new lines)."""
+"""The `summary` text view, line by line (1.6.0's lines first, new information on new lines).
+
+A CPU-only profile gets no GPU-kernel parts (headline kernel counts, empty kernel sections):
+they would print zeros or `?` that mean nothing. Pure: a Summary in, lines out; no I/O.
+"""
 
 from __future__ import annotations
 
@@ -25,11 +29,15 @@ def _num(value: object) -> float:
 def _headline(s: Summary) -> str:
     m = s.metrics
     family = f" ({short_name(s.family)})" if s.family else ""
-    return (
+    line = (
         f"model {short_name(s.model or '?')}{family}  |  "
         f"{fmt_or_unknown(m.get('img_per_s'))} img/s  |  "
-        f"step {fmt_or_unknown(m.get('step_ms'))} ms  |  "
-        f"{fmt_or_unknown(m.get('kernels_per_step'))} kernels/step @ "
+        f"step {fmt_or_unknown(m.get('step_ms'))} ms"
+    )
+    if not s.has_gpu:  # no kernels ran: "0 kernels/step @ ~0us" (or "?") would mean nothing
+        return line
+    return (
+        f"{line}  |  {fmt_or_unknown(m.get('kernels_per_step'))} kernels/step @ "
         f"~{_num(m.get('mean_kernel_us')):.0f}us"
     )
 
@@ -128,13 +136,16 @@ def quiet_verdict_line(bound: str, why: str | None) -> str:
 
 
 def _mix_lines(s: Summary) -> list[str]:
-    lines: list[str] = ["kernel mix:"]
+    """1.6.0's `kernel mix:` and `top kernels/step:` sections; a section with no rows (every
+    CPU-only profile) is left out rather than printed as a bare heading."""
+    lines: list[str] = ["kernel mix:"] if s.categories else []
     for c in s.categories:
         lines.append(
             f"  {short_name(c.name):<17} {c.share * 100:5.1f}%   {c.ms_per_step:.1f} ms/step  "
             f"{bar(c.share)}"
         )
-    lines.append("top kernels/step:")
+    if s.top_kernels:
+        lines.append("top kernels/step:")
     for row in s.top_kernels:
         tensor_core = " [TC]" if row.tensor_core else ""
         lines.append(

@@ -24,7 +24,7 @@ from libreyolo.render.units import (
 )
 
 if TYPE_CHECKING:  # result types only; importing them would cost every reader start-up time
-    from libreyolo.analysis.compare import Comparison, Delta, Significance
+    from libreyolo.analysis.compare import Comparison, Delta, ShareDelta, Significance
     from libreyolo.analysis.kernels import KernelTable
     from libreyolo.analysis.lookup import MetricList, MetricValue
     from libreyolo.analysis.ops import OpTable
@@ -125,6 +125,14 @@ def _arrow(delta: Delta, suffix: str = "") -> str:
     return f"{fmt_or_unknown(delta.before)} -> {fmt_or_unknown(delta.after)}{suffix}"
 
 
+def _points(delta: ShareDelta) -> str:
+    """A share's move in percentage points (never a ratio), and whether it is noise."""
+    points = delta.change_points
+    if points is None:
+        return ""
+    return f" ({points:+.1f} points{'' if delta.moved else ', within noise'})"
+
+
 def _tested(sig: Significance) -> str:
     """The tag of a delta tested like img/s: the call and its numbers, or where it came from."""
     if sig.significant is None:
@@ -177,7 +185,9 @@ def _(result: Comparison) -> Lines:
             )
     wait = result.cpu_wait_frac
     if wait.before is not None or wait.after is not None:
-        lines.append(f"CPU wait       {fmt_share(wait.before)} -> {fmt_share(wait.after)}")
+        lines.append(
+            f"CPU wait       {fmt_share(wait.before)} -> {fmt_share(wait.after)}{_points(wait)}"
+        )
     lines += [f"warning: {safe_text(w)}" for w in result.warnings]
     if result.diff is not None:
         lines += diff_lines(result.diff)

@@ -58,6 +58,26 @@ def test_a100_launches_and_phases(traced) -> None:
     assert profile.metrics["host_us_per_launch"] > 0
 
 
+@pytest.mark.parametrize("name", [row[0] for row in EXPECTED])
+def test_a_bare_trace_reads_step_busy_and_util_on_one_window(traced, name) -> None:
+    m = traced[name].metrics
+    assert m["gpu_util"] == pytest.approx(m["gpu_busy_ms"] / m["step_ms"], abs=0.001)
+
+
+def test_v100_step_busy_util_memcpy_and_kernel_mix_agree(traced) -> None:
+    # The CPU runs ahead (steps of 35-96 ms) of 93.6 ms of kernels per step: every number is
+    # read on the device-side window, 483.5 ms for 5 steps (the CPU-side one is 394.3 ms).
+    summary = summarize(traced[V100])
+    m = summary.metrics
+    assert (m["step_ms"], m["gpu_busy_ms"], m["gpu_util"]) == (96.7, 94.49, 0.977)
+    assert m["memcpy_ms"] == 0.858
+    assert m["host_overhead_ms"] == pytest.approx(96.7 - 94.49, abs=0.01)
+    # One stream: the kernel mix (sums of durations) adds up to the busy union.
+    assert sum(c.ms_per_step for c in summary.categories) == pytest.approx(94.49, abs=0.05)
+    memcpy = next(c for c in summary.categories if c.name == "memcpy")
+    assert memcpy.ms_per_step == pytest.approx(m["memcpy_ms"], abs=0.01)
+
+
 def test_v100_launches_per_step(traced) -> None:
     assert traced[V100].metrics["launches_per_step"] == 870
 

@@ -72,6 +72,21 @@ def test_busy_is_a_union_over_streams_and_never_exceeds_the_window(write_trace: 
     assert rows["memcpy"].num_kernels == 1 and rows["gemm / conv"].num_kernels == 2
 
 
+def test_a_lagging_gpu_is_measured_on_the_device_side_window(write_trace: Writer) -> None:
+    events = [
+        _step(1, 0.0, 100.0),
+        launch(10.0, corr=1),
+        launch(20.0, corr=2, name="cudaMemcpyAsync"),
+        kernel("gemm", 50.0, 100.0, corr=1),  # runs on after the CPU left the step at 100 µs
+        event("gpu_memcpy", "Memcpy DtoD", 160.0, 20.0, pid=0, tid=7, device=0, correlation=2),
+    ]
+    analysis = _analyse(write_trace, events)
+    assert analysis.window_ms == pytest.approx(0.1)  # the CPU side
+    assert analysis.device_window_ms == pytest.approx(0.18)  # to the copy's end
+    assert analysis.device_busy_ms == pytest.approx(0.12)  # [50, 150] + [160, 180]
+    assert analysis.memcpy_ms == pytest.approx(0.02)  # the whole copy, not the CPU-side 0
+
+
 def test_kernels_take_the_phase_of_their_launching_call(write_trace: Writer) -> None:
     events = [
         _step(1, 0.0, 1000.0),

@@ -153,15 +153,59 @@ def test_v1_pair(reference_v1: Path, tmp_path: Path) -> None:
     text = "".join(parser.text)
     assert "the profiles differ in batch: 1 vs 4" in text  # compare's own warning
     assert "single window" in text and "before and after sides are single windows" in text
-    assert "[single run, use 'run --repeat N' for a significance call]" in text
+    # Inference profiles: the advice names the command that made them.
+    assert "[single run, use 'infer --repeat N' for a significance call]" in text
+    assert "measure both with 'infer --repeat N' for one" in text and "'run --repeat" not in text
+    assert "trials1 run (a single window, no --repeat trials)" in text and "trials0" not in text
     srcs = {tuple(s) for s, _, _ in parser.numbers}
     for key in ("img_per_s", "step_ms", "latency_p50_ms", "latency_p99_ms", "ms_per_image"):
         assert ("compare", key, "before") in srcs and ("compare", key, "change") in srcs
     assert ("compare", "changes", "ops", "changed", 0, "change_ms") in srcs
     assert ("compare", "changes", "ops", "gone", 0, "ms", 0) in srcs
     assert ("summary", "img_per_s") in srcs  # each side's headline, in its own scope
+    assert ("summary", "num_trials") not in srcs  # no "0": the side is one window
     assert "↓ worse" in text  # img/s fell: an arrow and a word, not only a colour
     _no_external_url(page, parser)
+
+
+def test_training_single_runs_keep_the_v1_advice(reference_v1: Path, tmp_path: Path) -> None:
+    train = str(reference_v1 / "train_cpu.profile.json")
+    _, parser = _report(train, train, tmp_path)
+    text = "".join(parser.text)
+    assert "[single run, use 'run --repeat N' for a significance call]" in text
+    assert "measure both with 'run --repeat N' for one" in text and "infer --repeat" not in text
+
+
+def _wait_pair(tmp_path: Path, after_waits: list[float]) -> tuple[str, str]:
+    """Two inference profiles with host records: CPU wait 0.1 % before, `after_waits` after."""
+    from tests.analysis.test_contention import _profile
+
+    before = save(_profile([0.02] * 4), tmp_path / "before.json")
+    after = save(_profile(after_waits), tmp_path / "after.json")
+    return str(before), str(after)
+
+
+def _cpu_wait_row(page: str) -> str:
+    start = page.index("<td>CPU wait</td>")
+    return page[start : page.index("</tr>", start)]
+
+
+def test_a_small_cpu_wait_move_is_within_noise_not_worse(tmp_path: Path) -> None:
+    pair = _wait_pair(tmp_path, [0.18] * 4)  # 0.1 % -> 0.9 %: once "+800 % worse"
+    page, parser = _report(*pair, tmp_path)
+    _check_numbers(parser, *pair)
+    row = _cpu_wait_row(page)
+    assert '<data value="0.8" data-src="[&quot;compare&quot;, &quot;cpu_wait_frac&quot;, ' in row
+    assert "+0.8</data>" in row and "points" in row and "= within noise" in row
+    assert "worse" not in row and "800" not in row
+
+
+def test_a_large_cpu_wait_move_is_worse_in_points(tmp_path: Path) -> None:
+    pair = _wait_pair(tmp_path, [18.5] * 4)  # 0.1 % -> 48.1 %
+    page, parser = _report(*pair, tmp_path)
+    _check_numbers(parser, *pair)
+    row = _cpu_wait_row(page)
+    assert "+48.0</data>" in row and "↑ worse" in row
 
 
 def test_trial_pair_shows_the_significance_arithmetic(
@@ -181,6 +225,7 @@ def test_trial_pair_shows_the_significance_arithmetic(
     assert doc["img_per_s"]["significance"] in text  # |d| vs k*SE and the test's name
     assert "Welch t, df=" in doc["img_per_s"]["significance"]
     assert "significant" in text and "single window" not in text
+    assert ("summary", "num_trials") in srcs  # three trials a side, from each side's summary
     phases = doc["changes"]["phases"]
     wall = [m for m in parser.marks if m["data-mark"] == "phases-wall"]
     assert len(wall) == 2 * len(phases)  # before and after, per phase

@@ -77,7 +77,7 @@ def test_compare_warns_that_a_contended_side_cannot_be_trusted() -> None:
         "runnable time for a CPU): its times are inflated and the significance call cannot be "
         "trusted; measure it again on a quiet machine",
     )
-    assert "CPU wait       2% -> 48%" in to_lines(result)
+    assert "CPU wait       2% -> 48% (+46.1 points)" in to_lines(result)  # points, not a ratio
     doc = json.loads(to_json_text(result, source=("a", "b")))
     assert doc["contended"] == {"before": False, "after": True, "change": None}
 

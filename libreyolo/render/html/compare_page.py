@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from libreyolo.analysis.compare import SHARE_NOISE_POINTS, repeat_command
 from libreyolo.analysis.report import CompareReport, ProfileReport
 from libreyolo.render.html import svg
 from libreyolo.render.html.markup import (
@@ -50,6 +51,7 @@ class Metric:
     digits: int = 2
     unit: str = ""
     scale: float = 1.0
+    share: bool = False  # a fraction 0..1: its change is compare's `change_points`, not a ratio
 
 
 IMG = Metric("img_per_s", "throughput", True, 1, "img/s")
@@ -57,10 +59,10 @@ MS_PER_IMAGE = Metric("ms_per_image", "time per image", False, 3, "ms")
 STEP = Metric("step_ms", "step", False, 2, "ms")
 P50 = Metric("latency_p50_ms", "latency p50", False, 2, "ms")
 P99 = Metric("latency_p99_ms", "latency p99", False, 2, "ms")
-GPU_UTIL = Metric("gpu_util", "GPU util", True, 1, "%", 100.0)
+GPU_UTIL = Metric("gpu_util", "GPU util", True, 1, "%", 100.0, share=True)
 HOST = Metric("host_overhead_ms_per_step", "host overhead", False, 2, "ms/step")
 LAUNCHES = Metric("launches_per_step", "launches/step", False, 0)
-CPU_WAIT = Metric("cpu_wait_frac", "CPU wait", False, 1, "%", 100.0)
+CPU_WAIT = Metric("cpu_wait_frac", "CPU wait", False, 1, "%", 100.0, share=True)
 BOUND = Metric("bound", "verdict", None)
 
 
@@ -82,6 +84,15 @@ class _Doc:
         return num(self.at(*path), ("compare", *path), **style)
 
 
+def _trials(report: ProfileReport) -> str:
+    """The side's --repeat trials, or that it is one measured window (it stores no trials, and
+    "0" would read as a run that measured nothing)."""
+    count = report.summary.num_trials
+    if count < 2:
+        return "1 run (a single window, no --repeat trials)"
+    return num(count, ("summary", "num_trials"), digits=0)
+
+
 def _side_facts(report: ProfileReport) -> str:
     r, src = report.summary.run, ("summary", "run")
     amp = "–" if r.amp is None else ("on" if r.amp else "off")
@@ -96,7 +107,7 @@ def _side_facts(report: ProfileReport) -> str:
             ("batch", num(r.batch, (*src, "batch"), digits=0)),
             ("imgsz", num(r.imgsz, (*src, "imgsz"), digits=0)),
             ("AMP", amp),
-            ("trials", num(report.summary.num_trials, ("summary", "num_trials"), digits=0)),
+            ("trials", _trials(report)),
             ("tool", f"libreyolo {esc(r.tool_version)}"),
             ("when", esc(r.created or "unknown")),
             ("profile", f"<code>{esc(report.source)}</code>"),
@@ -116,17 +127,22 @@ def runs_block(report: CompareReport) -> str:
     return f'<div class="grid2">{"".join(sides)}</div>'
 
 
-def warnings_block(doc: _Doc) -> str:
-    """compare's warnings, then a line for each side measured as one window (no trials)."""
+def warnings_block(report: CompareReport, doc: _Doc) -> str:
+    """compare's warnings, then a line for each side measured as one window (no trials), with
+    the command that made that side's profile (`infer` or `run`) and its --repeat."""
     out = [banner(str(w)) for w in doc.at("warnings") or []]
     n = doc.at("img_per_s", "n") or [1, 1]
-    single = [side for side, count in zip(SIDES, n, strict=True) if count < 2]
+    sides = (report.before, report.after)
+    single = [
+        (label, side) for label, side, count in zip(SIDES, sides, n, strict=True) if count < 2
+    ]
     if single:
         what = "sides are single windows" if len(single) > 1 else "side is a single window"
+        command = repeat_command(side.summary.mode for _, side in single)
         out.append(
             banner(
-                f"The {' and '.join(single)} {what} (no --repeat trials), so no delta has a "
-                "significance call: measure both with 'run --repeat N' for one.",
+                f"The {' and '.join(label for label, _ in single)} {what} (no --repeat trials), "
+                f"so no delta has a significance call: measure both with {command} for one.",
                 kind="info",
             )
         )
@@ -134,14 +150,17 @@ def warnings_block(doc: _Doc) -> str:
 
 
 def _direction(metric: Metric, row: dict[str, Any]) -> str:
-    """The change as an arrow and a word: better, worse or the same; none for the verdict."""
-    change = row.get("change")
+    """The change as an arrow and a word: better, worse or the same; none for the verdict. A
+    share that compare says did not move past its noise floor is neither better nor worse."""
+    change = row.get("change_points" if metric.share else "change")
     if metric.higher_is_better is None:
         same = row.get("before") == row.get("after")
         return "same" if same else '<span class="dir moved">changed</span>'
     if not isinstance(change, int | float):
         return MISSING
-    if round(change * 100, 1) == 0:
+    if metric.share and row.get("moved") is False:
+        return '<span class="dir same">= within noise</span>'
+    if round(change * (1 if metric.share else 100), 1) == 0:
         return '<span class="dir same">= same</span>'
     better = (change > 0) == metric.higher_is_better
     arrow = "↑" if change > 0 else "↓"
@@ -185,7 +204,11 @@ def _delta_row(metric: Metric, doc: _Doc) -> list[str]:
         change = MISSING
     else:
         values = [doc.num(metric.key, side, **style) for side in SIDES]
-        change = doc.num(metric.key, "change", scale=100, unit="%", signed=True)
+        change = (
+            doc.num(metric.key, "change_points", digits=1, unit="points", signed=True)
+            if metric.share
+            else doc.num(metric.key, "change", scale=100, unit="%", signed=True)
+        )
     return [
         esc(metric.label),
         *values,
@@ -215,7 +238,12 @@ def deltas_block(report: CompareReport, doc: _Doc) -> str:
         Column("metric", numeric=False),
         Column("before"),
         Column("after"),
-        Column("change", hint="(after − before) / before"),
+        Column(
+            "change",
+            hint="(after − before) / before; for a share (GPU util, CPU wait) the difference "
+            "in percentage points, within noise under "
+            f"{SHARE_NOISE_POINTS:g} points",
+        ),
         Column("", numeric=False),
         Column(
             "significance",
@@ -435,7 +463,7 @@ def compare_page(report: CompareReport) -> str:
     toc += [*moved_toc, ("verdicts", "verdicts")]
     content = "".join(
         [
-            warnings_block(doc),
+            warnings_block(report, doc),
             section("runs", "The two runs", runs_block(report)),
             section(
                 "deltas",

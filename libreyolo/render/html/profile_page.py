@@ -531,8 +531,9 @@ def trace_help(s: Summary, source: str) -> str:
             '<p class="intro">This profile has no Chrome trace beside it (measured with '
             "<code>--no-trace</code>, or a 1.6.0 file).</p>"
         )
+    what = "op and kernel" if s.has_gpu else "op"  # a CPU-only trace holds no kernels
     return (
-        f"<p>The timeline of every op and kernel is in <code>{esc(trace)}</code> next to "
+        f"<p>The timeline of every {what} is in <code>{esc(trace)}</code> next to "
         f"<code>{esc(source)}</code>. Open it in Perfetto: go to ui.perfetto.dev in a browser, "
         "choose <i>Open trace file</i> and pick the file (it is read locally, not uploaded). "
         "chrome://tracing opens it too. For traces over about 1 GB use Perfetto's "
