@@ -5,7 +5,10 @@ GPU trace, a small Chrome trace, a hand-built sweep folder): keys dropped, value
 other types, NaN, huge or negative numbers and strings full of control characters, and bytes
 cut off. Whatever the input, a reader exits 0, 1 or 2 with at most one line on stderr and no
 traceback, prints no control character but line ends, prints nothing on failure, and under
-`--json` prints one JSON document.
+`--json` prints one JSON document. A sweep folder's files also get the values that once
+crashed the sweep page (a batch of 10**30, an img/s of 1e308, a superscript digit for an imgsz,
+a list for an object), and the record its point folders read into always passes the checks
+`sweep.json` gets when read back.
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ from hypothesis import strategies as st
 from libreyolo.analysis.sweep import sweep_record
 from libreyolo.cli.main import main
 from libreyolo.cli.output import Output
-from libreyolo.document.sweep_files import collect_points, point_folders
+from libreyolo.document.sweep_files import collect_points, collect_sweep, point_folders
+from libreyolo.document.sweep_validate import HINT, record_problem
 from tests.conftest import SHARED_FIXTURES
 from tests.kineto.conftest import event, kernel, launch
 from tests.render.hostile import HOSTILE, SMALL_TRACE, make_hostile, stray_controls, v2_raw
@@ -76,7 +80,20 @@ PROFILE_READERS = (
     ["report", "F", "-o", "O"],
     ["report", "F", "F", "-o", "O"],
 )
-SWEEP_READERS = (["summary", "F"], ["report", "F", "-o", "O"])
+# What a sweep's files get besides: the values that crashed `report` (the page's charts) and
+# `summary` (the recommended order: "²".isdigit() is true, int("²") fails).
+SWEEP_REPLACEMENTS: tuple[Any, ...] = (
+    *REPLACEMENTS,
+    10**30,
+    10**400,
+    1e-11,
+    5e-324,
+    "²",
+    "640",
+    [{"a": 1}],
+    {"status": "ok"},
+)
+SWEEP_READERS = (["summary", "F"], ["report", "F", "-o", "O"], ["compare", "F", "F"])
 TRACEBACK = re.compile(r"Traceback|internal error", re.IGNORECASE)
 
 
@@ -132,7 +149,7 @@ _DESCEND = st.integers(0, 3).map(bool)
 
 
 @st.composite
-def _mutated(draw: st.DrawFn, doc: Any) -> Any:
+def _mutated(draw: st.DrawFn, doc: Any, replacements: tuple[Any, ...] = REPLACEMENTS) -> Any:
     """`doc` (a fresh copy) with one to three mutations at places picked by walking down."""
     for _ in range(draw(st.integers(1, 3))):
         parent, key = None, None
@@ -143,12 +160,12 @@ def _mutated(draw: st.DrawFn, doc: Any) -> Any:
             parent, key = node, draw(st.sampled_from(keys))
             node = node[key]
         if parent is None:
-            return draw(st.sampled_from(REPLACEMENTS))
+            return draw(st.sampled_from(replacements))
         action = draw(st.sampled_from(["drop", "replace", "replace", "controls"]))
         if action == "drop":
             del parent[key]
         elif action == "replace":
-            parent[key] = copy.deepcopy(draw(st.sampled_from(REPLACEMENTS)))
+            parent[key] = copy.deepcopy(draw(st.sampled_from(replacements)))
         else:
             text = node if isinstance(node, str) else json.dumps(node)
             at = draw(st.integers(0, len(text)))
@@ -177,20 +194,73 @@ def mutated_traces(draw: st.DrawFn) -> tuple[str, bytes]:
 
 
 @st.composite
-def mutated_sweeps(draw: st.DrawFn) -> dict[str, bytes]:
-    """Relative path -> new bytes for one file of the sweep folder (the rest stays valid)."""
+def _scattered(draw: st.DrawFn, doc: Any) -> Any:
+    """`doc` with each value replaced one time in four, at every depth (a walk down changes
+    one place; the page crashed on values in several rows and fields at once)."""
+    if isinstance(doc, dict):
+        for key in list(doc):
+            if draw(st.integers(0, 3)) == 0:
+                doc[key] = copy.deepcopy(draw(st.sampled_from(SWEEP_REPLACEMENTS)))
+            else:
+                doc[key] = draw(_scattered(doc[key]))
+    return doc
+
+
+@st.composite
+def _scattered_record(draw: st.DrawFn, record: dict[str, Any]) -> dict[str, Any]:
+    """A sweep record with values scattered through its rows and its own fields, its schema
+    and the rows themselves kept: every reader gets past the shape to the values."""
+    rows = record["points"]
+    for name in rows:
+        rows[name] = draw(_scattered(rows[name]))
+    rest = {key: value for key, value in record.items() if key not in ("schema", "points")}
+    return record | draw(_scattered(rest))
+
+
+def _sweep_documents() -> dict[str, Any]:
+    """Relative path -> JSON document of each file of `_make_sweep`'s folder, and the
+    `sweep.json` the sweep writes from them."""
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         _make_sweep(root)
-        record = sweep_record(str(root), collect_points(root, point_folders(root)))
-        files = {"sweep.json": record} if draw(st.booleans()) else {}
+        docs: dict[str, Any] = {}
         for name in ("b1_s64", "b2_s64"):
             for leaf in ("point.json", "status.json", "infer/profile.json"):
-                files[f"{name}/{leaf}"] = json.loads((root / name / leaf).read_text("utf-8"))
-    target = draw(st.sampled_from(sorted(files)))
-    changed = {name: json.dumps(doc).encode() for name, doc in files.items()}
-    changed[target] = _encode(draw, draw(_mutated(files[target])), gz=False)
+                docs[f"{name}/{leaf}"] = json.loads((root / name / leaf).read_text("utf-8"))
+        docs["sweep.json"] = sweep_record(str(root), collect_points(root, point_folders(root)))
+    return docs
+
+
+@st.composite
+def _changed(draw: st.DrawFn, docs: dict[str, Any], target: str) -> dict[str, bytes]:
+    """Every file's bytes, `target`'s walked into at one place or with values scattered
+    through it, half and half."""
+    changed = {name: json.dumps(doc).encode() for name, doc in docs.items()}
+    doc = docs[target]
+    if draw(st.booleans()):
+        doc = draw(_mutated(doc, SWEEP_REPLACEMENTS))
+    elif target == "sweep.json":
+        doc = draw(_scattered_record(doc))
+    else:
+        doc = draw(_scattered(doc))
+    changed[target] = _encode(draw, doc, gz=False)
     return changed
+
+
+@st.composite
+def mutated_sweep_records(draw: st.DrawFn) -> dict[str, bytes]:
+    """Relative path -> bytes of a sweep folder whose `sweep.json` (all the readers read of
+    it but the ok points' profiles) is mutated."""
+    return draw(_changed(_sweep_documents(), "sweep.json"))
+
+
+@st.composite
+def mutated_point_folders(draw: st.DrawFn) -> dict[str, bytes]:
+    """Relative path -> bytes of a sweep folder without `sweep.json` (a sweep still running):
+    one file of a point folder mutated, the rest valid."""
+    docs = _sweep_documents()
+    del docs["sweep.json"]
+    return draw(_changed(docs, draw(st.sampled_from(sorted(docs)))))
 
 
 # --- the check ----------------------------------------------------------------------------
@@ -247,15 +317,28 @@ def test_fuzz_readers_on_mutated_traces(case: tuple[str, bytes]) -> None:
     _read_file_case(case)
 
 
-@FUZZ
-@given(mutated_sweeps())
-def test_fuzz_summary_on_mutated_sweep_folders(files: dict[str, bytes]) -> None:
+def _read_sweep_case(files: dict[str, bytes]) -> None:
+    """Every sweep reader on a sweep folder holding `files`."""
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "sweep"
         _make_sweep(root)
         for name, data in files.items():
             (root / name).write_bytes(data)
         _run_readers(root, SWEEP_READERS)
+        # what the sweep would write from these folders, it reads back
+        assert record_problem(sweep_record(str(root), collect_sweep(root))) is None
+
+
+@FUZZ
+@given(mutated_sweep_records())
+def test_fuzz_readers_on_mutated_sweep_records(files: dict[str, bytes]) -> None:
+    _read_sweep_case(files)
+
+
+@FUZZ
+@given(mutated_point_folders())
+def test_fuzz_readers_on_mutated_point_folders(files: dict[str, bytes]) -> None:
+    _read_sweep_case(files)
 
 
 # --- what the fuzz found, kept as plain tests ---------------------------------------------
@@ -293,7 +376,8 @@ def test_summary_of_a_sweep_with_odd_rows_exits_1_naming_the_row(tmp_path: Path)
     assert main(["profile", "summary", str(tmp_path)], output=Output(out, err)) == 1
     assert out.getvalue() == ""
     assert err.getvalue() == (
-        f"failed to read sweep {tmp_path.resolve() / 'sweep.json'}: point 'a' is no object\n"
+        f"failed to read sweep {tmp_path.resolve() / 'sweep.json'}: invalid sweep record: "
+        f"points['a'] is an integer, not an object ({HINT})\n"
     )
 
 

@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from libreyolo.document.sweep_files import STATUSES, SWEEP_SCHEMA
+from libreyolo.document.sweep_files import SWEEP_SCHEMA
+from libreyolo.document.sweep_validate import STATUSES
 
 Series = dict[tuple[Any, Any, Any], list[tuple[int, float]]]
 
@@ -57,7 +58,13 @@ def recommend(points: dict[str, dict[str, Any]]) -> dict[str, str]:
         key = str(entry.get("imgsz"))
         if key not in best or _throughput(entry) > _throughput(points[best[key]]):
             best[key] = name
-    return dict(sorted(best.items(), key=lambda kv: int(kv[0]) if kv[0].isdigit() else 0))
+    return dict(sorted(best.items(), key=lambda kv: _imgsz_order(kv[0])))
+
+
+def _imgsz_order(key: str) -> int:
+    """An imgsz key's place: by size, a key that is no size (`None`) first. `str.isdigit` is
+    true of superscripts and other digits `int` refuses, hence ASCII only."""
+    return int(key) if key.isascii() and key.isdigit() else 0
 
 
 def by_throughput(points: dict[str, dict[str, Any]]) -> list[str]:

@@ -4,10 +4,13 @@
 Role: the names of those files and how to tell ours from someone else's (`is_request`,
 `is_status`, `is_plan`, `is_sweep_record`); `collect_sweep` reads the planned (else the found)
 point folders into the rows of the sweep record, a planned point without a folder being
-`missing`; `read_sweep_record` reads a `sweep.json` back, refusing one that is not a record.
-Every path taken from these files stays inside the sweep folder (symlinks resolved): a point
-folder or a profile that leads elsewhere makes that point `failed`, and nothing outside is read.
-Only small regular JSON files are read; nothing is written here (the sweep's writers do that).
+`missing`; `read_sweep_record` reads a `sweep.json` back, refusing one that is not a record or
+holds a value no sweep writes (`sweep_validate`). Every value a row takes from a point's files
+passes the same rules: one that does not makes the point `failed` (code `invalid`, the file and
+field in its reason) and is not carried into the row. Every path taken from these files stays
+inside the sweep folder (symlinks resolved): a point folder or a profile that leads elsewhere
+makes that point `failed`, and nothing outside is read. Only small regular JSON files are read;
+nothing is written here (the sweep's writers do that).
 
 Must not: import torch, numpy, Hydra or OmegaConf (readers run on a laptop), or print.
 """
@@ -21,6 +24,18 @@ from pathlib import Path
 from typing import Any
 
 from libreyolo.document.limits import MAX_PROFILE_BYTES, open_regular
+from libreyolo.document.sweep_validate import (
+    MAX_NAME_CHARS,
+    MAX_PROFILE_INT,
+    METRIC_RULES,
+    POINT_RULES,
+    STATUSES,
+    TIMING_RULES,
+    check_record,
+    count,
+    first_problem,
+    shown,
+)
 from libreyolo.errors import AnalysisError, ProfileError
 
 REQUEST_FILE = "point.json"  # a point's request: {config, overrides}
@@ -35,21 +50,12 @@ PLAN_SCHEMA = "libreyolo.sweep-plan/v1"
 MAX_DEPTH = 3  # point folders sit this deep under the sweep root at most (subdir b4_s640_amp1)
 MAX_SMALL_BYTES = 1 << 20  # point.json, status.json, sweep_plan.json
 MAX_RECORD_BYTES = 256 << 20  # a sweep.json (a point's profile: limits.MAX_PROFILE_BYTES)
-# A point's status: `ok` (a profile; `reused` when a resumed sweep kept it), `failed`,
-# `interrupted` (Ctrl-C or SIGTERM stopped it) or `missing` (planned, never started).
-STATUSES = ("ok", "failed", "interrupted", "missing")
-HEADLINE = (
-    "img_per_s",
-    "step_ms",
-    "latency_p50_ms",
-    "peak_vram_mb",
-    "memory_pressure",
-    "cpu_wait_frac",
-    "contended",
-    "bound",
-)
-# copied from status.json
-TIMING = ("held_device", "lease_wait_s", "measure_s", "window_s", "point_s")
+HEADLINE = tuple(METRIC_RULES)  # the metrics a row copies from its point's profile
+TIMING = tuple(TIMING_RULES)  # copied from status.json
+AXES = ("batch", "imgsz", "amp", "threads")  # copied from point.json's config
+# what a row copies from status.json, checked before it is
+STATUS_KEYS = ("status", "reason", "code", "profile", *TIMING)
+_MEMORY_BYTES = count(0, MAX_PROFILE_INT)
 NO_STATUS: dict[str, Any] = {
     "status": "failed",
     "reason": "no status recorded (the point stopped before it finished)",
@@ -58,6 +64,7 @@ NO_STATUS: dict[str, Any] = {
 }
 MISSING: dict[str, Any] = {"status": "missing", "reason": "not run yet", "code": "missing"}
 OUTSIDE = "outside"  # the code of a point whose files lead outside the sweep folder
+INVALID = "invalid"  # the code of a point whose files hold a value no sweep writes
 
 
 def _finite(text: str) -> float:
@@ -139,6 +146,31 @@ def _outside(what: str) -> dict[str, Any]:
     return {"status": "failed", "reason": f"{what} outside the sweep folder", "code": OUTSIDE}
 
 
+def _invalid(problem: str, config: dict[str, Any], overrides: object) -> dict[str, Any]:
+    """The row of a point whose files hold an unusable value: failed, naming it; `config` and
+    `overrides` are carried only once they passed the rules."""
+    return _blank({"status": "failed", "reason": problem, "code": INVALID}, config, overrides)
+
+
+def _request_problem(config: dict[str, Any], overrides: object, where: str) -> str | None:
+    """The first unusable value of point.json's config axes, or of the overrides (`where`
+    names the file they come from)."""
+    checks = [
+        (f"{REQUEST_FILE} config.{k}", config[k], POINT_RULES[k]) for k in AXES if k in config
+    ]
+    if overrides is not None:
+        checks.append((f"{where} overrides", overrides, POINT_RULES["overrides"]))
+    return first_problem(checks)
+
+
+def _status_problem(status: dict[str, Any]) -> str | None:
+    return first_problem(
+        (f"{STATUS_FILE} {key}", status[key], POINT_RULES[key])
+        for key in STATUS_KEYS
+        if key in status
+    )
+
+
 def _blank(status: dict[str, Any], config: dict[str, Any], overrides: object) -> dict[str, Any]:
     return {
         "status": status.get("status", "failed"),
@@ -177,9 +209,17 @@ def point_entry(folder: Path, root: Path | None = None) -> dict[str, Any]:
     config = _object(request, "config")
     overrides = request.get("overrides")
     if not request and not status_path.exists():
-        return _blank(MISSING, config, overrides)
+        return _blank(MISSING, {}, [])
     status = read_json(status_path) or NO_STATUS
-    entry = _blank(status, config, status.get("overrides") if overrides is None else overrides)
+    where = REQUEST_FILE if overrides is not None else STATUS_FILE
+    overrides = status.get("overrides") if overrides is None else overrides
+    problem = _request_problem(config, overrides, where)
+    if problem:
+        return _invalid(problem, {}, [])
+    problem = _status_problem(status)
+    if problem:
+        return _invalid(problem, config, overrides)
+    entry = _blank(status, config, overrides)
     entry |= {key: status[key] for key in TIMING if key in status}
     if entry["status"] != "ok":
         return entry
@@ -191,13 +231,32 @@ def point_entry(folder: Path, root: Path | None = None) -> dict[str, Any]:
     if not isinstance(metrics, dict):
         lost = f"profile missing or unreadable: {status.get('profile')}"
         return entry | {"status": "failed", "reason": lost, "code": "no_profile", "reused": False}
-    verdict = _object(raw, "verdict")
-    entry["profile"] = str(profile_path)
-    entry["metrics"] = {k: metrics.get(k) for k in HEADLINE}
-    entry["verdict"] = verdict.get("bound") or metrics.get("bound")
-    entry["amp_effective"] = _object(raw, "run").get("amp")
-    entry["device_memory_mb"] = _memory_mb(_object(raw, "environment").get("device_memory_bytes"))
-    return entry
+    found = _profile_values(raw, metrics, str(status.get("profile")))
+    if isinstance(found, str):
+        return _invalid(found, config, overrides)
+    return entry | found | {"profile": str(profile_path)}
+
+
+def _profile_values(
+    raw: dict[str, Any], metrics: dict[str, Any], where: str
+) -> dict[str, Any] | str:
+    """What a row takes from its point's profile (`where`, relative to the point folder), or
+    the first value of those no sweep writes."""
+    values = {
+        "metrics": {k: metrics.get(k) for k in HEADLINE},
+        "verdict": _object(raw, "verdict").get("bound") or metrics.get("bound"),
+        "amp_effective": _object(raw, "run").get("amp"),
+    }
+    memory = _object(raw, "environment").get("device_memory_bytes")
+    problem = first_problem(
+        [
+            (f"{where} metrics", values["metrics"], POINT_RULES["metrics"]),
+            (f"{where} verdict.bound", values["verdict"], POINT_RULES["verdict"]),
+            (f"{where} run.amp", values["amp_effective"], POINT_RULES["amp_effective"]),
+            (f"{where} environment.device_memory_bytes", memory, _MEMORY_BYTES),
+        ]
+    )
+    return problem or values | {"device_memory_mb": _memory_mb(memory)}
 
 
 def _memory_mb(num_bytes: object) -> float | None:
@@ -234,10 +293,10 @@ def read_plan(root: Path) -> dict[str, list[str]] | None:
     """The points of the grid in `root`'s `sweep_plan.json`, in launch order: folder (relative
     to `root`) -> the job's overrides; None without a readable plan."""
     data = read_json(root / PLAN_FILE)
-    if not is_plan(data):
-        return None
+    if not is_plan(data) or any(len(name) > MAX_NAME_CHARS for name in data["points"]):
+        return None  # no plan of ours: a point name is a folder path
     return {
-        str(name): [str(o) for o in job] if isinstance(job, list) else []
+        str(name): [o for o in job if isinstance(o, str)] if isinstance(job, list) else []
         for name, job in data["points"].items()
     }
 
@@ -264,7 +323,8 @@ def collect_sweep(root: Path, only: list[Path] | None = None) -> dict[str, dict[
 
 
 def read_sweep_record(record_path: Path) -> dict[str, Any]:
-    """A `sweep.json` read back; AnalysisError (exit 1) when it is not a sweep record."""
+    """A `sweep.json` read back; AnalysisError (exit 1) when it is not a sweep record or holds a
+    value no sweep writes (`sweep_validate.check_record`: the field is named)."""
     try:
         with open_regular(str(record_path), MAX_RECORD_BYTES) as handle:
             data = _loads(handle.read(MAX_RECORD_BYTES + 1))
@@ -274,12 +334,10 @@ def read_sweep_record(record_path: Path) -> dict[str, Any]:
         raise AnalysisError(f"failed to read sweep {record_path}: {err}") from err
     if not isinstance(data, dict) or not isinstance(data.get("points"), dict):
         raise AnalysisError(f"failed to read sweep {record_path}: not a sweep record (no points)")
-    for name, entry in data["points"].items():
-        if not isinstance(entry, dict):
-            raise AnalysisError(f"failed to read sweep {record_path}: point {name!r} is no object")
     if data.get("schema", SWEEP_SCHEMA) != SWEEP_SCHEMA:
         raise AnalysisError(
-            f"failed to read sweep {record_path}: unknown schema {data['schema']!r}",
+            f"failed to read sweep {record_path}: unknown schema {shown(data['schema'])}",
             hint=f"this libreyolo reads {SWEEP_SCHEMA}",
         )
+    check_record(data, origin=str(record_path))
     return data

@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import copy
 import json
+import math
+import re
+import signal
 import time
+from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -15,10 +19,11 @@ from typing import Any
 import pytest
 
 from libreyolo.analysis.report import SweepReport, sweep_report
-from libreyolo.analysis.sweep import pareto_front
+from libreyolo.analysis.sweep import by_throughput, pareto_front
 from libreyolo.document.point_profiles import read_point_profiles
 from libreyolo.render.html.ours import is_our_page
-from libreyolo.render.html.sweep_page import CPU_MEMORY_LINE, sweep_page
+from libreyolo.render.html.sweep_charts import CPU_MEMORY_LINE
+from libreyolo.render.html.sweep_page import sweep_page
 from libreyolo.sweep.report import write_report
 from tests.conftest import invoke
 
@@ -52,6 +57,7 @@ class Marks(HTMLParser):
         self.rows: list[tuple[str, list[str]]] = []  # (class, cell texts) of the points table
         self.front_points = 0
         self.urls: list[str] = []
+        self.names: list[str] = []  # the page's `data-points`: what a src's index refers to
         self._row: list[str] | None = None
         self._row_cls = ""
 
@@ -75,6 +81,8 @@ class Marks(HTMLParser):
         self._element(tag, {k: v or "" for k, v in attrs})
 
     def _element(self, tag: str, a: dict[str, str]) -> None:
+        if "data-points" in a:
+            self.names = json.loads(a["data-points"])
         for key in ("href", "src"):
             if key in a and not a[key].startswith("#"):
                 self.urls.append(a[key])
@@ -114,9 +122,11 @@ def _reader_json(reader: str, path: str) -> Any:
     return result.json()
 
 
-def _lookup(data: Any, keys: list[Any]) -> Any:
+def _lookup(data: Any, keys: list[Any], names: list[str]) -> Any:
+    """The value at `keys`; an integer where an object is entered is a point's index into
+    the page's `data-points` (a sweep page never writes a point's name into a source)."""
     for key in keys:
-        data = data[key]
+        data = data[names[key] if isinstance(data, dict) and isinstance(key, int) else key]
     return data
 
 
@@ -128,7 +138,7 @@ def check_numbers(marks: Marks) -> int:
         reader = src[0]
         if (reader, inputs) not in cache:
             cache[reader, inputs] = _reader_json(reader, inputs[0])
-        shown = _lookup(cache[reader, inputs], src[1:])
+        shown = _lookup(cache[reader, inputs], src[1:], marks.names)
         assert shown == pytest.approx(value, rel=1e-9, abs=1e-12), (inputs, src)
     return len(marks.sources)
 
@@ -298,6 +308,54 @@ def test_a_64_point_page_stays_under_3_mb(built_sweep: Path, tmp_path: Path) -> 
     elapsed = time.perf_counter() - start
     assert len(page.encode("utf-8")) < 3 << 20
     assert elapsed < 5.0
+
+
+def test_a_long_point_name_is_written_twice_however_many_numbers_it_has(built_sweep: Path) -> None:
+    """Once in the page's `data-points` list (exact, what sources index), once in its table row;
+    every other place (sources, ids, links, tooltips, captions, headings) uses its index or a
+    cut-short form, so long names do not bloat the page."""
+    report = _report(built_sweep)
+    longer = {name: f"{name}_{'long' * 60}" for name in report.record["points"]}
+    record = copy.deepcopy(report.record)
+    record["points"] = {longer[n]: row for n, row in record["points"].items()}
+    record["recommended"] = {k: longer[v] for k, v in record["recommended"].items()}
+    page = sweep_page(
+        SweepReport(
+            report.source,
+            record,
+            {longer[n]: p for n, p in report.points.items()},
+            {longer[n]: why for n, why in report.unreadable.items()},
+        )
+    )
+    assert {name: page.count(name) for name in longer.values()} == dict.fromkeys(longer.values(), 2)
+    assert parse(page).names == by_throughput(record["points"])
+    ids = re.findall(r'id="(point-[^"]*)"', page)
+    assert ids == [f"point-{i}" for i in range(len(ids))] and len(ids) == 6  # ok points
+
+
+@pytest.fixture
+def alarm() -> Iterator[None]:
+    """A TimeoutError after 10 s: a page that never finishes fails the test."""
+
+    def stop(signum: int, frame: object) -> None:
+        raise TimeoutError("the sweep page took over 10 s")
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, 10.0)
+    yield
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    signal.signal(signal.SIGALRM, previous)
+
+
+def test_two_points_a_rounding_apart_are_drawn_without_hanging(alarm: None) -> None:
+    # their round ticks would be closer than floats tell apart: the tick loop never advanced
+    def point(ips: float) -> dict[str, Any]:
+        metrics = {"img_per_s": ips, "step_ms": 10.0}
+        return {"status": "ok", "batch": 1, "imgsz": 64, "amp": True, "metrics": metrics}
+
+    record = {"points": {"a": point(100.0), "b": point(math.nextafter(100.0, 200.0))}}
+    marks = parse(sweep_page(SweepReport("/s", record | {"recommended": {}}, {}, {})))
+    assert marks.marks["tradeoff"] == 2 and marks.marks["throughput"] == 2
 
 
 @pytest.mark.parametrize(

@@ -359,27 +359,30 @@ def test_an_ok_point_whose_profile_is_gone_is_not_ok(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("points", "status"),
+    ("points", "problem"),
     [
-        ({"a": 1}, 1),  # not a point: the record is refused in one line
-        ({"a": {}}, 0),
-        ({"a": {"status": ["ok"], "metrics": [1], "imgsz": {}}, "b": {"status": "ok"}}, 0),
+        ({"a": 1}, "points['a'] is an integer, not an object"),
+        ({"a": {}}, "points['a'].status is missing"),
+        (
+            {"a": {"status": ["ok"], "metrics": [1], "imgsz": {}}, "b": {"status": "ok"}},
+            "points['a'].status is a list, not one of ok, failed, interrupted, missing",
+        ),
     ],
 )
-def test_a_malformed_sweep_json_gives_one_line_or_a_table_never_a_traceback(
-    tmp_path: Path, points: dict[str, Any], status: int
+def test_a_malformed_sweep_json_is_one_line_naming_the_field_never_a_traceback(
+    tmp_path: Path, points: dict[str, Any], problem: str
 ) -> None:
+    from libreyolo.document.sweep_validate import HINT
     from tests.conftest import invoke
 
     record = {"schema": SWEEP_SCHEMA, "points": points, "recommended": [1]}
-    (tmp_path / "sweep.json").write_text(json.dumps(record), encoding="utf-8")
+    path = tmp_path / "sweep.json"
+    path.write_text(json.dumps(record), encoding="utf-8")
     result = invoke(["profile", "summary", str(tmp_path)])
-    assert result.status == status
-    if status:
-        assert result.stdout == "" and result.stderr.count("\n") == 1
-        assert "point 'a' is no object" in result.stderr
-    else:
-        assert result.stderr == "" and result.stdout.splitlines()[-1].endswith("failed")
+    assert (result.status, result.stdout) == (1, "")
+    assert (
+        result.stderr == f"failed to read sweep {path}: invalid sweep record: {problem} ({HINT})\n"
+    )
 
 
 def test_a_grid_hydra_cannot_plan_still_runs_and_says_so(
