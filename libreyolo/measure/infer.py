@@ -2,7 +2,7 @@
 
 Role: validate the settings, load the model through its family (`workload.registry`) and (by
 default) fuse it, decode the images once, run the window (loop.py) over the family's infer
-step (unsynced end-to-end latency, then synced per-stage walls; the unsynced half recorded by
+step (unsynced end-to-end latency, then synced per-stage walls; the unsynced runs recorded by
 the torch profiler), analyse the trace and save a finished Profile into `<project>/infer/`
 through a staged run directory. Images are decoded before the window, so preprocess times the
 letterbox and the host-to-device copy, not JPEG decoding (§15 item 19).
@@ -37,7 +37,7 @@ from libreyolo.measure.loop import run_window
 from libreyolo.measure.memory import device_memory, reset_peaks
 from libreyolo.measure.stages import Progress, stage
 from libreyolo.measure.threads import intra_op_threads, warn_if_crowded
-from libreyolo.measure.window import TraceRecorder, plan_window
+from libreyolo.measure.window import TraceRecorder, plan_inference_window
 
 if TYPE_CHECKING:
     from libreyolo.workload.family import Workload
@@ -124,7 +124,7 @@ def _profile_inference(
 
     _validate(settings)
     amp_dtype = parse_amp_dtype(settings.amp_dtype)
-    plan = plan_window(settings.warmup, settings.runs, traced=settings.trace)
+    plan = plan_inference_window(settings.warmup, settings.runs, traced=settings.trace)
     device = resolve_device(settings.device)
     select_device(device)
     with stage("load images", on_progress, hint="check the source images"):

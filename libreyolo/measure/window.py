@@ -1,10 +1,14 @@
-"""The measured window: warmup, then an unsynced half and a synced half.
+"""The measured window: warmup, then unsynced iterations and synced ones.
 
 Role: plan how many iterations run and which are timed how. The honest-timing design of
 libreyolo 1.6.0 (reference-behaviour.md §4) stays: **the verdict comes from unsynced steps,
-phase composition from synced steps.** The first `max(1, measured // 2)` measured iterations
-add no device syncs, so their wall time shows real CPU/GPU overlap (latency, step time, img/s,
-dataload stall); the rest sync around each phase and give its wall time (composition only).
+phase composition from synced steps.** Unsynced iterations add no device syncs, so their wall
+time shows real CPU/GPU overlap (latency, step time, img/s, dataload stall); synced ones sync
+around each phase and give its wall time (composition only). Training (`--steps N`) splits its
+N measured steps in half, as 1.6.0 did. Inference (`--runs N`) measures N unsynced runs, every
+one a latency sample (so the default 100 gives a p99 from 100 samples, and the trace holds all
+of them), then `min(N // 2, MAX_STAGE_SPLIT)` (at least 1) synced runs for the stage split:
+medians of a few stage walls are settled long before percentiles of the latency are.
 
 The torch profiler records exactly the unsynced half (profiler-definitions.md §2: analyse all
 steps of the unsynced half, not 1.6.0's markers 2..8), so the trace's utilisation is not
@@ -31,6 +35,7 @@ from libreyolo.measure.failures import NO_SPACE
 
 MIN_MEASURED = 2  # one unsynced and one synced iteration at least
 MAX_BARE = 20  # a median of 20 bare iterations pins the overhead; more would only cost time
+MAX_STAGE_SPLIT = 20  # synced inference runs: the stage medians need no more
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,9 +46,12 @@ class WindowPlan:
     num_measured: int
     num_bare: int = 0  # unsynced, profiler off, after the traced half (overhead calibration)
     traced: bool = False  # the unsynced half runs under the torch profiler
+    latency_runs: int | None = None  # inference: the unsynced runs; None: half the measured
 
     @property
     def num_unsynced(self) -> int:
+        if self.latency_runs is not None:
+            return self.latency_runs
         return max(1, self.num_measured // 2)
 
     @property
@@ -124,6 +132,18 @@ def plan_window(
         )
     num_bare = min(max(1, measured // 2), MAX_BARE) if traced else 0
     return WindowPlan(num_warmup=warmup, num_measured=measured, num_bare=num_bare, traced=traced)
+
+
+def plan_inference_window(warmup: int, runs: int, *, traced: bool = True) -> WindowPlan:
+    """The window of `infer --runs RUNS`: RUNS unsynced runs (the latency samples, traced),
+    their overhead calibration, then the synced runs of the stage split (module docstring)."""
+    if warmup < 0:
+        raise UsageError(f"--warmup must be 0 or more; got {warmup}")
+    if runs < 1:
+        raise UsageError(f"--runs must be 1 or more; got {runs}")
+    synced = max(1, min(runs // 2, MAX_STAGE_SPLIT))
+    num_bare = min(max(1, runs // 2), MAX_BARE) if traced else 0
+    return WindowPlan(warmup, runs + synced, num_bare, traced, latency_runs=runs)
 
 
 def fit_calibration(plan: WindowPlan, batches_per_epoch: int) -> tuple[WindowPlan, str | None]:

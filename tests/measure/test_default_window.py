@@ -11,6 +11,7 @@ from libreyolo.cli.main import main
 from libreyolo.measure.window import fit_calibration, plan_window
 from libreyolo.workload.data.dataset_config import DATASETS_ENV, resolve_dataset
 from libreyolo.workload.data.synthetic import DEFAULT_TRAIN_IMAGES, train_images_for
+from tests.conftest import invoke
 
 
 @pytest.mark.parametrize(
@@ -95,5 +96,8 @@ def test_seed_defaults_infer_on_cpu(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert main(["profile", "infer", "--device", "cpu"]) == 0
     doc = json.loads((tmp_path / "runs/profile/infer/profile.json").read_text(encoding="utf-8"))
     assert (doc["run"]["batch"], doc["run"]["imgsz"]) == (1, 640)
-    assert (doc["window"]["num_warmup"], doc["window"]["num_measured"]) == (20, 100)
-    assert doc["metrics"]["latency_n"] > 0 and doc["metrics"]["latency_p50_ms"] > 0
+    window = doc["window"]  # every one of the 100 runs a latency sample, 20 more synced
+    assert (window["num_warmup"], window["num_unsynced"], window["num_synced"]) == (20, 100, 20)
+    assert doc["metrics"]["latency_n"] == 100 and doc["metrics"]["latency_p50_ms"] > 0
+    summary = invoke(["profile", "summary", "runs/profile/infer/profile.json", "--json"]).json()
+    assert isinstance(summary, dict) and summary["latency"]["weak"] == []  # p99 from 100

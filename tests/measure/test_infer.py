@@ -57,23 +57,23 @@ def test_profile_is_written_and_valid(
 
 def test_window_and_samples(measured: tuple[Profile, Path, list[tuple[str, int, int]]]) -> None:
     profile, _, calls = measured
-    window = profile.window
-    assert (window.num_warmup, window.num_measured) == (1, 5)
-    assert (window.num_unsynced, window.num_synced) == (2, 3)
+    window = profile.window  # --runs 5: five latency samples, then 2 synced for the stages
+    assert (window.num_warmup, window.num_measured) == (1, 7)
+    assert (window.num_unsynced, window.num_synced) == (5, 2)
     assert len(profile.samples.latency_ms) == window.num_unsynced
     assert set(profile.samples.stage_ms) == STAGES
     assert all(len(v) == window.num_synced for v in profile.samples.stage_ms.values())
     steps = profile.samples.steps
-    assert [s.index for s in steps] == list(range(5))
-    assert [s.synced for s in steps] == [False, False, True, True, True]
+    assert [s.index for s in steps] == list(range(7))
+    assert [s.synced for s in steps] == [False] * 5 + [True] * 2
     assert all(set(s.phase_ms) == STAGES for s in steps if s.synced)
-    assert profile.metrics["latency_n"] == 2
+    assert profile.metrics["latency_n"] == 5
     assert profile.metrics["forward_ms"] is not None
-    # warmup 1 + runs 5 + 2 bare calibration runs (as many as the traced half)
+    # warmup 1 + 5 latency runs + 2 bare calibration runs (half the runs) + 2 synced runs
     assert (window.num_bare, window.profiler_on) == (2, True)
     assert len(profile.samples.bare_ms) == 2 and min(profile.samples.bare_ms) > 0
     assert isinstance(profile.metrics["profiler_overhead_pct"], float)
-    assert calls[-1] == ("measured step", 7, 7)
+    assert calls[-1] == ("measured step", 9, 9)
     assert ("warmup", 1, 1) in calls and ("load weights", 0, 1) in calls
 
 
@@ -85,7 +85,7 @@ def test_trace_exists_and_is_analysed(
     assert (path.parent / "profile_trace.json").is_file()
     trace = profile.trace
     assert trace is not None and not trace.has_gpu
-    assert trace.num_steps == profile.window.num_unsynced  # the trace holds the unsynced half
+    assert trace.num_steps == profile.window.num_unsynced  # the trace holds every latency run
     phases = {p.name: p for p in trace.phases}
     assert set(phases) >= STAGES
     assert all(phases[name].wall_ms_per_step is not None for name in STAGES)
@@ -115,7 +115,7 @@ def test_no_trace_run(checkpoint: Path, tmp_path: Path) -> None:
     profile, path = profile_inference(_settings(checkpoint, tmp_path, trace=False, runs=2))
     assert profile.trace is None and profile.artifacts.trace is None
     assert not (path.parent / "profile_trace.json").exists()
-    assert len(profile.samples.latency_ms) == 1 and profile.metrics["latency_p50_ms"] is not None
+    assert len(profile.samples.latency_ms) == 2 and profile.metrics["latency_p50_ms"] is not None
 
 
 def test_device_zero_without_cuda_is_usage_error(checkpoint: Path, tmp_path: Path) -> None:
