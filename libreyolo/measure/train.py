@@ -6,11 +6,12 @@ this batch (an epoch boundary inside the window would add loader restarts and re
 current one cannot hold it, a restart noted in the profile). The built-in synthetic set is
 generated to hold the whole run; the overhead-calibration (bare) steps are ours, not the
 window's, so they are trimmed to what the epoch holds beside the measured steps (noted) and
-never fail a run. Run the window (loop.py) with the phases `dataload`, `to_device`, `forward`,
-`backward`, `optimizer`, the unsynced half recorded by the torch profiler; analyse the trace
-and save a finished Profile into `<project>/run/` through a staged run directory. No validation
-pass or checkpoint runs inside the window. Must not print or exit, nor derive metrics or
-verdicts (`analysis.build.finalize`).
+never fail a run. A batch the host memory cannot hold is refused before the window
+(memory_check.py). Run the window (loop.py) with the phases `dataload`, `to_device`,
+`forward`, `backward`, `optimizer`, the unsynced half recorded by the torch profiler; analyse
+the trace and save a finished Profile into `<project>/run/` through a staged run directory. No
+validation pass or checkpoint runs inside the window. Must not print or exit, nor derive
+metrics or verdicts (`analysis.build.finalize`).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from libreyolo.measure.assemble import analysed_trace, assemble_profile, conclud
 from libreyolo.measure.device import resolve_device, select_device
 from libreyolo.measure.loop import run_window
 from libreyolo.measure.memory import device_memory, reset_peaks
+from libreyolo.measure.memory_check import check_training
 from libreyolo.measure.phases import PhaseTimer
 from libreyolo.measure.stages import Progress, stage
 from libreyolo.measure.threads import intra_op_threads, warn_if_crowded
@@ -183,7 +185,13 @@ def _profile_training(
 ) -> tuple[Profile, Path]:
     from libreyolo.workload.api import load_workload_model
     from libreyolo.workload.data.dataset_config import resolve_dataset
-    from libreyolo.workload.data.loader import batches_available, build_loader, worker_pids
+    from libreyolo.workload.data.loader import (
+        PREFETCH_FACTOR,
+        batches_available,
+        build_loader,
+        pins_for,
+        worker_pids,
+    )
     from libreyolo.workload.train import skipped_updates
 
     plan = plan_window(settings.warmup, settings.steps, measured_flag="--steps")
@@ -225,6 +233,17 @@ def _profile_training(
             workload.reset_classes(model, spec.nc, dict(enumerate(spec.names)))
             notes.append(f"class layers reset from the checkpoint's classes to {spec.nc}")
         trainer = workload.train_step(model, device=device, amp=settings.amp)
+    with stage("check memory", on_progress, hint="lower --batch or --imgsz"):
+        check_training(
+            model,
+            lambda side: workload.probe_batch(1, side, spec.nc).images.to(device),
+            device=device,
+            batch=settings.batch,
+            imgsz=settings.imgsz,
+            workers=settings.workers,
+            prefetch_factor=PREFETCH_FACTOR,
+            pinned=pins_for(device),
+        )
     if settings.amp and not trainer.amp_effective:
         notes.append(f"AMP has no effect on {device.type}: the step ran in float32")
     loader = build_loader(
