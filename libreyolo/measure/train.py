@@ -4,7 +4,8 @@ Role: validate the settings; check that one epoch of the dataset holds the measu
 this batch (an epoch boundary inside the window would add loader restarts and reshuffles to
 `dataload`, §15 item 18; warmup may span epochs, and the window starts a fresh epoch when the
 current one cannot hold it, a restart noted in the profile). The built-in synthetic set is
-generated to hold the whole run; the overhead-calibration (bare) steps are ours, not the
+generated to hold the whole run (at most synthetic.MAX_TRAIN_IMAGES: a window that needs more
+is refused before anything is drawn); the overhead-calibration (bare) steps are ours, not the
 window's, so they are trimmed to what the epoch holds beside the measured steps (noted) and
 never fail a run. A batch the host memory cannot hold is refused before the window
 (memory_check.py). Run the window (loop.py) with the phases `dataload`, `to_device`,
@@ -41,6 +42,7 @@ from libreyolo.errors import NoProfileError, UsageError
 from libreyolo.measure.artifacts import StagedRun, set_dir
 from libreyolo.measure.assemble import analysed_trace, assemble_profile, conclude, staged
 from libreyolo.measure.device import resolve_device, select_device
+from libreyolo.measure.from_config import Note
 from libreyolo.measure.loop import run_window
 from libreyolo.measure.memory import device_memory, reset_peaks
 from libreyolo.measure.memory_check import check_training
@@ -137,6 +139,22 @@ def check_window_fits(num_images: int, available: int, plan: WindowPlan, batch: 
     )
 
 
+def check_synthetic_window(data: str, plan: WindowPlan, batch: int) -> str | None:
+    """For the built-in synthetic set: UsageError, before anything is drawn, for a window it
+    cannot hold; else the line announcing a set about to be drawn (None when it is cached)."""
+    from libreyolo.workload.data import synthetic
+    from libreyolo.workload.data.dataset_config import datasets_dir, is_generated
+
+    if not is_generated(data):
+        return None
+    synthetic.check_window_images(plan.num_measured, batch)
+    num_train = synthetic.train_images_for(plan.num_total, batch)
+    folder = synthetic.pending_draw(datasets_dir(), num_train)
+    if folder is None:
+        return None
+    return f"drawing the synthetic dataset once: {num_train} train images into {folder}"
+
+
 def skipped_updates_note(num_skipped: int, num_measured: int) -> str:
     """What GradScaler's skipped updates mean for the measured step time."""
     return (
@@ -202,6 +220,9 @@ def _profile_training(
     if settings.batch == -1:  # first: the synthetic set is generated to the fitted batch
         with stage("fit batch", on_progress, hint="pass an explicit --batch"):
             settings, fitted_note = _fit_batch(settings, device, plan)
+    drawing = check_synthetic_window(settings.data, plan, settings.batch)
+    if drawing:
+        warnings.warn(drawing, Note, stacklevel=2)
     with stage("build data", on_progress, hint="check the dataset YAML, images and labels"):
         spec = resolve_dataset(settings.data, window_batches=plan.num_total, batch=settings.batch)
     # The family (from the file) decides the dataset's transforms, so the weights load first;

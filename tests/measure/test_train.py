@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import re
+import warnings
 from pathlib import Path
 
 import jsonschema
@@ -12,11 +14,15 @@ from libreyolo.cli.main import main
 from libreyolo.cli.output import Output
 from libreyolo.document.codec import to_builtins
 from libreyolo.document.model import Profile
-from libreyolo.errors import NoProfileError, UsageError
+from libreyolo.errors import NoProfileError, ProfileError, UsageError
 from libreyolo.measure import loop
+from libreyolo.measure.from_config import Note
 from libreyolo.measure.host import HostSampler
 from libreyolo.measure.train import TrainSettings, profile_training
+from libreyolo.workload.data import synthetic
+from libreyolo.workload.data.dataset_config import DATASETS_ENV
 from libreyolo.workload.data.synthetic import make_synthetic
+from tests.conftest import invoke
 
 PHASES = {"dataload", "to_device", "forward", "backward", "optimizer"}
 
@@ -134,3 +140,46 @@ def test_without_schedstat_contention_is_not_measurable(
         assert main(["profile", "summary", str(path)], output=Output(stream, stream)) == 0
     text = out.read_text(encoding="utf-8")
     assert "host     contention not measurable: this platform has no per-thread schedstat" in text
+
+
+def test_a_synthetic_window_too_large_is_refused_before_anything_is_drawn(
+    checkpoint: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def drew(*_args: object) -> None:
+        raise AssertionError("drew images")
+
+    monkeypatch.setenv(DATASETS_ENV, str(tmp_path / "datasets"))
+    monkeypatch.setattr(synthetic, "_write_split", drew)
+    argv = ["profile", "run", "synthetic", "--weights", str(checkpoint), "--device", "cpu"]
+    result = invoke([*argv, "--batch", "100000", "--steps", "2", "--project", str(tmp_path / "p")])
+    assert result.status == 2 and result.stdout == ""
+    assert result.stderr.splitlines()[-1] == (
+        "the synthetic dataset holds at most 4096 images, but 2 measured steps of --batch "
+        "100000 need 200000 in one epoch (lower --batch or --steps)"
+    )
+    assert not (tmp_path / "datasets").exists() and not (tmp_path / "p" / "run").exists()
+
+
+class _Stop(ProfileError):
+    """Ends a run once the dataset is asked for."""
+
+
+def test_drawing_the_synthetic_set_is_announced_once_and_a_cached_one_is_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def stop(*_args: object, **_kwargs: object) -> None:
+        raise _Stop("stop")
+
+    root = tmp_path / "datasets"
+    monkeypatch.setenv(DATASETS_ENV, str(root))
+    monkeypatch.setattr("libreyolo.workload.data.dataset_config.resolve_dataset", stop)
+    settings = TrainSettings(data="synthetic", batch=4, steps=4, warmup=1, device="cpu")
+    folder = root / "synthetic-v1-train64-val16-320px-seed0"
+    line = f"drawing the synthetic dataset once: 64 train images into {folder}"
+    with pytest.warns(Note, match=re.escape(line)), pytest.raises(_Stop):
+        profile_training(settings)
+    make_synthetic(root, num_train=64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", Note)
+        with pytest.raises(_Stop):
+            profile_training(settings)
