@@ -7,12 +7,13 @@ current one cannot hold it, a restart noted in the profile). The built-in synthe
 generated to hold the whole run (at most synthetic.MAX_TRAIN_IMAGES: a window that needs more
 is refused before anything is drawn); the overhead-calibration (bare) steps are ours, not the
 window's, so they are trimmed to what the epoch holds beside the measured steps (noted) and
-never fail a run. A batch the host memory cannot hold is refused before the window
-(memory_check.py). Run the window (loop.py) with the phases `dataload`, `to_device`,
-`forward`, `backward`, `optimizer`, the unsynced half recorded by the torch profiler; analyse
-the trace and save a finished Profile into `<project>/run/` through a staged run directory. No
-validation pass or checkpoint runs inside the window. Must not print or exit, nor derive
-metrics or verdicts (`analysis.build.finalize`).
+never fail a run. `--workers` is capped to the batches the run loads (noted), and a batch the
+host memory cannot hold is refused before the window (memory_check.py). Run the window
+(loop.py) with the phases `dataload`, `to_device`, `forward`, `backward`, `optimizer`, the
+unsynced half recorded by the torch profiler; analyse the trace and save a finished Profile
+into `<project>/run/` through a staged run directory. No validation pass or checkpoint runs
+inside the window. Must not print or exit, nor derive metrics or verdicts
+(`analysis.build.finalize`).
 """
 
 from __future__ import annotations
@@ -139,6 +140,21 @@ def check_window_fits(num_images: int, available: int, plan: WindowPlan, batch: 
     )
 
 
+def capped_workers(workers: int, plan: WindowPlan) -> tuple[int, str | None]:
+    """`workers`, at most one per batch the run loads (warmup, measured and calibration steps:
+    a worker more would fork and never load a batch), and the note saying so when capped."""
+    loaded = plan.num_total
+    if workers <= loaded:
+        return workers, None
+    parts = [f"{plan.num_warmup} warmup", f"{plan.num_measured} measured"]
+    if plan.num_bare:
+        parts.append(f"{plan.num_bare} calibration")
+    return loaded, (
+        f"--workers {workers} capped to {loaded}: the run loads {loaded} batches "
+        f"({' + '.join(parts)})"
+    )
+
+
 def check_synthetic_window(data: str, plan: WindowPlan, batch: int) -> str | None:
     """For the built-in synthetic set: UsageError, before anything is drawn, for a window it
     cannot hold; else the line announcing a set about to be drawn (None when it is cached)."""
@@ -241,12 +257,17 @@ def _profile_training(
     available = batches_available(dataset, settings.batch)  # type: ignore[arg-type]
     check_window_fits(num_images, available, plan, settings.batch)
     plan, calibration_note = fit_calibration(plan, available)
+    workers, workers_note = capped_workers(settings.workers, plan)
+    settings = dataclasses.replace(settings, workers=workers)  # the profile records the used
 
     notes = [f"dataset: skipped {line}" for line in getattr(dataset, "issues", [])[:5]]
     if calibration_note:
         notes.append(calibration_note)
     if fitted_note:
         notes.append(fitted_note)
+    if workers_note:
+        notes.append(workers_note)
+        warnings.warn(workers_note, Note, stacklevel=2)
     warn_if_crowded(settings.workers, device, notes)
     notes += weight_notes
     with stage("load weights", on_progress, hint="check --weights and --size"):

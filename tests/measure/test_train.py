@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 import warnings
@@ -18,7 +19,8 @@ from libreyolo.errors import NoProfileError, ProfileError, UsageError
 from libreyolo.measure import loop
 from libreyolo.measure.from_config import Note
 from libreyolo.measure.host import HostSampler
-from libreyolo.measure.train import TrainSettings, profile_training
+from libreyolo.measure.train import TrainSettings, capped_workers, profile_training
+from libreyolo.measure.window import plan_window
 from libreyolo.workload.data import synthetic
 from libreyolo.workload.data.dataset_config import DATASETS_ENV
 from libreyolo.workload.data.synthetic import make_synthetic
@@ -140,6 +142,53 @@ def test_without_schedstat_contention_is_not_measurable(
         assert main(["profile", "summary", str(path)], output=Output(stream, stream)) == 0
     text = out.read_text(encoding="utf-8")
     assert "host     contention not measurable: this platform has no per-thread schedstat" in text
+
+
+@pytest.mark.parametrize(
+    ("workers", "warmup", "steps", "capped"),
+    [
+        (
+            999,
+            1,
+            2,
+            (
+                4,
+                "--workers 999 capped to 4: the run loads 4 batches "
+                "(1 warmup + 2 measured + 1 calibration)",
+            ),
+        ),
+        (4, 1, 2, (4, None)),  # one worker per batch: nothing to cap
+        (0, 1, 2, (0, None)),
+    ],
+)
+def test_workers_are_capped_to_the_batches_the_run_loads(
+    workers: int, warmup: int, steps: int, capped: tuple[int, str | None]
+) -> None:
+    assert capped_workers(workers, plan_window(warmup, steps, measured_flag="--steps")) == capped
+
+
+def test_a_run_without_calibration_steps_names_only_what_it_loads() -> None:
+    plan = dataclasses.replace(plan_window(0, 2, measured_flag="--steps"), num_bare=0)
+    assert capped_workers(8, plan) == (
+        2,
+        "--workers 8 capped to 2: the run loads 2 batches (0 warmup + 2 measured)",
+    )
+
+
+@linux_schedstat
+def test_the_profile_records_the_workers_that_ran(
+    checkpoint: Path, data: Path, tmp_path: Path
+) -> None:
+    line = (
+        "--workers 6 capped to 3: the run loads 3 batches (0 warmup + 2 measured + 1 calibration)"
+    )
+    with pytest.warns(Note, match=re.escape(line)):
+        profile, _ = profile_training(
+            _settings(checkpoint, data, tmp_path, workers=6, warmup=0, steps=2)
+        )
+    assert profile.host is not None and profile.host.num_workers == 3
+    assert profile.run.config["workers"] == 3
+    assert line in profile.run.config["notes"]
 
 
 def test_a_synthetic_window_too_large_is_refused_before_anything_is_drawn(
