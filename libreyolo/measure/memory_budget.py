@@ -175,13 +175,17 @@ def check_fits(
     levers += ["--imgsz", *other_levers]
     raise UsageError(
         f"--batch {batch} at --imgsz {imgsz} needs about {_gb(total)} of memory "
-        f"({need.per_image_bytes / 1e6:.1f} MB an image); {_gb(available)} are available",
+        f"({_size(need.per_image_bytes)} an image); {_gb(available)} are available",
         hint=f"lower {_either(levers)}",
     )
 
 
 def _gb(num_bytes: int) -> str:
     return f"{num_bytes / 1e9:.1f} GB"
+
+
+def _size(num_bytes: int) -> str:
+    return _gb(num_bytes) if num_bytes >= 1e9 else f"{num_bytes / 1e6:.1f} MB"
 
 
 def _round_down(batch: int) -> int:

@@ -136,7 +136,10 @@ def test_when_not_even_one_image_fits_only_the_size_and_other_levers_are_named()
             available=22_000_000_000,
             other_levers=("--workers",),
         )
-    assert info.value.message.startswith("--batch 1 at --imgsz 20000 needs about 30.1 GB ")
+    assert info.value.message == (
+        "--batch 1 at --imgsz 20000 needs about 30.1 GB of memory (30.0 GB an image); "
+        "22.0 GB are available"
+    )
     assert info.value.hint == "lower --imgsz or --workers"
 
 
