@@ -5,7 +5,9 @@ default) fuse it, decode the images once, run the window (loop.py) over the fami
 step (unsynced end-to-end latency, then synced per-stage walls; the unsynced runs recorded by
 the torch profiler), analyse the trace and save a finished Profile into `<project>/infer/`
 through a staged run directory. Images are decoded before the window, so preprocess times the
-letterbox and the host-to-device copy, not JPEG decoding (§15 item 19).
+letterbox and the host-to-device copy, not JPEG decoding (§15 item 19). A batch the host
+memory cannot hold at this size is refused once the model is loaded, before the window
+(memory_check.py).
 Must not print or exit, nor derive metrics or verdicts (`analysis.build.finalize` does).
 """
 
@@ -35,6 +37,7 @@ from libreyolo.measure.assemble import analysed_trace, assemble_profile, conclud
 from libreyolo.measure.device import resolve_device, select_device
 from libreyolo.measure.loop import run_window
 from libreyolo.measure.memory import device_memory, reset_peaks
+from libreyolo.measure.memory_check import check_inference
 from libreyolo.measure.stages import Progress, stage
 from libreyolo.measure.threads import intra_op_threads, warn_if_crowded
 from libreyolo.measure.window import TraceRecorder, plan_inference_window
@@ -159,6 +162,15 @@ def _profile_inference(
             half=settings.half,
             amp_dtype=amp_dtype,
             include_decode=settings.include_decode,
+        )
+    with stage("check memory", on_progress, hint="lower --batch or --imgsz"):
+        decoded = max(image.width * image.height * 3 for image in images)  # RGB, 8 bits
+        check_inference(
+            model,
+            device=device,
+            batch=settings.batch,
+            imgsz=imgsz,
+            decoded_bytes_per_image=decoded if settings.include_decode else 0,
         )
     amp_effective = step.amp_effective
     if settings.half and not amp_effective:

@@ -3,8 +3,9 @@
 Role: set torch's intra-op thread count for the length of one measurement and put the caller's
 back afterwards (in-process callers: tests, sweeps with `sweep.isolate: false`); say, in one
 line, when the threads a run will use want more CPUs than this process may run on, since they
-then wait for each other and every timing grows. Must not print (the caller's warnings
-handler shows the line) or choose a thread count on its own.
+then wait for each other and every timing grows; refuse a count so far beyond those CPUs that
+the run would measure the scheduler only. Must not print (the caller's warnings handler shows
+the line) or choose a thread count on its own.
 """
 
 from __future__ import annotations
@@ -18,6 +19,13 @@ import torch
 from libreyolo.errors import UsageError
 from libreyolo.measure.host import usable_cpus
 
+# `--threads` may ask for at most this many intra-op threads per usable CPU. Oversubscription
+# studies are legitimate up to a point (2-4x shows how a crowded host slows the step, and the
+# crowding warning below already says when threads + workers outnumber the CPUs); far beyond
+# it every op starts and joins thousands of OpenMP threads, and a run of under a second takes
+# minutes while measuring nothing but the scheduler.
+MAX_THREADS_PER_CPU = 4
+
 
 @contextlib.contextmanager
 def intra_op_threads(threads: int | None) -> Iterator[None]:
@@ -27,12 +35,24 @@ def intra_op_threads(threads: int | None) -> Iterator[None]:
         return
     if threads < 1:
         raise UsageError(f"--threads must be 1 or more; got {threads}")
+    check_thread_count(threads, usable_cpus())
     previous = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
         yield
     finally:
         torch.set_num_threads(previous)
+
+
+def check_thread_count(threads: int, num_usable_cpus: int) -> None:
+    """UsageError when `threads` exceeds MAX_THREADS_PER_CPU x the CPUs this process may use."""
+    most = MAX_THREADS_PER_CPU * num_usable_cpus
+    if threads > most:
+        raise UsageError(
+            f"--threads {threads} exceeds {MAX_THREADS_PER_CPU} threads for each of the "
+            f"{num_usable_cpus} CPUs this process may use",
+            hint=f"use --threads {most} or fewer",
+        )
 
 
 def warn_if_crowded(num_workers: int, device: torch.device, notes: list[str]) -> None:

@@ -4,13 +4,16 @@ Role: validate the settings; check that one epoch of the dataset holds the measu
 this batch (an epoch boundary inside the window would add loader restarts and reshuffles to
 `dataload`, §15 item 18; warmup may span epochs, and the window starts a fresh epoch when the
 current one cannot hold it, a restart noted in the profile). The built-in synthetic set is
-generated to hold the whole run; the overhead-calibration (bare) steps are ours, not the
+generated to hold the whole run (at most synthetic.MAX_TRAIN_IMAGES: a window that needs more
+is refused before anything is drawn); the overhead-calibration (bare) steps are ours, not the
 window's, so they are trimmed to what the epoch holds beside the measured steps (noted) and
-never fail a run. Run the window (loop.py) with the phases `dataload`, `to_device`, `forward`,
-`backward`, `optimizer`, the unsynced half recorded by the torch profiler; analyse the trace
-and save a finished Profile into `<project>/run/` through a staged run directory. No validation
-pass or checkpoint runs inside the window. Must not print or exit, nor derive metrics or
-verdicts (`analysis.build.finalize`).
+never fail a run. `--workers` is capped to the batches the run loads (noted), and a batch the
+host memory cannot hold is refused before the window (memory_check.py). Run the window
+(loop.py) with the phases `dataload`, `to_device`, `forward`, `backward`, `optimizer`, the
+unsynced half recorded by the torch profiler; analyse the trace and save a finished Profile
+into `<project>/run/` through a staged run directory. No validation pass or checkpoint runs
+inside the window. Must not print or exit, nor derive metrics or verdicts
+(`analysis.build.finalize`).
 """
 
 from __future__ import annotations
@@ -40,8 +43,10 @@ from libreyolo.errors import NoProfileError, UsageError
 from libreyolo.measure.artifacts import StagedRun, set_dir
 from libreyolo.measure.assemble import analysed_trace, assemble_profile, conclude, staged
 from libreyolo.measure.device import resolve_device, select_device
+from libreyolo.measure.from_config import Note
 from libreyolo.measure.loop import run_window
 from libreyolo.measure.memory import device_memory, reset_peaks
+from libreyolo.measure.memory_check import check_training
 from libreyolo.measure.phases import PhaseTimer
 from libreyolo.measure.stages import Progress, stage
 from libreyolo.measure.threads import intra_op_threads, warn_if_crowded
@@ -135,6 +140,37 @@ def check_window_fits(num_images: int, available: int, plan: WindowPlan, batch: 
     )
 
 
+def capped_workers(workers: int, plan: WindowPlan) -> tuple[int, str | None]:
+    """`workers`, at most one per batch the run loads (warmup, measured and calibration steps:
+    a worker more would fork and never load a batch), and the note saying so when capped."""
+    loaded = plan.num_total
+    if workers <= loaded:
+        return workers, None
+    parts = [f"{plan.num_warmup} warmup", f"{plan.num_measured} measured"]
+    if plan.num_bare:
+        parts.append(f"{plan.num_bare} calibration")
+    return loaded, (
+        f"--workers {workers} capped to {loaded}: the run loads {loaded} batches "
+        f"({' + '.join(parts)})"
+    )
+
+
+def check_synthetic_window(data: str, plan: WindowPlan, batch: int) -> str | None:
+    """For the built-in synthetic set: UsageError, before anything is drawn, for a window it
+    cannot hold; else the line announcing a set about to be drawn (None when it is cached)."""
+    from libreyolo.workload.data import synthetic
+    from libreyolo.workload.data.dataset_config import datasets_dir, is_generated
+
+    if not is_generated(data):
+        return None
+    synthetic.check_window_images(plan.num_measured, batch)
+    num_train = synthetic.train_images_for(plan.num_total, batch)
+    folder = synthetic.pending_draw(datasets_dir(), num_train)
+    if folder is None:
+        return None
+    return f"drawing the synthetic dataset once: {num_train} train images into {folder}"
+
+
 def skipped_updates_note(num_skipped: int, num_measured: int) -> str:
     """What GradScaler's skipped updates mean for the measured step time."""
     return (
@@ -183,7 +219,13 @@ def _profile_training(
 ) -> tuple[Profile, Path]:
     from libreyolo.workload.api import load_workload_model
     from libreyolo.workload.data.dataset_config import resolve_dataset
-    from libreyolo.workload.data.loader import batches_available, build_loader, worker_pids
+    from libreyolo.workload.data.loader import (
+        PREFETCH_FACTOR,
+        batches_available,
+        build_loader,
+        pins_for,
+        worker_pids,
+    )
     from libreyolo.workload.train import skipped_updates
 
     plan = plan_window(settings.warmup, settings.steps, measured_flag="--steps")
@@ -194,6 +236,9 @@ def _profile_training(
     if settings.batch == -1:  # first: the synthetic set is generated to the fitted batch
         with stage("fit batch", on_progress, hint="pass an explicit --batch"):
             settings, fitted_note = _fit_batch(settings, device, plan)
+    drawing = check_synthetic_window(settings.data, plan, settings.batch)
+    if drawing:
+        warnings.warn(drawing, Note, stacklevel=2)
     with stage("build data", on_progress, hint="check the dataset YAML, images and labels"):
         spec = resolve_dataset(settings.data, window_batches=plan.num_total, batch=settings.batch)
     # The family (from the file) decides the dataset's transforms, so the weights load first;
@@ -212,12 +257,17 @@ def _profile_training(
     available = batches_available(dataset, settings.batch)  # type: ignore[arg-type]
     check_window_fits(num_images, available, plan, settings.batch)
     plan, calibration_note = fit_calibration(plan, available)
+    workers, workers_note = capped_workers(settings.workers, plan)
+    settings = dataclasses.replace(settings, workers=workers)  # the profile records the used
 
     notes = [f"dataset: skipped {line}" for line in getattr(dataset, "issues", [])[:5]]
     if calibration_note:
         notes.append(calibration_note)
     if fitted_note:
         notes.append(fitted_note)
+    if workers_note:
+        notes.append(workers_note)
+        warnings.warn(workers_note, Note, stacklevel=2)
     warn_if_crowded(settings.workers, device, notes)
     notes += weight_notes
     with stage("load weights", on_progress, hint="check --weights and --size"):
@@ -225,6 +275,17 @@ def _profile_training(
             workload.reset_classes(model, spec.nc, dict(enumerate(spec.names)))
             notes.append(f"class layers reset from the checkpoint's classes to {spec.nc}")
         trainer = workload.train_step(model, device=device, amp=settings.amp)
+    with stage("check memory", on_progress, hint="lower --batch or --imgsz"):
+        check_training(
+            model,
+            lambda side: workload.probe_batch(1, side, spec.nc).images.to(device),
+            device=device,
+            batch=settings.batch,
+            imgsz=settings.imgsz,
+            workers=settings.workers,
+            prefetch_factor=PREFETCH_FACTOR,
+            pinned=pins_for(device),
+        )
     if settings.amp and not trainer.amp_effective:
         notes.append(f"AMP has no effect on {device.type}: the step ran in float32")
     loader = build_loader(

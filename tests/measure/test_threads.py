@@ -7,7 +7,13 @@ import pytest
 import torch
 
 from libreyolo.errors import UsageError
-from libreyolo.measure.threads import crowding_warning, intra_op_threads
+from libreyolo.measure import threads as threads_module
+from libreyolo.measure.threads import (
+    MAX_THREADS_PER_CPU,
+    check_thread_count,
+    crowding_warning,
+    intra_op_threads,
+)
 
 
 def test_the_thread_count_holds_inside_and_is_restored_after(two_threads: None) -> None:
@@ -72,3 +78,25 @@ def test_the_crowding_line(
     threads: int, workers: int, cpus: int, on_cpu: bool, line: str | None
 ) -> None:
     assert crowding_warning(threads, workers, cpus, on_cpu=on_cpu) == line
+
+
+def test_more_than_four_threads_a_cpu_is_refused_before_torch_is_touched(
+    two_threads: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(threads_module, "usable_cpus", lambda: 2)
+    with pytest.raises(UsageError) as info, intra_op_threads(9):
+        pass
+    assert info.value.message == (
+        "--threads 9 exceeds 4 threads for each of the 2 CPUs this process may use"
+    )
+    assert info.value.hint == "use --threads 8 or fewer"
+    assert torch.get_num_threads() == 2
+    with intra_op_threads(MAX_THREADS_PER_CPU * 2):  # an oversubscription study: allowed
+        assert torch.get_num_threads() == 8
+    assert torch.get_num_threads() == 2
+
+
+def test_the_thread_cap_follows_the_cpus_this_process_may_use() -> None:
+    check_thread_count(16, 4)
+    with pytest.raises(UsageError, match="--threads 17 exceeds 4 threads for each of the 4 CPUs"):
+        check_thread_count(17, 4)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import re
+import warnings
 from pathlib import Path
 
 import jsonschema
@@ -12,11 +15,16 @@ from libreyolo.cli.main import main
 from libreyolo.cli.output import Output
 from libreyolo.document.codec import to_builtins
 from libreyolo.document.model import Profile
-from libreyolo.errors import NoProfileError, UsageError
+from libreyolo.errors import NoProfileError, ProfileError, UsageError
 from libreyolo.measure import loop
+from libreyolo.measure.from_config import Note
 from libreyolo.measure.host import HostSampler
-from libreyolo.measure.train import TrainSettings, profile_training
+from libreyolo.measure.train import TrainSettings, capped_workers, profile_training
+from libreyolo.measure.window import plan_window
+from libreyolo.workload.data import synthetic
+from libreyolo.workload.data.dataset_config import DATASETS_ENV
 from libreyolo.workload.data.synthetic import make_synthetic
+from tests.conftest import invoke
 
 PHASES = {"dataload", "to_device", "forward", "backward", "optimizer"}
 
@@ -134,3 +142,93 @@ def test_without_schedstat_contention_is_not_measurable(
         assert main(["profile", "summary", str(path)], output=Output(stream, stream)) == 0
     text = out.read_text(encoding="utf-8")
     assert "host     contention not measurable: this platform has no per-thread schedstat" in text
+
+
+@pytest.mark.parametrize(
+    ("workers", "warmup", "steps", "capped"),
+    [
+        (
+            999,
+            1,
+            2,
+            (
+                4,
+                "--workers 999 capped to 4: the run loads 4 batches "
+                "(1 warmup + 2 measured + 1 calibration)",
+            ),
+        ),
+        (4, 1, 2, (4, None)),  # one worker per batch: nothing to cap
+        (0, 1, 2, (0, None)),
+    ],
+)
+def test_workers_are_capped_to_the_batches_the_run_loads(
+    workers: int, warmup: int, steps: int, capped: tuple[int, str | None]
+) -> None:
+    assert capped_workers(workers, plan_window(warmup, steps, measured_flag="--steps")) == capped
+
+
+def test_a_run_without_calibration_steps_names_only_what_it_loads() -> None:
+    plan = dataclasses.replace(plan_window(0, 2, measured_flag="--steps"), num_bare=0)
+    assert capped_workers(8, plan) == (
+        2,
+        "--workers 8 capped to 2: the run loads 2 batches (0 warmup + 2 measured)",
+    )
+
+
+@linux_schedstat
+def test_the_profile_records_the_workers_that_ran(
+    checkpoint: Path, data: Path, tmp_path: Path
+) -> None:
+    line = (
+        "--workers 6 capped to 3: the run loads 3 batches (0 warmup + 2 measured + 1 calibration)"
+    )
+    with pytest.warns(Note, match=re.escape(line)):
+        profile, _ = profile_training(
+            _settings(checkpoint, data, tmp_path, workers=6, warmup=0, steps=2)
+        )
+    assert profile.host is not None and profile.host.num_workers == 3
+    assert profile.run.config["workers"] == 3
+    assert line in profile.run.config["notes"]
+
+
+def test_a_synthetic_window_too_large_is_refused_before_anything_is_drawn(
+    checkpoint: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def drew(*_args: object) -> None:
+        raise AssertionError("drew images")
+
+    monkeypatch.setenv(DATASETS_ENV, str(tmp_path / "datasets"))
+    monkeypatch.setattr(synthetic, "_write_split", drew)
+    argv = ["profile", "run", "synthetic", "--weights", str(checkpoint), "--device", "cpu"]
+    result = invoke([*argv, "--batch", "100000", "--steps", "2", "--project", str(tmp_path / "p")])
+    assert result.status == 2 and result.stdout == ""
+    assert result.stderr.splitlines()[-1] == (
+        "the synthetic dataset holds at most 4096 images, but 2 measured steps of --batch "
+        "100000 need 200000 in one epoch (lower --batch or --steps)"
+    )
+    assert not (tmp_path / "datasets").exists() and not (tmp_path / "p" / "run").exists()
+
+
+class _Stop(ProfileError):
+    """Ends a run once the dataset is asked for."""
+
+
+def test_drawing_the_synthetic_set_is_announced_once_and_a_cached_one_is_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def stop(*_args: object, **_kwargs: object) -> None:
+        raise _Stop("stop")
+
+    root = tmp_path / "datasets"
+    monkeypatch.setenv(DATASETS_ENV, str(root))
+    monkeypatch.setattr("libreyolo.workload.data.dataset_config.resolve_dataset", stop)
+    settings = TrainSettings(data="synthetic", batch=4, steps=4, warmup=1, device="cpu")
+    folder = root / "synthetic-v1-train64-val16-320px-seed0"
+    line = f"drawing the synthetic dataset once: 64 train images into {folder}"
+    with pytest.warns(Note, match=re.escape(line)), pytest.raises(_Stop):
+        profile_training(settings)
+    make_synthetic(root, num_train=64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", Note)
+        with pytest.raises(_Stop):
+            profile_training(settings)

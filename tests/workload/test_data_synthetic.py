@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import random
+import re
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from PIL import Image
@@ -114,3 +119,83 @@ def test_bad_parameters_are_usage_errors(tmp_path: Path) -> None:
         make_synthetic(tmp_path, num_train=0)
     with pytest.raises(UsageError):
         make_synthetic(tmp_path, imgsz=16)
+
+
+def test_no_set_is_larger_than_the_largest_we_draw() -> None:
+    assert synthetic.train_images_for(64, 64) == synthetic.MAX_TRAIN_IMAGES == 4096
+    assert synthetic.train_images_for(4, 100_000) == 4096
+    assert synthetic.train_images_for(35, 116) == 4096  # 4060 rounds up to 4096, not 4160
+
+
+def test_a_window_the_largest_set_cannot_hold_is_refused_with_the_numbers() -> None:
+    with pytest.raises(UsageError) as info:
+        synthetic.check_window_images(2, 100_000)
+    assert info.value.message == (
+        "the synthetic dataset holds at most 4096 images, but 2 measured steps of --batch "
+        "100000 need 200000 in one epoch"
+    )
+    assert info.value.hint == "lower --batch or --steps"
+    synthetic.check_window_images(4, 1024)  # exactly the largest set
+    with pytest.raises(UsageError, match="1 measured steps of --batch 4097 need 4097"):
+        synthetic.check_window_images(1, 4097)
+
+
+def test_pending_draw_names_the_folder_until_the_set_is_cached(tmp_path: Path) -> None:
+    folder = synthetic.pending_draw(tmp_path, 64)
+    assert folder == tmp_path / "synthetic-v1-train64-val16-320px-seed0"
+    assert make_synthetic(tmp_path, num_train=64).parent == folder
+    assert synthetic.pending_draw(tmp_path, 64) is None
+    assert synthetic.pending_draw(tmp_path, 128) == tmp_path / (
+        "synthetic-v1-train128-val16-320px-seed0"
+    )
+
+
+def _dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def _staging(root: Path, pid: int, tag: str) -> Path:
+    folder = root / f".synthetic-v1-train6-val2-64px-seed0.partial-{pid}-{tag}"
+    (folder / "images" / "train").mkdir(parents=True)
+    (folder / "images" / "train" / "000000.jpg").write_bytes(b"\xff\xd8")
+    return folder
+
+
+def test_the_next_generation_removes_staging_folders_of_dead_generations_only(
+    tmp_path: Path,
+) -> None:
+    fcntl = pytest.importorskip("fcntl")
+    dead = _dead_pid()
+    abandoned = _staging(tmp_path, dead, "0123abcd")
+    running = _staging(tmp_path, os.getpid(), "89abcdef")  # a live pid: still drawing
+    locked = _staging(tmp_path, dead, "deadbeef")  # its owner lives in another pid namespace
+    older = tmp_path / ".synthetic-v1-train64-val16-320px-seed0.fl6qrl10"  # no pid to judge
+    older.mkdir()
+    users = tmp_path / f"notes.partial-{dead}-00000000"
+    users.mkdir()
+    fd = os.open(locked, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        make_synthetic(tmp_path, **SMALL)
+    finally:
+        os.close(fd)
+    assert not abandoned.exists()
+    assert running.is_dir() and locked.is_dir() and older.is_dir() and users.is_dir()
+
+
+def test_a_generation_draws_in_a_staging_folder_named_with_its_pid(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real, seen = synthetic._write_split, []
+
+    def spy(root: Path, *args: Any) -> None:
+        seen.append(root.name)
+        real(root, *args)
+
+    monkeypatch.setattr(synthetic, "_write_split", spy)
+    make_synthetic(tmp_path, **SMALL)
+    pattern = rf"\.synthetic-v1-train6-val2-64px-seed0\.partial-{os.getpid()}-[0-9a-f]{{8}}"
+    assert len(seen) == 2 and re.fullmatch(pattern, seen[0]) and seen[0] == seen[1]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["synthetic-v1-train6-val2-64px-seed0"]

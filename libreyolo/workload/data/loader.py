@@ -36,7 +36,11 @@ from libreyolo.errors import UsageError
 from libreyolo.workload.data.dataset import Sample, YoloDataset
 from libreyolo.workload.data.dataset_config import DatasetSpec
 
-__all__ = ["Batch", "batches_available", "build_loader", "collate"]
+__all__ = ["PREFETCH_FACTOR", "Batch", "batches_available", "build_loader", "collate"]
+
+# Batches each worker keeps loaded ahead (torch's default, named so the host-memory check
+# counts the same number of batches in flight as the loader holds).
+PREFETCH_FACTOR = 2
 
 
 class Batch(NamedTuple):
@@ -125,6 +129,7 @@ def build_loader(
         drop_last=drop_last,
         multiprocessing_context=multiprocessing_context if workers > 0 else None,
         generator=generator,
+        prefetch_factor=PREFETCH_FACTOR if workers > 0 else None,  # torch refuses it with 0
     )
 
 

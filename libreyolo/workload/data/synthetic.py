@@ -7,20 +7,32 @@ pixel extent of each drawn shape. Output depends only on (seed, sizes, counts, g
 so two runs write byte-identical files (given the same Pillow/libjpeg).
 
 Must not: import torch, read user data, or leave a partial dataset behind: a set is generated into
-a temporary folder next to its final place and renamed into place in one step.
+a staging folder next to its final place (`.<set>.partial-<pid>-<hex>`, flocked by its owner while
+it draws) and renamed into place in one step. A generation killed by SIGKILL or a power cut leaves
+its staging folder; the next generation under the same root deletes every staging folder whose
+pid is gone and whose lock no one holds (a live owner in another pid namespace still holds it).
+Nor draw a set larger than MAX_TRAIN_IMAGES: a window that needs more is refused first.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
+import re
 import shutil
-import tempfile
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 from PIL import Image, ImageDraw
 
 from libreyolo.errors import DatasetError, UsageError
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock; leftovers are judged by their pid alone there
+    fcntl = None  # type: ignore[assignment]
 
 __all__ = [
     "CLASS_NAMES",
@@ -28,7 +40,9 @@ __all__ = [
     "GENERATOR_VERSION",
     "MAX_BOXES_PER_IMAGE",
     "MAX_TRAIN_IMAGES",
+    "check_window_images",
     "make_synthetic",
+    "pending_draw",
     "render_sample",
     "synthetic_dir",
     "train_images_for",
@@ -41,11 +55,16 @@ MAX_BOXES_PER_IMAGE = 4  # shapes drawn per image at most, so label rows per fil
 _GAP_PX = 2  # shapes keep this distance, so every label is the extent of exactly one shape
 _JPEG_QUALITY = 90
 DEFAULT_TRAIN_IMAGES = 64  # the smallest set; larger ones grow in steps of this many images
-# The largest set AutoBatch (--batch -1) asks for. Drawing and encoding takes ~3 ms an image on
-# one core and each size stays cached on disk (~14 kB an image at 320 px): 4096 images are
-# ~12 s and ~55 MB once, where a fitted batch of hundreds on a large GPU would otherwise ask for
-# tens of thousands of images, generated before the first step and kept per size.
+DEFAULT_VAL_IMAGES = 16
+DEFAULT_IMGSZ = 320  # drawn at this side; the dataset letterboxes it to the run's --imgsz
+DEFAULT_SEED = 0
+# The largest set we draw (AutoBatch, --batch -1, fits under it too). Drawing and encoding
+# takes ~3 ms an image on one core and each size stays cached on disk (~14 kB an image at
+# 320 px): 4096 images are ~12 s and ~55 MB once, where a batch of hundreds on a large GPU
+# would otherwise ask for tens of thousands of images (a typo, 100000, for minutes and GBs),
+# generated before the first step and kept per size.
 MAX_TRAIN_IMAGES = 4096
+_STAGING = re.compile(r"\.(synthetic-v\d+-[a-z0-9-]+)\.partial-(\d+)-[0-9a-f]{8}")
 
 Box = tuple[int, int, int, int, int]  # class, x1, y1, x2, y2 in pixels (x2, y2 exclusive)
 
@@ -57,25 +76,53 @@ def synthetic_dir(root: Path, *, num_train: int, num_val: int, imgsz: int, seed:
 
 
 def train_images_for(num_batches: int | None, batch: int | None) -> int:
-    """Train images a window of `num_batches` batches of `batch` needs, rounded up to a multiple
-    of DEFAULT_TRAIN_IMAGES (so nearby windows share one cached set) and never below it; the
-    default set when either count is unknown (AutoBatch has not fitted the batch yet).
+    """Train images a run of `num_batches` batches of `batch` needs, rounded up to a multiple
+    of DEFAULT_TRAIN_IMAGES (so nearby runs share one cached set), never below it and never
+    above MAX_TRAIN_IMAGES (a run that needs more starts its window on a fresh epoch and trims
+    its calibration steps, as on any small dataset; `check_window_images` refuses a window that
+    cannot fit at all); the default set when either count is unknown (AutoBatch has not fitted
+    the batch yet).
 
     Image i depends only on (seed, split, i), so a larger set starts with the smaller one's images.
     """
     if num_batches is None or batch is None or num_batches < 1 or batch < 1:
         return DEFAULT_TRAIN_IMAGES
     blocks = -(-num_batches * batch // DEFAULT_TRAIN_IMAGES)  # ceiling division, at least 1
-    return blocks * DEFAULT_TRAIN_IMAGES
+    return min(blocks * DEFAULT_TRAIN_IMAGES, MAX_TRAIN_IMAGES)
+
+
+def check_window_images(num_measured: int, batch: int) -> None:
+    """UsageError, before anything is drawn, when the measured steps alone need more images in
+    one epoch than the largest set we draw (warmup may span epochs; calibration is trimmed)."""
+    needed = num_measured * batch
+    if needed > MAX_TRAIN_IMAGES:
+        raise UsageError(
+            f"the synthetic dataset holds at most {MAX_TRAIN_IMAGES} images, but "
+            f"{num_measured} measured steps of --batch {batch} need {needed} in one epoch",
+            hint="lower --batch or --steps",
+        )
+
+
+def pending_draw(root: Path, num_train: int) -> Path | None:
+    """Where `make_synthetic(root, num_train=num_train)` will draw a set, or None when that
+    set is cached already (nothing to draw)."""
+    final = synthetic_dir(
+        root,
+        num_train=num_train,
+        num_val=DEFAULT_VAL_IMAGES,
+        imgsz=DEFAULT_IMGSZ,
+        seed=DEFAULT_SEED,
+    )
+    return None if (final / "synthetic.yaml").is_file() else final
 
 
 def make_synthetic(
     root: Path,
     *,
     num_train: int = DEFAULT_TRAIN_IMAGES,
-    num_val: int = 16,
-    imgsz: int = 320,
-    seed: int = 0,
+    num_val: int = DEFAULT_VAL_IMAGES,
+    imgsz: int = DEFAULT_IMGSZ,
+    seed: int = DEFAULT_SEED,
 ) -> Path:
     """Generate the set under `root` once (cached by its parameters) and return its YAML path."""
     if num_train < 1 or num_val < 1:
@@ -87,15 +134,82 @@ def make_synthetic(
     if yaml_path.is_file():
         return yaml_path
     root.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=root))
-    try:
+    remove_leftovers(root)
+    with _staging(root, final) as tmp:
         _write_split(tmp, "train", num_train, imgsz, seed)
         _write_split(tmp, "val", num_val, imgsz, seed)
         (tmp / "synthetic.yaml").write_text(_yaml_text(seed), encoding="utf-8")
         _publish(tmp, final)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)  # gone already after a successful rename
     return yaml_path
+
+
+@contextlib.contextmanager
+def _staging(root: Path, final: Path) -> Iterator[Path]:
+    """A fresh staging folder named with this pid and flocked for the block; deleted after
+    (gone already after a successful rename), an interrupt included."""
+    tmp = root / f".{final.name}.partial-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir()
+    fd: int | None = None
+    try:
+        fd = os.open(tmp, os.O_RDONLY)
+        if fcntl is not None:
+            with contextlib.suppress(OSError):  # a file system without flock: the pid says it
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        yield tmp
+    finally:
+        if fd is not None:
+            os.close(fd)  # releases the lock
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def remove_leftovers(root: Path) -> None:
+    """Delete the staging folders under `root` of generations that are gone: their pid is not
+    alive and no one holds their lock. Anything else is left alone, unreadable entries too."""
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return
+    for entry in entries:
+        match = _STAGING.fullmatch(entry.name)
+        if match is None or not entry.is_dir(follow_symlinks=False):
+            continue
+        if not _alive(int(match[2])) and not _locked(Path(entry.path)):
+            shutil.rmtree(entry.path, ignore_errors=True)
+
+
+def _locked(folder: Path) -> bool:
+    """Whether a live generation holds the flock on `folder` (unopenable counts as held)."""
+    if fcntl is None:
+        return False
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:  # no flock on this file system: the pid alone decides
+        return False
+    finally:
+        os.close(fd)  # releases a lock just taken
+    return False
+
+
+def _alive(pid: int) -> bool:
+    # measure.artifacts judges its staging folders' pids the same way; workload may not
+    # import measure (the layers contract), hence this copy.
+    if os.name == "nt":  # os.kill(pid, 0) would terminate it there; never guess
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (OverflowError, ValueError):
+        return False
+    except OSError:  # EPERM: alive, someone else's
+        return True
+    return True
 
 
 def render_sample(rng: random.Random, imgsz: int) -> tuple[Image.Image, list[Box]]:
