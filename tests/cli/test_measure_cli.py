@@ -9,6 +9,7 @@ import jsonschema
 import pytest
 
 from tests.conftest import SHARED_FIXTURES, invoke
+from tests.quiet import invoke_quietly
 
 CHECKPOINT = SHARED_FIXTURES / "libreyolo_v1_checkpoints" / "LibreYOLO9t_nc80_seed0.pt"
 SCHEMA = Path(__file__).resolve().parents[2] / "libreyolo" / "document" / "profile.schema.json"
@@ -83,18 +84,8 @@ def test_infer_repeat_writes_the_aggregate_with_trials(weights: str, tmp_path: P
 
 
 def test_infer_text_output_keeps_the_v1_lines(weights: str, tmp_path: Path) -> None:
-    result = invoke(
-        [
-            "profile",
-            "infer",
-            "--weights",
-            weights,
-            *TINY_INFER,
-            "--no-trace",
-            "--project",
-            str(tmp_path),
-        ]
-    )
+    argv = ["profile", "infer", "--weights", weights, *TINY_INFER, "--no-trace"]
+    result = invoke_quietly([*argv, "--project", str(tmp_path)], tmp_path / "infer/profile.json")
     assert result.status == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].startswith("latency  p50 ") and " img/s" in lines[0]
@@ -140,19 +131,9 @@ TINY_RUN = [
 
 
 def test_run_on_the_synthetic_dataset(weights, synthetic_yaml, tmp_path: Path) -> None:
-    result = invoke(
-        [
-            "profile",
-            "run",
-            synthetic_yaml,
-            "--weights",
-            weights,
-            *TINY_RUN,
-            "--project",
-            str(tmp_path / "p"),
-            "--json",
-        ]
-    )
+    argv = ["profile", "run", synthetic_yaml, "--weights", weights, *TINY_RUN]
+    argv += ["--project", str(tmp_path / "p"), "--json"]
+    result = invoke_quietly(argv, tmp_path / "p" / "run" / "profile.json")
     assert result.status == 0, result.stderr
     out = result.json()
     assert list(out)[:7] == [
@@ -308,8 +289,11 @@ def test_progress_is_shown_on_a_terminal_only() -> None:
 
 def test_include_decode_moves_decoding_into_preprocess(weights: str, tmp_path: Path) -> None:
     base = ["profile", "infer", "--weights", weights, *TINY_INFER, "--no-trace", "--json"]
-    once = invoke([*base, "--project", str(tmp_path / "a")]).json()
-    inside = invoke([*base, "--include-decode", "--project", str(tmp_path / "b")]).json()
+    a, b = tmp_path / "a", tmp_path / "b"
+    once = invoke_quietly([*base, "--project", str(a)], a / "infer/profile.json").json()
+    inside = invoke_quietly(
+        [*base, "--include-decode", "--project", str(b)], b / "infer/profile.json"
+    ).json()
     # The sample image is a 1280x852 JPEG: decoding it costs milliseconds on any CPU.
     assert inside["stages_ms"]["preprocess"] > once["stages_ms"]["preprocess"]
     document = json.loads(Path(inside["profile"]).read_text())

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from libreyolo.sweep.report import recommend, render_table
+from tests.quiet import sweep_quietly
 from tests.sweep.helpers import needs_checkpoint, tiny_sweep_argv
 
 
@@ -28,7 +29,7 @@ def _load(sweep_dir: Path) -> dict[str, Any]:
 
 @needs_checkpoint
 def test_grid_writes_one_folder_per_point_and_a_recommendation(tmp_path: Path) -> None:
-    done = _sweep(tmp_path, "batch=1,2", "imgsz=64,96")
+    done = sweep_quietly(lambda: _sweep(tmp_path, "batch=1,2", "imgsz=64,96"), tmp_path)
     assert done.returncode == 0, done.stderr
     data = _load(tmp_path)
     names = {"b1_s64_amp1", "b1_s96_amp1", "b2_s64_amp1", "b2_s96_amp1"}
@@ -55,7 +56,7 @@ def test_grid_writes_one_folder_per_point_and_a_recommendation(tmp_path: Path) -
 
 @needs_checkpoint
 def test_a_failing_point_is_recorded_and_the_others_still_run(tmp_path: Path) -> None:
-    done = _sweep(tmp_path, "batch=-5,1", "imgsz=64")
+    done = sweep_quietly(lambda: _sweep(tmp_path, "batch=-5,1", "imgsz=64"), tmp_path)
     assert done.returncode == 1
     data = _load(tmp_path)
     bad, good = data["points"]["b-5_s64_amp1"], data["points"]["b1_s64_amp1"]

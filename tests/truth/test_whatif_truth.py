@@ -17,6 +17,7 @@ import pytest
 
 from libreyolo.analysis.whatif import CHECKED, NOT_CHECKED
 from tests.conftest import invoke
+from tests.quiet import invoke_quietly
 from tests.truth.scenarios import one_thread, plain_checkpoint
 
 # 15 traced iterations per profile; imgsz 192 keeps one pair of profiles at ~3 s on one core.
@@ -26,7 +27,8 @@ PAIRS = 3  # unfused / bn-folded pairs, interleaved so slow spells on the machin
 
 def _profile(weights: Path, fuse: str, project: Path) -> str:
     argv = ["profile", "infer", "--weights", str(weights), *WINDOW, "--fuse", fuse]
-    result = invoke([*argv, "--project", str(project), "--json"])
+    argv += ["--project", str(project), "--json"]
+    result = invoke_quietly(argv, project / "infer" / "profile.json")
     assert result.status == 0, result.stderr
     return str(result.json()["profile"])  # type: ignore[index]
 
