@@ -18,6 +18,7 @@ from libreyolo.document.model import Profile, Scalar, Verdict
 DATALOAD_SHARE_BOUND = 0.2  # the step waits on input for ≥ 20 %: the loader is the bottleneck
 UTIL_COMPUTE = 0.8  # the GPU is busy ≥ 80 % of the window: adding work would not hide anything
 STAGE_SHARE_BOUND = 0.35  # an inference stage this large beside forward dominates the latency
+STAGES = (("preprocess", "preprocess_ms"), ("forward", "forward_ms"), ("postprocess", "nms_ms"))
 
 LEVERS = {
     "memory-pressure": ["lower --batch", "reduce activation memory", "avoid the OOM edge"],
@@ -98,17 +99,56 @@ def _inference_stage_verdict(metrics: dict[str, Scalar]) -> Verdict | None:
 
 def decide(profile: Profile, metrics: dict[str, Scalar]) -> Verdict:
     """The verdict for a profile whose metrics (apart from `bound`) are computed: `contended`
-    when the host starved the measured threads, with the quiet-host verdict kept beside it."""
+    when the host starved the measured threads, with what its numbers can still say beside
+    it: the verdict a quiet host's rules give when starving cannot have made it (`quiet_bound`
+    and `quiet_why`), else only the measured shares (`quiet_why`, no `quiet_bound`)."""
     quiet = _decide_quiet(profile, metrics)
     if metrics.get("contended") is not True:
         return quiet
     why, evidence = contention.reason(profile, metrics)
+    supported = _survives_contention(profile, quiet)
     return dataclasses.replace(
         _verdict("contended", why, evidence),
         levers=_contention_levers(profile),
-        quiet_bound=quiet.bound,
-        quiet_why=quiet.why,
+        quiet_bound=quiet.bound if supported else None,
+        quiet_why=quiet.why if supported else as_measured(profile, metrics),
     )
+
+
+def _survives_contention(profile: Profile, quiet: Verdict) -> bool:
+    """Whether starving the host can not have produced `quiet`: a contended window inflates
+    every CPU time, and unevenly (a thread that loses its CPU stalls each parallel region it
+    belongs to, so multi-threaded work such as a CPU forward grows more than a single-threaded
+    letterbox or loader wait), so no share of CPU time names a bottleneck. What still holds:
+    allocator thrash (counts, not times), a GPU busy ≥ UTIL_COMPUTE (a starved host can only
+    lower it), and a CUDA run that recorded no GPU activity."""
+    if quiet.bound in ("memory-pressure", NO_GPU_TRACE):
+        return True
+    return quiet.bound == "compute" and profile.trace is not None and profile.trace.has_gpu
+
+
+def as_measured(profile: Profile, metrics: dict[str, Scalar]) -> str:
+    """The shares a contended window measured, stated as numbers, not as a bottleneck."""
+    parts = []
+    stages = {name: metrics.get(key) for name, key in STAGES}
+    times = {k: float(v) for k, v in stages.items() if isinstance(v, int | float)}
+    step = sum(times.values())
+    if profile.run.mode == "inference" and len(times) == len(STAGES) and step > 0:
+        parts.append(", ".join(f"{k} {_pct(v / step)}" for k, v in times.items()) + " of the step")
+    dataload = metrics.get("dataload_frac")
+    if profile.run.mode != "inference" and isinstance(dataload, float):
+        parts.append(f"dataload {_pct(dataload)} of the step")
+    if profile.trace is not None and profile.trace.has_gpu:
+        parts.append(f"GPU ~{_pct(float(metrics.get('gpu_util') or 0.0))} busy")
+    else:
+        ops = profile.trace.ops if profile.trace else []
+        categories = op_category_ms(ops)
+        total = sum(categories.values())
+        if total > 0:
+            top, top_ms = max(categories.items(), key=lambda item: item[1])
+            parts.append(f"{top} ops {_pct(top_ms / total)} of op time")
+    measured = "; ".join(parts) if parts else "no share of the step could be measured"
+    return f"{measured} (inflated unevenly by the wait for a CPU: they name no bottleneck)"
 
 
 def _contention_levers(profile: Profile) -> list[str]:

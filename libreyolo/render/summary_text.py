@@ -123,14 +123,17 @@ def _verdict_lines(s: Summary) -> list[str]:
     lines = [f">> {safe_text(verdict.bound.upper())}: {safe_text(verdict.why)}"]
     if verdict.levers:
         lines.append(f"   levers: {safe_text('; '.join(verdict.levers))}")
-    if verdict.quiet_bound is not None:
+    if verdict.quiet_why is not None:
         lines.append(quiet_verdict_line(verdict.quiet_bound, verdict.quiet_why))
     return lines
 
 
-def quiet_verdict_line(bound: str, why: str | None) -> str:
-    """A contended verdict's second line: what its numbers say if the starvation is ignored
-    (not a prediction of a quiet run, whose numbers would differ)."""
+def quiet_verdict_line(bound: str | None, why: str | None) -> str:
+    """A contended verdict's second line: the verdict its numbers still support if the
+    starvation is ignored (not a prediction of a quiet run, whose numbers would differ), or,
+    when starving may have made any verdict (`bound` None), only what they measured."""
+    if bound is None:
+        return f"   as measured on the busy host: {safe_text(why or '')}"
     label = safe_text(bound.upper())
     return f"   read as if the host were quiet, these numbers say {label}: {safe_text(why or '')}"
 

@@ -238,9 +238,9 @@ def _(result: Outcome) -> Lines:
         ]
     else:
         lines = [f"img/s: {_throughput(result)}  |  {safe_text(result.bound)}"]
-        if result.quiet_bound is not None:
+        if result.quiet_why is not None:
             lines.append(f">> CONTENDED: {safe_text(result.why)}")
-    if result.quiet_bound is not None:
+    if result.quiet_why is not None:
         lines.append(quiet_verdict_line(result.quiet_bound, result.quiet_why))
     path = safe_text(result.profile_path)
     return [

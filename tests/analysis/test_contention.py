@@ -9,6 +9,7 @@ import pytest
 from libreyolo.analysis import contention
 from libreyolo.analysis.build import finalize
 from libreyolo.analysis.repeat import aggregate
+from libreyolo.analysis.verdict import decide
 from libreyolo.document.model import Host, Profile, RunInfo, Samples, StepSample, Tool
 
 
@@ -68,7 +69,7 @@ def test_a_quiet_window_is_not_contended_and_keeps_its_verdict() -> None:
     assert profile.verdict.quiet_bound is None
 
 
-def test_a_starved_window_is_contended_with_the_quiet_verdict_beside_it() -> None:
+def test_a_starved_window_is_contended_with_what_it_measured_beside_it() -> None:
     profile = _profile([20.0, 18.0, 22.0, 20.0])  # 80 ms wait against 80 ms on CPU: 50 %
     verdict = profile.verdict
     assert profile.metrics["cpu_wait_frac"] == 0.5
@@ -79,7 +80,12 @@ def test_a_starved_window_is_contended_with_the_quiet_verdict_beside_it() -> Non
     assert "4.1 runnable tasks for 2 CPUs" in verdict.why
     # 80 ms on CPU over 120 ms of steps: 0.7 CPUs of 2 busy, others held the rest
     assert "this run kept 0.7 of 2 CPUs busy: other processes held the rest" in verdict.why
-    assert verdict.quiet_bound == "compute" and "CPU" in (verdict.quiet_why or "")
+    # CPU times inflated by the wait name no bottleneck: only what was measured is said
+    assert verdict.quiet_bound is None
+    assert verdict.quiet_why == (
+        "no share of the step could be measured (inflated unevenly by the wait for a CPU: they "
+        "name no bottleneck)"
+    )
     assert verdict.evidence["cpu_wait_frac"] == 0.5 and verdict.evidence["usable_cpus"] == 2
     assert "fewer --workers" not in verdict.levers  # inference has no loader workers
     assert "stop the other work on this machine" in verdict.levers
@@ -137,3 +143,30 @@ def test_one_contended_trial_makes_the_repeat_contended() -> None:
     assert aggregate([quiet, quiet]).metrics["contended"] is False
     unknown = dataclasses.replace(quiet, metrics=quiet.metrics | {"contended": None})
     assert aggregate([unknown, unknown]).metrics["contended"] is None
+
+
+def _staged(profile: Profile, pre_ms: float, fwd_ms: float, post_ms: float) -> Profile:
+    """`profile` with a measured stage split, its verdict decided again."""
+    stage_ms = {"preprocess": [pre_ms], "forward": [fwd_ms], "postprocess": [post_ms]}
+    samples = dataclasses.replace(profile.samples, stage_ms=stage_ms)
+    return finalize(dataclasses.replace(profile, samples=samples, verdict=None, metrics={}))
+
+
+def test_a_starved_stage_split_names_no_bottleneck_but_says_the_shares() -> None:
+    quiet = _staged(_profile([0.5] * 4), 50.0, 40.0, 2.0)  # the quiet rule: preprocess
+    assert quiet.verdict is not None and quiet.verdict.bound == "preprocess"
+    starved = _staged(_profile([20.0] * 4), 10.0, 60.0, 2.0)  # forward inflated most
+    verdict = starved.verdict
+    assert verdict is not None and verdict.bound == "contended" and verdict.quiet_bound is None
+    assert verdict.quiet_why == (
+        "preprocess 14%, forward 83%, postprocess 3% of the step (inflated unevenly by the wait "
+        "for a CPU: they name no bottleneck)"
+    )
+
+
+def test_what_starving_cannot_make_is_still_named() -> None:
+    starved = _profile([20.0] * 4)
+    metrics = dict(starved.metrics) | {"memory_pressure": True, "cuda_mallocs_per_step": 12}
+    verdict = decide(starved, metrics)  # allocator counts: no CPU time in the evidence
+    assert (verdict.bound, verdict.quiet_bound) == ("contended", "memory-pressure")
+    assert verdict.quiet_why is not None and verdict.quiet_why.startswith("allocator thrash")

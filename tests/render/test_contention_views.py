@@ -16,7 +16,7 @@ from tests.analysis.test_contention import _profile
 BUSY = [20.0, 30.0, 22.0, 20.0, 2.0]  # wait per step; 20 ms on CPU each
 
 
-def test_a_contended_summary_warns_names_the_steps_and_keeps_the_quiet_verdict() -> None:
+def test_a_contended_summary_warns_names_the_steps_and_says_what_it_measured() -> None:
     lines = to_lines(summarize(_profile(BUSY)))
     assert "host     CPU wait 48% of runnable time (18.8 ms/step)  |  steal 0%" in lines
     assert (
@@ -27,8 +27,8 @@ def test_a_contended_summary_warns_names_the_steps_and_keeps_the_quiet_verdict()
     verdict = next(line for line in lines if line.startswith(">> "))
     assert verdict.startswith(">> CONTENDED: threads waited 48% of their runnable time")
     assert (
-        "   read as if the host were quiet, these numbers say COMPUTE: the step runs on the CPU "
-        "— CPU-bound" in lines
+        "   as measured on the busy host: no share of the step could be measured (inflated "
+        "unevenly by the wait for a CPU: they name no bottleneck)" in lines
     )
 
 
@@ -61,7 +61,8 @@ def test_summary_json_carries_the_contention_block() -> None:
         "cpu_wait_ms",
         "cpu_wait_frac",
     }
-    assert doc["verdict"]["bound"] == "contended" and doc["verdict"]["quiet_bound"] == "compute"
+    assert doc["verdict"]["bound"] == "contended" and doc["verdict"]["quiet_bound"] is None
+    assert doc["verdict"]["quiet_why"].endswith("they name no bottleneck)")
 
 
 def test_phases_json_lists_every_sampled_step() -> None:
@@ -82,12 +83,12 @@ def test_compare_warns_that_a_contended_side_cannot_be_trusted() -> None:
     assert doc["contended"] == {"before": False, "after": True, "change": None}
 
 
-def test_the_run_outcome_says_contended_and_what_a_quiet_host_would_say() -> None:
+def test_the_run_outcome_says_contended_and_what_it_measured() -> None:
     result = outcome(_profile(BUSY), "p/profile.json", None)
     lines = to_lines(result)
     assert lines[2].startswith(">> CONTENDED: threads waited 48%")
-    assert lines[3].startswith("   read as if the host were quiet, these numbers say COMPUTE:")
+    assert lines[3].startswith("   as measured on the busy host: ")
     doc = json.loads(to_json_text(result))
-    assert (doc["contended"], doc["bound"], doc["quiet_bound"]) == (True, "contended", "compute")
+    assert (doc["contended"], doc["bound"], doc["quiet_bound"]) == (True, "contended", None)
     training = to_lines(outcome(_profile(BUSY, mode="training"), "p/profile.json", None))
     assert training[0].endswith("|  contended") and training[1].startswith(">> CONTENDED:")

@@ -74,6 +74,9 @@ def verdict_block(s: Summary, src_prefix: Src = ("summary",)) -> str:
             f'<p class="quiet">Read as if the host were quiet, these numbers say '
             f"<b>{esc(v.quiet_bound.upper())}</b>: {esc(v.quiet_why or '')}</p>"
         )
+    elif v.quiet_why is not None:
+        quiet = f'<p class="quiet">As measured on the busy host: {esc(v.quiet_why)}</p>'
+
     return (
         f'<div class="verdict {esc(v.bound)}"><div class="bound">{esc(v.bound.upper())}</div>'
         f'<p class="why">{esc(v.why)}</p>'
