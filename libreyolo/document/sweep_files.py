@@ -214,11 +214,15 @@ def point_entry(folder: Path, root: Path | None = None) -> dict[str, Any]:
     where = REQUEST_FILE if overrides is not None else STATUS_FILE
     overrides = status.get("overrides") if overrides is None else overrides
     problem = _request_problem(config, overrides, where)
+    status_problem = _status_problem(status)
+    if problem and not status_problem and status.get("status") not in ("ok", None):
+        # A request the measurement refused (`batch=-5`): its own reason says why; the row
+        # keeps none of the unusable settings.
+        return _blank(status, {}, [])
     if problem:
         return _invalid(problem, {}, [])
-    problem = _status_problem(status)
-    if problem:
-        return _invalid(problem, config, overrides)
+    if status_problem:
+        return _invalid(status_problem, config, overrides)
     entry = _blank(status, config, overrides)
     entry |= {key: status[key] for key in TIMING if key in status}
     if entry["status"] != "ok":

@@ -124,6 +124,11 @@ def _status(
     } | dict.fromkeys(TIMING_KEYS)
 
 
+def _reason(err: ProfileError) -> str:
+    """A failed point's reason: the error's line with its way out, as the CLI prints it."""
+    return f"{err.message} ({err.hint})" if err.hint else err.message
+
+
 def _is_oom(err: BaseException | None) -> bool:
     """Out of memory, however it surfaced: the measurement's own error, or its cause (the
     sweep records both as code `oom`)."""
@@ -145,7 +150,7 @@ def measure_request(request_path: Path) -> dict[str, Any]:
         record = _measure(request, point_dir, clock)
     except ProfileError as err:
         code = "oom" if _is_oom(err) or _is_oom(err.__cause__) else err.code
-        record = _status(request, "failed", reason=err.message, code=code)
+        record = _status(request, "failed", reason=_reason(err), code=code)
     except (RuntimeError, MemoryError) as err:
         if not _is_oom(err):
             raise
@@ -249,7 +254,7 @@ def run_point(
             "lease_wait_s": lease.wait_s,
         }
     except ProfileError as err:  # only the lease raises: measuring records its failures
-        record = _status(request, "failed", reason=err.message, code=err.code)
+        record = _status(request, "failed", reason=_reason(err), code=err.code)
         record["lease_wait_s"] = time.monotonic() - waiting
     except KeyboardInterrupt as stop:
         finished = read_json(status_path)  # the child may have finished as the signal came

@@ -48,4 +48,5 @@ def test_a_point_the_host_memory_cannot_hold_fails_as_usage(
     record = run_point(_cfg(tmp_path, batch=512), folder, isolate=False)
     reason = _failed(record, folder)
     assert reason.startswith("--batch 512 at --imgsz 64 needs about ")
-    assert reason.endswith("; 0.1 GB are available")
+    assert "; 0.1 GB are available (lower --batch to about " in reason  # and the way out
+    assert reason.endswith(" or --imgsz)")

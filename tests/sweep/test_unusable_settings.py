@@ -91,5 +91,8 @@ def test_a_point_whose_lock_folder_cannot_be_used_fails_with_the_reason(tmp_path
     folder = tmp_path / "b1_s64_amp1"
     record = run_point(cfg, folder, isolate=False, overrides=["batch=1"])
     assert record["status"] == "failed" and record["code"] == "usage"
-    assert record["reason"] == f"cannot use the lock folder {blocker}/locks: Not a directory"
+    assert record["reason"] == (
+        f"cannot use the lock folder {blocker}/locks: Not a directory (set sweep.lock_dir to a "
+        "folder every measuring process can write)"
+    )
     assert json.loads((folder / "status.json").read_text(encoding="utf-8")) == record
