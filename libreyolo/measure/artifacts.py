@@ -47,6 +47,7 @@ from libreyolo import __version__
 from libreyolo.errors import BusyError, DestinationError, ProfileError
 from libreyolo.measure.failures import destination_error
 from libreyolo.measure.swap import exchange, folder_lock, try_lock
+from libreyolo.pids import pid_alive
 
 PROFILE_NAME = "profile.json"
 TRACE_NAME = "profile_trace.json"
@@ -266,7 +267,7 @@ def remove_leftovers(target: Path) -> None:
         tag, pid, path = match[1], int(match[2]), Path(entry.path)
         try:
             if tag == "link":
-                if path.is_symlink() and not _alive(pid):
+                if path.is_symlink() and not pid_alive(pid):
                     path.unlink(missing_ok=True)
             elif _abandoned(path, pid, tag, target.name):
                 shutil.rmtree(path, ignore_errors=True)
@@ -280,7 +281,7 @@ def _abandoned(path: Path, pid: int, tag: str, set_name: str) -> bool:
     marker = path / MARKER_NAME
     if marker.is_file():
         return not _held(marker, pid)
-    if _alive(pid):
+    if pid_alive(pid):
         return False
     if tag == "old":  # the previous version moved the old set into `.<name>.old-*/<name>`
         return [p.name for p in path.iterdir()] == [set_name] and is_profile_set(path / set_name)
@@ -298,21 +299,7 @@ def _held(marker: Path, pid: int) -> bool:
         taken = try_lock(fd)
     finally:
         os.close(fd)
-    return _alive(pid) if taken is None else not taken
-
-
-def _alive(pid: int) -> bool:
-    if os.name == "nt":  # os.kill(pid, 0) would terminate it there; never guess
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (OverflowError, ValueError):
-        return False
-    except OSError:  # EPERM: alive, someone else's
-        return True
-    return True
+    return pid_alive(pid) if taken is None else not taken
 
 
 def _mark(directory: Path) -> int:

@@ -28,6 +28,7 @@ from pathlib import Path
 from PIL import Image, ImageDraw
 
 from libreyolo.errors import DatasetError, UsageError
+from libreyolo.pids import pid_alive
 
 try:
     import fcntl
@@ -173,7 +174,7 @@ def remove_leftovers(root: Path) -> None:
         match = _STAGING.fullmatch(entry.name)
         if match is None or not entry.is_dir(follow_symlinks=False):
             continue
-        if not _alive(int(match[2])) and not _locked(Path(entry.path)):
+        if not pid_alive(int(match[2])) and not _locked(Path(entry.path)):
             shutil.rmtree(entry.path, ignore_errors=True)
 
 
@@ -194,22 +195,6 @@ def _locked(folder: Path) -> bool:
     finally:
         os.close(fd)  # releases a lock just taken
     return False
-
-
-def _alive(pid: int) -> bool:
-    # measure.artifacts judges its staging folders' pids the same way; workload may not
-    # import measure (the layers contract), hence this copy.
-    if os.name == "nt":  # os.kill(pid, 0) would terminate it there; never guess
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (OverflowError, ValueError):
-        return False
-    except OSError:  # EPERM: alive, someone else's
-        return True
-    return True
 
 
 def render_sample(rng: random.Random, imgsz: int) -> tuple[Image.Image, list[Box]]:
