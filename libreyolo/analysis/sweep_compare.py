@@ -111,7 +111,7 @@ def _settings(row: dict[str, Any]) -> dict[str, object]:
     return found
 
 
-def swept_keys(*sides: Rows) -> tuple[str, ...]:
+def point_keys(*sides: Rows) -> tuple[str, ...]:
     """The keys that identify a point: AXES, then every other key whose known value differs
     between the points of one sweep, by name."""
     keys: set[str] = set()
@@ -201,7 +201,7 @@ def compare_sweeps(
     """One PointDelta per point of either sweep, in the before sweep's order. Two points of one
     sweep with the same identity are a UsageError (the sweeps cannot be matched); a point the
     gate cannot judge (no trials, modes that differ) is a UsageError naming it."""
-    keys = swept_keys(before.rows, after.rows)
+    keys = point_keys(before.rows, after.rows)
     pairs = match_points(before.rows, after.rows, keys)
     rows: list[PointDelta] = []
     for name, row in before.rows.items():
