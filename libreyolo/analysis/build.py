@@ -10,8 +10,7 @@ import dataclasses
 from libreyolo.analysis.metrics import compute_metrics
 from libreyolo.analysis.verdict import decide
 from libreyolo.document.model import Artifacts, Profile, RunInfo, Tool, TraceAnalysis
-
-TRAINING_PHASES = frozenset({"backward", "optimizer", "dataload", "to_device"})
+from libreyolo.document.phases import TRAINING_ONLY
 
 
 def finalize(profile: Profile) -> Profile:
@@ -40,7 +39,7 @@ def refresh_legacy_verdict(profile: Profile) -> Profile:
 def infer_mode(trace: TraceAnalysis) -> str:
     """A trace with training phases (backward, optimizer, ...) is training; else inference."""
     names = {phase.name for phase in trace.phases}
-    return "training" if names & TRAINING_PHASES else "inference"
+    return "training" if names & TRAINING_ONLY else "inference"
 
 
 def profile_from_trace(

@@ -15,9 +15,9 @@ from libreyolo.analysis import stats
 from libreyolo.analysis.contention import host_metrics
 from libreyolo.analysis.device_memory import window_memory
 from libreyolo.document.model import Memory, Profile, Scalar, TraceAnalysis
+from libreyolo.document.phases import DATALOAD, FORWARD, INFER_STAGES, POSTPROCESS, PREPROCESS
 
 MALLOCS_PER_STEP_THRASH = 5  # libreyolo 1.6.0's rule: ≥ 5 cudaMalloc/cudaFree per step is thrash
-STAGES = ("preprocess", "forward", "postprocess")
 # Present in every profile (null when not measured), as in libreyolo 1.6.0's `get` listing.
 ALWAYS = (
     "img_per_s",
@@ -95,7 +95,7 @@ def step_timing(profile: Profile) -> tuple[float | None, float | None]:
     if profile.trace is None:
         return None, None
     n = per_step_divisor(profile.trace)
-    dataload = next((p.cpu_ms for p in profile.trace.phases if p.name == "dataload"), None)
+    dataload = next((p.cpu_ms for p in profile.trace.phases if p.name == DATALOAD), None)
     return trace_step_ms(profile.trace), None if dataload is None else dataload / n
 
 
@@ -166,7 +166,7 @@ def _phase_metrics(trace: TraceAnalysis) -> dict[str, Scalar]:
 
 def _inference_metrics(profile: Profile, img_per_s: float | None) -> dict[str, Scalar]:
     latency = profile.samples.latency_ms
-    stage = {name: stats.median(profile.samples.stage_ms.get(name, [])) for name in STAGES}
+    stage = {name: stats.median(profile.samples.stage_ms.get(name, [])) for name in INFER_STAGES}
     return {
         "latency_p50_ms": _r(stats.percentile(latency, 50), 3),
         "latency_p90_ms": _r(stats.percentile(latency, 90), 3),
@@ -174,9 +174,9 @@ def _inference_metrics(profile: Profile, img_per_s: float | None) -> dict[str, S
         "latency_mean_ms": _r(stats.mean(latency), 3),
         "latency_n": len(latency),
         "throughput_img_s": img_per_s,
-        "preprocess_ms": _r(stage["preprocess"], 3),
-        "forward_ms": _r(stage["forward"], 3),
-        "nms_ms": _r(stage["postprocess"], 3),
+        "preprocess_ms": _r(stage[PREPROCESS], 3),
+        "forward_ms": _r(stage[FORWARD], 3),
+        "nms_ms": _r(stage[POSTPROCESS], 3),
     }
 
 

@@ -26,6 +26,7 @@ from libreyolo.analysis.run_view import (
     trial_spread,
 )
 from libreyolo.document.model import Profile, Scalar, Verdict
+from libreyolo.document.phases import FORWARD, POSTPROCESS, PREPROCESS
 
 TOP_KERNELS = 8
 TOP_OPS = 5
@@ -155,9 +156,9 @@ def _stages(profile: Profile) -> dict[str, float | None] | None:
     if profile.run.mode != "inference" or m.get("forward_ms") is None:
         return None
     return {
-        "preprocess": stats.as_number(m.get("preprocess_ms")),
-        "forward": stats.as_number(m.get("forward_ms")),
-        "postprocess": stats.as_number(m.get("nms_ms")),
+        PREPROCESS: stats.as_number(m.get("preprocess_ms")),
+        FORWARD: stats.as_number(m.get("forward_ms")),
+        POSTPROCESS: stats.as_number(m.get("nms_ms")),
     }
 
 

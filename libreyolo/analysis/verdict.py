@@ -14,11 +14,12 @@ import dataclasses
 from libreyolo.analysis import contention
 from libreyolo.analysis.opclass import op_category_ms
 from libreyolo.document.model import Profile, Scalar, Verdict
+from libreyolo.document.phases import FORWARD, POSTPROCESS, PREPROCESS
 
 DATALOAD_SHARE_BOUND = 0.2  # the step waits on input for ≥ 20 %: the loader is the bottleneck
 UTIL_COMPUTE = 0.8  # the GPU is busy ≥ 80 % of the window: adding work would not hide anything
 STAGE_SHARE_BOUND = 0.35  # an inference stage this large beside forward dominates the latency
-STAGES = (("preprocess", "preprocess_ms"), ("forward", "forward_ms"), ("postprocess", "nms_ms"))
+STAGES = ((PREPROCESS, "preprocess_ms"), (FORWARD, "forward_ms"), (POSTPROCESS, "nms_ms"))
 
 LEVERS = {
     "memory-pressure": ["lower --batch", "reduce activation memory", "avoid the OOM edge"],
@@ -31,7 +32,7 @@ LEVERS = {
     ],
     "compute": ["AMP / bf16", "smaller --imgsz", "a smaller model"],
     "nms / postprocess": ["lower --max-det", "higher --conf", "fewer classes"],
-    "preprocess": ["larger --batch", "faster decode", "GPU preprocessing"],
+    PREPROCESS: ["larger --batch", "faster decode", "GPU preprocessing"],
 }
 
 
@@ -93,7 +94,7 @@ def _inference_stage_verdict(metrics: dict[str, Scalar]) -> Verdict | None:
         return _verdict("nms / postprocess", why, evidence)
     if pre >= fwd and pre / step >= STAGE_SHARE_BOUND:
         why = f"preprocess is ~{_pct(pre / step)} of the step ({pre:.2f} ms)"
-        return _verdict("preprocess", why, evidence)
+        return _verdict(PREPROCESS, why, evidence)
     return None
 
 

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from math import inf
 from typing import Any
 
-from libreyolo.kineto.classify import UNPHASED, classify_phase
+from libreyolo.document.phases import BACKWARD, UNPHASED
+from libreyolo.kineto.classify import classify_phase
 from libreyolo.kineto.events import Columns, TraceEvents
 from libreyolo.kineto.intervals import union_of
 from libreyolo.kineto.steps import STEP_PREFIX
@@ -74,7 +75,7 @@ def build_phase_map(events: TraceEvents) -> PhaseMap:
         for columns in (events.ranges, events.ops):
             _collect_ranges(columns, labels, ranges)
     backward_threads = _backward_threads(events, {thread for _, thread in ranges})
-    phases = sorted({phase for phase, _ in ranges} | ({"backward"} if backward_threads else set()))
+    phases = sorted({phase for phase, _ in ranges} | ({BACKWARD} if backward_threads else set()))
     phase_ids = {phase: i for i, phase in enumerate(phases)}
     phases.append(UNPHASED)
     by_thread: dict[int, list[tuple[float, float, int]]] = {}
@@ -83,7 +84,7 @@ def build_phase_map(events: TraceEvents) -> PhaseMap:
             (start, start + dur, phase_ids[phase]) for start, dur in zip(starts, durs, strict=True)
         )
     breakpoints = {thread: _flatten(spans) for thread, spans in by_thread.items()}
-    fallback = dict.fromkeys(backward_threads, phase_ids.get("backward", _NO_PHASE))
+    fallback = dict.fromkeys(backward_threads, phase_ids.get(BACKWARD, _NO_PHASE))
     by_id = {(phase_ids[phase], thread): spans for (phase, thread), spans in ranges.items()}
     return PhaseMap(phases, breakpoints, fallback, by_id)
 

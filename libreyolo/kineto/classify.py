@@ -15,6 +15,17 @@ from __future__ import annotations
 
 import re
 
+from libreyolo.document.phases import (
+    BACKWARD,
+    DATALOAD,
+    FORWARD,
+    POSTPROCESS,
+    PREPROCESS,
+    TO_DEVICE,
+    UNPHASED,
+)
+from libreyolo.document.phases import OPTIMIZER as OPTIMIZER_PHASE
+
 COMMUNICATION = "communication"
 ATTENTION = "attention"
 LAYOUT = "layout / copy"
@@ -114,16 +125,15 @@ def uses_tensor_cores(name: str, category: str, compute_major: int | None) -> bo
 # present, is the phase name.
 PHASE_LABELS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("", re.compile(r"step/(\w+)$")),
-    ("forward", re.compile(r"(?:## forward ##|DistributedDataParallel\.forward)$")),
-    ("backward", re.compile(r"## backward ##$")),
-    ("optimizer", re.compile(r"## optimizer ##$|Optimizer\.(?:step|zero_grad)#")),
-    ("dataload", re.compile(r"enumerate\(DataLoader\)#")),
+    (FORWARD, re.compile(r"(?:## forward ##|DistributedDataParallel\.forward)$")),
+    (BACKWARD, re.compile(r"## backward ##$")),
+    (OPTIMIZER_PHASE, re.compile(r"## optimizer ##$|Optimizer\.(?:step|zero_grad)#")),
+    (DATALOAD, re.compile(r"enumerate\(DataLoader\)#")),
 )
 
 # Report order of phases; phases not listed follow in name order, `unphased` last.
-PHASE_ORDER = ("dataload", "to_device", "preprocess", "forward", "backward", "postprocess")
-PHASE_ORDER_LAST = ("optimizer",)
-UNPHASED = "unphased"
+PHASE_ORDER = (DATALOAD, TO_DEVICE, PREPROCESS, FORWARD, BACKWARD, POSTPROCESS)
+PHASE_ORDER_LAST = (OPTIMIZER_PHASE,)
 
 
 def classify_phase(label: str) -> str | None:

@@ -39,6 +39,7 @@ from libreyolo.config.schema import (
     ProfileConfig,
 )
 from libreyolo.document.model import Profile, RunInfo, Samples
+from libreyolo.document.phases import DATALOAD, TRAIN_PHASES
 from libreyolo.errors import NoProfileError, UsageError
 from libreyolo.measure.artifacts import StagedRun, set_dir
 from libreyolo.measure.assemble import analysed_trace, assemble_profile, conclude, staged
@@ -55,7 +56,6 @@ from libreyolo.measure.window import TraceRecorder, WindowPlan, fit_calibration,
 if TYPE_CHECKING:
     from libreyolo.measure.autobatch import DeviceMemory
 
-PHASES = ("dataload", "to_device", "forward", "backward", "optimizer")
 SEED = 0  # fixed shuffle and augmentation, so two runs see the same batches
 
 
@@ -302,7 +302,7 @@ def _profile_training(
         batches = _epoch_batches(loader, plan, available, notes)
 
         def train_iteration(iteration: int, timer: PhaseTimer) -> float:
-            with timer("dataload"):
+            with timer(DATALOAD):
                 batch = next(batches)
             loaded = time.perf_counter()  # the unsynced dataload_ms ends here
             losses = trainer.step(batch, timer)
@@ -319,7 +319,7 @@ def _profile_training(
                     train_iteration,
                     recorder,
                     on_progress,
-                    phases=PHASES,
+                    phases=TRAIN_PHASES,
                     worker_pids=lambda: worker_pids(loader),
                 )
             finally:

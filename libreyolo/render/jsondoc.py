@@ -9,6 +9,7 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from libreyolo.document.phases import FORWARD, POSTPROCESS, PREPROCESS
 from libreyolo.render.diff_json import diff_json
 
 if TYPE_CHECKING:  # result types only; importing them would cost every reader start-up time
@@ -422,9 +423,9 @@ def _(result: Outcome, source: Source) -> Any:
     }
     if result.mode == "inference":
         stages = {
-            "preprocess": m.get("preprocess_ms"),
-            "forward": m.get("forward_ms"),
-            "postprocess": m.get("nms_ms"),
+            PREPROCESS: m.get("preprocess_ms"),
+            FORWARD: m.get("forward_ms"),
+            POSTPROCESS: m.get("nms_ms"),
         }
         return (
             head

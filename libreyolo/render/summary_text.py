@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from libreyolo.document.phases import FORWARD, POSTPROCESS, PREPROCESS
 from libreyolo.render.safe import safe_text, short_name
 from libreyolo.render.units import bar, fmt_or_unknown, fmt_share, fmt_value
 
@@ -49,9 +50,9 @@ def _inference_lines(s: Summary) -> list[str]:
     lines = [
         f"latency  p50 {fmt_or_unknown(lat.p50_ms)} ms | p90 {fmt_or_unknown(lat.p90_ms)} ms"
         f" | p99 {fmt_or_unknown(lat.p99_ms)} ms  ({lat.num_samples} samples)",
-        f"stages   preprocess {fmt_or_unknown(st['preprocess'])} ms | forward "
-        f"{fmt_or_unknown(st['forward'])} ms | postprocess/NMS "
-        f"{fmt_or_unknown(st['postprocess'])} ms",
+        f"stages   preprocess {fmt_or_unknown(st[PREPROCESS])} ms | forward "
+        f"{fmt_or_unknown(st[FORWARD])} ms | postprocess/NMS "
+        f"{fmt_or_unknown(st[POSTPROCESS])} ms",
     ]
     weak = weak_percentiles_note(s)
     if weak:

@@ -20,11 +20,12 @@ import torch
 from PIL import Image
 from torch import nn
 
+from libreyolo.document.phases import FORWARD, INFER_STAGES, POSTPROCESS, PREPROCESS
 from libreyolo.workload.family import InferStages
 from libreyolo.workload.hooks import PhaseHook, no_phases
 from libreyolo.workload.images import decode_image
 
-PHASES = ("preprocess", "forward", "postprocess")
+PHASES = INFER_STAGES
 
 
 class InferStep:
@@ -68,16 +69,16 @@ class InferStep:
         """One call in the phases `preprocess`, `forward`, `postprocess`."""
         first = iteration * self.batch
         picks = [(first + j) % len(self.images) for j in range(self.batch)]
-        with phases("preprocess"):
+        with phases(PREPROCESS):
             batch = (
                 [decode_image(self.paths[k]) for k in picks]
                 if self.include_decode
                 else [self.images[k] for k in picks]
             )
             x, boxes = self.stages.preprocess(batch, imgsz=self.imgsz, device=self.device)
-        with phases("forward"), self._autocast():
+        with phases(FORWARD), self._autocast():
             pred = self.model(x)
-        with phases("postprocess"):
+        with phases(POSTPROCESS):
             detections = self.stages.postprocess(
                 pred, boxes, conf=self.conf, iou=self.iou, max_det=self.max_det
             )

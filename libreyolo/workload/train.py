@@ -20,11 +20,12 @@ from typing import Any, Protocol
 import torch
 from torch import Tensor, nn
 
+from libreyolo.document.phases import BACKWARD, FORWARD, OPTIMIZER, STEP_PHASES, TO_DEVICE
 from libreyolo.workload.data.loader import Batch
 from libreyolo.workload.hooks import PhaseHook, no_phases
 from libreyolo.workload.yolo9.loss import YOLOv9Loss, pad_targets
 
-PHASES = ("to_device", "forward", "backward", "optimizer")
+PHASES = STEP_PHASES
 
 LR0 = 0.01
 MOMENTUM = 0.937
@@ -192,9 +193,9 @@ class Optimising(Protocol):
 def backward_and_update(total: Tensor, step: Optimising, phases: PhaseHook) -> None:
     """The `backward` and `optimizer` phases every family's step ends with: scaled backward,
     scaler step (its skip recorded) and update, zero_grad, EMA update."""
-    with phases("backward"):
+    with phases(BACKWARD):
         torch.autograd.backward(step.scaler.scale(total))
-    with phases("optimizer"):
+    with phases(OPTIMIZER):
         step.scaler.step(step.optimizer)
         step.updates.add(step.scaler, step.optimizer)
         step.scaler.update()
@@ -256,7 +257,7 @@ class TrainStep:
         Returns detached `total`, `box`, `dfl`, `cls` (weighted) and `num_fg` (positive anchors
         per image), converted to floats only when read.
         """
-        with phases("to_device"):
+        with phases(TO_DEVICE):
             images = batch.images.to(
                 self.device, non_blocking=True, memory_format=self.memory_format
             )
@@ -267,7 +268,7 @@ class TrainStep:
                 padded = pad_targets(batch.targets, images.shape[0])
             targets = padded.to(self.device, non_blocking=True)
         autocast = torch.autocast(self.device.type, torch.float16, enabled=self.amp_effective)
-        with phases("forward"), autocast:
+        with phases(FORWARD), autocast:
             outputs = self.model(images)
             total, parts = self.loss(outputs, targets, (images.shape[2], images.shape[3]))
         backward_and_update(total, self, phases)

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from libreyolo.analysis.phases import StepPhases
 from libreyolo.analysis.report import ProfileReport
 from libreyolo.analysis.summary import CategoryShare, Summary
+from libreyolo.document.phases import DATALOAD
 from libreyolo.render.html import svg
 from libreyolo.render.html.markup import (
     Column,
@@ -153,7 +154,7 @@ def headline_cards(s: Summary) -> str:
     if s.mode == "training" and m.get("dataload_frac") is not None:
         items.append(
             card(
-                "dataload",
+                DATALOAD,
                 num(m.get("dataload_frac"), ("summary", "dataload_frac"), scale=100, unit="%"),
                 sub=f"{num(m.get('dataload_ms'), ('summary', 'dataload_ms'), digits=2)} ms/step",
             )

@@ -15,6 +15,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from libreyolo.document import phases
 from libreyolo.render.html.markup import Src, attr_src, esc
 
 # Yellow last: it is the palette's faintest line on white.
@@ -25,16 +26,16 @@ FONT_PX = 11
 LEFT, RIGHT, TOP, BOTTOM = 56, 16, 14, 40  # plot margins, px
 # Phases keep one colour on every page (training and inference phase names do not collide).
 PHASE_COLOURS = {
-    "dataload": "#E69F00",
-    "forward": "#0072B2",
-    "loss": "#CC79A7",
-    "backward": "#009E73",
-    "optimizer": "#D55E00",
-    "preprocess": "#56B4E9",
-    "to_device": "#56B4E9",
-    "postprocess": "#F0E442",
+    phases.DATALOAD: "#E69F00",
+    phases.FORWARD: "#0072B2",
+    phases.LOSS: "#CC79A7",
+    phases.BACKWARD: "#009E73",
+    phases.OPTIMIZER: "#D55E00",
+    phases.PREPROCESS: "#56B4E9",
+    phases.TO_DEVICE: "#56B4E9",
+    phases.POSTPROCESS: "#F0E442",
     "other": GREY,
-    "unphased": GREY,
+    phases.UNPHASED: GREY,
 }
 
 

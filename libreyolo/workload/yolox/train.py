@@ -27,6 +27,7 @@ from typing import Protocol
 import torch
 from torch import Tensor, nn
 
+from libreyolo.document.phases import FORWARD, TO_DEVICE
 from libreyolo.errors import UsageError
 from libreyolo.workload.hooks import PhaseHook, no_phases
 from libreyolo.workload.train import (
@@ -200,13 +201,13 @@ class YOLOXTrainStep:
         `libreyolo.workload.yolox.data.collate` makes them. Returns detached `total`, `iou`,
         `obj`, `cls`, `l1` and `num_fg`, converted to floats only when read.
         """
-        with phases("to_device"):
+        with phases(TO_DEVICE):
             images = batch.images.to(
                 self.device, non_blocking=True, memory_format=self.memory_format
             )
             targets = batch.targets.to(self.device, non_blocking=True)
         autocast = torch.autocast(self.device.type, torch.float16, enabled=self.amp_effective)
-        with phases("forward"), autocast:
+        with phases(FORWARD), autocast:
             outputs = self.model(images)
             total, parts = self.loss(outputs, targets)
         backward_and_update(total, self, phases)

@@ -1,0 +1,67 @@
+"""One word per concept: each name the code uses for a concept is spelled in one place.
+
+Phase names come from `libreyolo/document/phases.py`; nothing else in the package writes them
+as string literals (a second spelling is how a renamed phase silently stops matching).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from libreyolo.document import phases
+
+PACKAGE = Path(__file__).resolve().parents[1] / "libreyolo"
+PHASE_WORDS = {
+    value for name, value in vars(phases).items() if name.isupper() and isinstance(value, str)
+}
+# The same spelling naming another concept: kernel and op categories called "optimizer", and
+# the predict module's exported functions.
+OTHER_CONCEPTS = {
+    ("kineto/classify.py", "optimizer"),
+    ("analysis/opclass.py", "optimizer"),
+    ("workload/yolo9/predict.py", "preprocess"),
+    ("workload/yolo9/predict.py", "postprocess"),
+}
+
+
+def _string_literals(path: Path) -> list[tuple[int, str]]:
+    """(line, text) of every string constant in `path` that is not a docstring."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+        if id(node) not in docstrings
+    ]
+
+
+def _literals_of(words: set[str], *, home: str, allowed: set[tuple[str, str]]) -> list[str]:
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel == home:
+            continue
+        for line, text in _string_literals(path):
+            if text in words and (rel, text) not in allowed:
+                found.append(f"{rel}:{line}: {text!r}")
+    return found
+
+
+def test_phase_names_are_spelled_only_in_document_phases() -> None:
+    assert {"dataload", "forward", "backward", "optimizer", "postprocess"} <= PHASE_WORDS
+    assert _literals_of(PHASE_WORDS, home="document/phases.py", allowed=OTHER_CONCEPTS) == []
+
+
+def test_phase_tuples_are_built_from_the_names() -> None:
+    assert phases.TRAIN_PHASES == ("dataload", "to_device", "forward", "backward", "optimizer")
+    assert phases.INFER_STAGES == ("preprocess", "forward", "postprocess")
+    assert phases.TRAINING_ONLY.isdisjoint(phases.INFER_STAGES)
