@@ -26,6 +26,7 @@ from typing import ClassVar
 from libreyolo.analysis import stats
 from libreyolo.analysis.diff import PhaseTest, ProfileDiff, diff_profiles, with_phase_tests
 from libreyolo.analysis.gate import Gate, gate_metric, regression_gate, require_trials
+from libreyolo.analysis.result_kind import ResultKind
 from libreyolo.document.model import Profile, Scalar
 
 NOISY_TRIALS_CV = 0.10  # trials spreading more than this were measured on a changing machine
@@ -114,7 +115,7 @@ class Significance:
 
 @dataclass(frozen=True, slots=True)
 class Comparison:
-    kind: ClassVar[str] = "compare"
+    result_kind: ClassVar[ResultKind] = ResultKind.COMPARE
     img_per_s: Delta
     significance: Significance
     step_ms: Delta

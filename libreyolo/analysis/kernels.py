@@ -8,6 +8,7 @@ from typing import ClassVar, Literal
 
 from libreyolo.analysis.metrics import per_step_divisor
 from libreyolo.analysis.phases import require_phase
+from libreyolo.analysis.result_kind import ResultKind
 from libreyolo.document.model import Profile
 from libreyolo.errors import UnknownNameError
 
@@ -78,7 +79,7 @@ class KernelRow:
 
 @dataclass(frozen=True, slots=True)
 class KernelTable:
-    kind: ClassVar[str] = "kernels"
+    result_kind: ClassVar[ResultKind] = ResultKind.KERNELS
     phase: str | None
     num_matched: int  # rows that passed the filters, before --top
     rows: tuple[KernelRow, ...]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from libreyolo.analysis.result_kind import ResultKind
 from libreyolo.errors import UnknownNameError
 
 if TYPE_CHECKING:
@@ -16,7 +17,7 @@ class MetricValue:
     """One metric of a profile."""
 
     __slots__ = ("name", "value")
-    kind = "metric"
+    result_kind = ResultKind.METRIC
 
     def __init__(self, name: str, value: Scalar) -> None:
         self.name, self.value = name, value
@@ -26,7 +27,7 @@ class MetricList:
     """The names of every metric of a profile."""
 
     __slots__ = ("names",)
-    kind = "metric-list"
+    result_kind = ResultKind.METRIC_LIST
 
     def __init__(self, names: tuple[str, ...]) -> None:
         self.names = names

@@ -7,6 +7,7 @@ from typing import ClassVar
 
 from libreyolo.analysis.metrics import per_step_divisor
 from libreyolo.analysis.phases import require_phase
+from libreyolo.analysis.result_kind import ResultKind
 from libreyolo.document.model import Profile
 
 
@@ -21,7 +22,7 @@ class OpRow:
 
 @dataclass(frozen=True, slots=True)
 class OpTable:
-    kind: ClassVar[str] = "ops"
+    result_kind: ClassVar[ResultKind] = ResultKind.OPS
     phase: str | None
     inclusive_only: bool  # True when the profile has no self times (libreyolo 1.6.0 files)
     rows: tuple[OpRow, ...]

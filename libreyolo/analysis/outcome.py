@@ -5,12 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from libreyolo.analysis.result_kind import ResultKind
 from libreyolo.document.model import Profile, Scalar
 
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    kind: ClassVar[str] = "outcome"
+    result_kind: ClassVar[ResultKind] = ResultKind.OUTCOME
     mode: str  # "training" | "inference"
     profile_path: str
     trace_path: str | None
@@ -47,6 +48,6 @@ def outcome(profile: Profile, profile_path: str, trace_path: str | None) -> Outc
 class ConfigView:
     """The composed config that `--print-config` shows instead of measuring."""
 
-    kind: ClassVar[str] = "config"
+    result_kind: ClassVar[ResultKind] = ResultKind.CONFIG
     config: dict[str, object]
     yaml_text: str

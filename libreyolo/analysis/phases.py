@@ -9,6 +9,7 @@ from typing import ClassVar
 from libreyolo.analysis import stats
 from libreyolo.analysis.contention import StepWait, step_waits
 from libreyolo.analysis.metrics import per_step_divisor
+from libreyolo.analysis.result_kind import ResultKind
 from libreyolo.document.model import Profile
 from libreyolo.errors import UnknownNameError
 
@@ -42,7 +43,7 @@ class StepPhases:
 
 @dataclass(frozen=True, slots=True)
 class PhaseBreakdown:
-    kind: ClassVar[str] = "phases"
+    result_kind: ClassVar[ResultKind] = ResultKind.PHASES
     rows: tuple[PhaseRow, ...]
     steps: tuple[StepWait, ...] = ()  # each measured step's CPU wait, where it was sampled
     per_step: tuple[StepPhases, ...] = ()

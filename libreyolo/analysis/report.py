@@ -9,7 +9,7 @@ plus each ok point's summary and phases. Nothing is computed here that a reader 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 from libreyolo.analysis.compare import Comparison, compare
 from libreyolo.analysis.kernels import KernelTable, top_kernels
@@ -23,7 +23,6 @@ TOP_ROWS = 20  # `kernels` and `ops` defaults
 
 @dataclass(frozen=True, slots=True)
 class ProfileReport:
-    kind: ClassVar[str] = "profile-report"
     source: str
     summary: Summary
     phases: PhaseBreakdown
@@ -33,7 +32,6 @@ class ProfileReport:
 
 @dataclass(frozen=True, slots=True)
 class CompareReport:
-    kind: ClassVar[str] = "compare-report"
     before: ProfileReport
     after: ProfileReport
     comparison: Comparison
@@ -41,7 +39,6 @@ class CompareReport:
 
 @dataclass(frozen=True, slots=True)
 class SweepReport:
-    kind: ClassVar[str] = "sweep-report"
     source: str
     record: dict[str, Any]  # the sweep record, as `summary <sweep dir> --json` prints it
     points: dict[str, ProfileReport]  # ok points whose profile could be read, by point name

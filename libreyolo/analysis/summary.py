@@ -15,6 +15,7 @@ from libreyolo.analysis.kernels import KernelRow, top_kernels
 from libreyolo.analysis.metrics import per_step_divisor, unsynced_walls
 from libreyolo.analysis.opclass import op_category_ms
 from libreyolo.analysis.ops import OpRow, top_ops
+from libreyolo.analysis.result_kind import ResultKind
 from libreyolo.analysis.run_view import (
     MemoryView,
     RunHeader,
@@ -65,7 +66,7 @@ class Latency:
 
 @dataclass(frozen=True, slots=True)
 class Summary:
-    kind: ClassVar[str] = "summary"
+    result_kind: ClassVar[ResultKind] = ResultKind.SUMMARY
     mode: str
     model: str | None
     family: str | None  # the model family ("yolo9"); None when the file cannot tell

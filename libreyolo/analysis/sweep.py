@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from libreyolo.analysis.result_kind import ResultKind
 from libreyolo.document.sweep_files import SWEEP_SCHEMA
 from libreyolo.document.sweep_validate import STATUSES
 
@@ -22,7 +23,7 @@ Series = dict[tuple[Any, Any, Any], list[tuple[int, float]]]
 class SweepView:
     """What `summary <sweep-dir>` shows: the sweep record, as `sweep.json` holds it."""
 
-    kind: ClassVar[str] = "sweep"
+    result_kind: ClassVar[ResultKind] = ResultKind.SWEEP
     data: dict[str, Any]
 
 

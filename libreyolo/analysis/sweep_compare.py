@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from libreyolo.analysis.compare import Comparison, compare
+from libreyolo.analysis.result_kind import ResultKind
 from libreyolo.errors import UsageError
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ class PointDelta:
 
 @dataclass(frozen=True, slots=True)
 class SweepComparison:
-    kind: ClassVar[str] = "sweep-compare"
+    result_kind: ClassVar[ResultKind] = ResultKind.SWEEP_COMPARE
     points: tuple[PointDelta, ...]
     threshold_pct: float | None  # --fail-on-regression, None without a gate
     swept: tuple[str, ...] = ()  # the keys besides AXES whose values told the points apart

@@ -17,6 +17,7 @@ from typing import ClassVar
 
 from libreyolo.analysis.metrics import per_step_divisor
 from libreyolo.analysis.opclass import op_category, op_category_ms
+from libreyolo.analysis.result_kind import ResultKind
 from libreyolo.analysis.verdict import UTIL_COMPUTE
 from libreyolo.document.model import Profile
 from libreyolo.errors import AnalysisError, UnknownNameError, UsageError
@@ -65,7 +66,7 @@ def checked(regime: str, category: str | None) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Projection:
-    kind: ClassVar[str] = "what-if"
+    result_kind: ClassVar[ResultKind] = ResultKind.WHAT_IF
     bound: str | None
     regime: str  # "host / launch", "compute" or "cpu"
     mechanism: str

@@ -9,6 +9,7 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from libreyolo.analysis.result_kind import ResultKind, kind_of
 from libreyolo.document.phases import FORWARD, POSTPROCESS, PREPROCESS
 from libreyolo.render.diff_json import diff_json
 
@@ -39,10 +40,12 @@ def to_json_text(result: object, *, source: Source = None) -> str:
     return json.dumps(to_jsonable(result, source), indent=2, allow_nan=False) + "\n"
 
 
-_VIEWS: dict[str, Callable[[Any, Source], Any]] = {}
+_VIEWS: dict[ResultKind, Callable[[Any, Source], Any]] = {}
 
 
-def _view(kind: str) -> Callable[[Callable[[Any, Source], Any]], Callable[[Any, Source], Any]]:
+def _view(
+    kind: ResultKind,
+) -> Callable[[Callable[[Any, Source], Any]], Callable[[Any, Source], Any]]:
     def register(func: Callable[[Any, Source], Any]) -> Callable[[Any, Source], Any]:
         _VIEWS[kind] = func
         return func
@@ -51,8 +54,9 @@ def _view(kind: str) -> Callable[[Callable[[Any, Source], Any]], Callable[[Any, 
 
 
 def to_jsonable(result: Any, source: Source) -> Any:
-    """The JSON-ready view of a result, chosen by its `kind`."""
-    view = _VIEWS.get(getattr(result, "kind", ""))
+    """The JSON-ready view of a result, chosen by its `result_kind`."""
+    kind = kind_of(result)
+    view = None if kind is None else _VIEWS.get(kind)
     if view is None:
         raise TypeError(f"no JSON view for {type(result).__name__}")
     return view(result, source)
@@ -88,7 +92,7 @@ def step_wait(row: StepWait) -> dict[str, Any]:
     }
 
 
-@_view("kernels")
+@_view(ResultKind.KERNELS)
 def _(result: KernelTable, source: Source) -> Any:
     return {
         "trace": source,
@@ -98,7 +102,7 @@ def _(result: KernelTable, source: Source) -> Any:
     }
 
 
-@_view("ops")
+@_view(ResultKind.OPS)
 def _(result: OpTable, source: Source) -> Any:
     rows = [
         {
@@ -121,7 +125,7 @@ def _(result: OpTable, source: Source) -> Any:
     }
 
 
-@_view("phases")
+@_view(ResultKind.PHASES)
 def _(result: PhaseBreakdown, source: Source) -> Any:
     rows = [
         {
@@ -209,7 +213,7 @@ def _gate(gate: Gate | None) -> dict[str, Any] | None:
     }
 
 
-@_view("compare")
+@_view(ResultKind.COMPARE)
 def _(result: Comparison, source: Source) -> Any:
     tested = result.tested
     before, after = source if isinstance(source, tuple) else (None, None)
@@ -233,7 +237,7 @@ def _(result: Comparison, source: Source) -> Any:
     }
 
 
-@_view("sweep-compare")
+@_view(ResultKind.SWEEP_COMPARE)
 def _(result: SweepComparison, source: Source) -> Any:
     before, after = source if isinstance(source, tuple) else (None, None)
     points = [
@@ -266,7 +270,7 @@ def _(result: SweepComparison, source: Source) -> Any:
     }
 
 
-@_view("what-if")
+@_view(ResultKind.WHAT_IF)
 def _(result: Projection, source: Source) -> Any:
     return {
         "trace": source,
@@ -282,7 +286,7 @@ def _(result: Projection, source: Source) -> Any:
     }
 
 
-@_view("summary")
+@_view(ResultKind.SUMMARY)
 def _(result: Summary, source: Source) -> Any:
     m = result.metrics
     out: dict[str, Any] = {
@@ -407,12 +411,12 @@ def _memory(mem: MemoryView) -> dict[str, Any]:
     }
 
 
-@_view("sweep")
+@_view(ResultKind.SWEEP)
 def _(result: SweepView, source: Source) -> Any:
     return result.data  # the sweep.json object as the sweep wrote it
 
 
-@_view("outcome")
+@_view(ResultKind.OUTCOME)
 def _(result: Outcome, source: Source) -> Any:
     m = result.metrics
     head: dict[str, Any] = {"profile": result.profile_path}
@@ -460,7 +464,7 @@ def _(result: Outcome, source: Source) -> Any:
     )
 
 
-@_view("report")
+@_view(ResultKind.REPORT)
 def _(result: ReportWritten, source: Source) -> Any:
     return {
         "report": result.path,
@@ -471,21 +475,21 @@ def _(result: ReportWritten, source: Source) -> Any:
     }
 
 
-@_view("config")
+@_view(ResultKind.CONFIG)
 def _(result: ConfigView, source: Source) -> Any:
     return result.config
 
 
-@_view("metric")
+@_view(ResultKind.METRIC)
 def _(result: MetricValue, source: Source) -> Any:
     return {result.name: result.value}
 
 
-@_view("metric-list")
+@_view(ResultKind.METRIC_LIST)
 def _(result: MetricList, source: Source) -> Any:
     return list(result.names)
 
 
-@_view("subcommands")
+@_view(ResultKind.SUBCOMMANDS)
 def _(result: SubcommandList, source: Source) -> Any:
     return {"subcommands": [{"name": n, "help": h} for n, h in result.entries]}

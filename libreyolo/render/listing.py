@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from libreyolo.analysis.result_kind import ResultKind
+
 
 @dataclass(frozen=True, slots=True)
 class SubcommandList:
-    kind: ClassVar[str] = "subcommands"
+    result_kind: ClassVar[ResultKind] = ResultKind.SUBCOMMANDS
     entries: tuple[tuple[str, str], ...]  # (name, one-line help)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from libreyolo.analysis.result_kind import ResultKind, kind_of
 from libreyolo.render.diff_text import diff_lines
 from libreyolo.render.safe import safe_text, short_name
 from libreyolo.render.summary_text import quiet_verdict_line, summary_lines
@@ -43,11 +44,11 @@ PHASES_HEADER = "phase         gpu_ms  wall_ms  kernels     ops"
 
 
 Lines = list[str]
-_VIEWS: dict[str, Callable[[Any], Lines]] = {}
+_VIEWS: dict[ResultKind, Callable[[Any], Lines]] = {}
 
 
 def _view(
-    kind: str,
+    kind: ResultKind,
 ) -> Callable[[Callable[[Any], Lines]], Callable[[Any], Lines]]:
     def register(func: Callable[[Any], Lines]) -> Callable[[Any], Lines]:
         _VIEWS[kind] = func
@@ -57,30 +58,32 @@ def _view(
 
 
 def to_lines(result: Any) -> Lines:
-    """The text view of a result, chosen by its `kind`; no line holds a control character."""
-    view = _VIEWS.get(getattr(result, "kind", ""))
+    """The text view of a result, chosen by its `result_kind`; no line holds a control
+    character."""
+    kind = kind_of(result)
+    view = None if kind is None else _VIEWS.get(kind)
     if view is None:
         raise TypeError(f"no text view for {type(result).__name__}")
     # The views escape what they take from files; this guard covers any string they miss.
     return [safe_text(line) for line in view(result)]
 
 
-@_view("summary")
+@_view(ResultKind.SUMMARY)
 def _(result: Summary) -> Lines:
     return summary_lines(result)
 
 
-@_view("metric")
+@_view(ResultKind.METRIC)
 def _(result: MetricValue) -> Lines:
     return [fmt_value(result.value)]
 
 
-@_view("metric-list")
+@_view(ResultKind.METRIC_LIST)
 def _(result: MetricList) -> Lines:
     return ["available metrics:", *(f"  {short_name(name)}" for name in result.names)]
 
 
-@_view("kernels")
+@_view(ResultKind.KERNELS)
 def _(result: KernelTable) -> Lines:
     lines: Lines = [KERNELS_HEADER]
     for row in result.rows:
@@ -92,7 +95,7 @@ def _(result: KernelTable) -> Lines:
     return lines
 
 
-@_view("ops")
+@_view(ResultKind.OPS)
 def _(result: OpTable) -> Lines:
     lines: Lines = [OPS_HEADER]
     for row in result.rows:
@@ -109,7 +112,7 @@ def _(result: OpTable) -> Lines:
     return lines
 
 
-@_view("phases")
+@_view(ResultKind.PHASES)
 def _(result: PhaseBreakdown) -> Lines:
     lines: Lines = [PHASES_HEADER]
     for row in result.rows:
@@ -140,7 +143,7 @@ def _tested(sig: Significance) -> str:
     return f"  [{'significant' if sig.significant else 'NOT significant'}: {sig.text}]"
 
 
-@_view("compare")
+@_view(ResultKind.COMPARE)
 def _(result: Comparison) -> Lines:
     sig = result.significance
     tag = {True: "  [significant]", False: "  [NOT significant]"}.get(
@@ -198,7 +201,7 @@ def _(result: Comparison) -> Lines:
     return lines
 
 
-@_view("what-if")
+@_view(ResultKind.WHAT_IF)
 def _(result: Projection) -> Lines:
     lines: Lines = [
         f"what-if [{safe_text(result.bound)}]: {safe_text(result.mechanism)}",
@@ -223,7 +226,7 @@ def _throughput(result: Outcome) -> str:
     return text
 
 
-@_view("outcome")
+@_view(ResultKind.OUTCOME)
 def _(result: Outcome) -> Lines:
     m = result.metrics
     if result.mode == "inference":
@@ -251,31 +254,31 @@ def _(result: Outcome) -> Lines:
     ]
 
 
-@_view("sweep")
+@_view(ResultKind.SWEEP)
 def _(result: SweepView) -> Lines:
     from libreyolo.render.sweep_text import sweep_lines  # sweeps only: profile readers skip it
 
     return sweep_lines(result.data)
 
 
-@_view("sweep-compare")
+@_view(ResultKind.SWEEP_COMPARE)
 def _(result: SweepComparison) -> Lines:
     from libreyolo.render.sweep_compare_text import sweep_compare_lines
 
     return sweep_compare_lines(result)
 
 
-@_view("report")
+@_view(ResultKind.REPORT)
 def _(result: ReportWritten) -> Lines:
     return [safe_text(result.path)]  # the path alone: `xdg-open "$(libreyolo profile report …)"`
 
 
-@_view("config")
+@_view(ResultKind.CONFIG)
 def _(result: ConfigView) -> Lines:
     return result.yaml_text.rstrip("\n").splitlines()
 
 
-@_view("subcommands")
+@_view(ResultKind.SUBCOMMANDS)
 def _(result: SubcommandList) -> Lines:
     width = max(len(name) for name, _ in result.entries)
     rows = [f"  {name:<{width}}  {help_text}" for name, help_text in result.entries]

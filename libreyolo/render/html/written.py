@@ -6,10 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from libreyolo.analysis.result_kind import ResultKind
+
 
 @dataclass(frozen=True, slots=True)
 class ReportWritten:
-    kind: ClassVar[str] = "report"
+    result_kind: ClassVar[ResultKind] = ResultKind.REPORT
     path: str
     page: str  # "profile" | "compare" | "sweep"
     num_bytes: int
