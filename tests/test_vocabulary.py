@@ -1,7 +1,9 @@
 """One word per concept: each name the code uses for a concept is spelled in one place.
 
 Phase names come from `libreyolo/document/phases.py`; nothing else in the package writes them
-as string literals (a second spelling is how a renamed phase silently stops matching).
+as string literals (a second spelling is how a renamed phase silently stops matching). The mode
+is `Mode` (train, infer) everywhere in code; its stored and printed noun ("training",
+"inference") is spelt only in `libreyolo/document/mode.py`.
 """
 
 from __future__ import annotations
@@ -9,7 +11,11 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
+from libreyolo.config.schema import ModeOption
 from libreyolo.document import phases
+from libreyolo.document.mode import Mode
 
 PACKAGE = Path(__file__).resolve().parents[1] / "libreyolo"
 PHASE_WORDS = {
@@ -65,3 +71,22 @@ def test_phase_tuples_are_built_from_the_names() -> None:
     assert phases.TRAIN_PHASES == ("dataload", "to_device", "forward", "backward", "optimizer")
     assert phases.INFER_STAGES == ("preprocess", "forward", "postprocess")
     assert phases.TRAINING_ONLY.isdisjoint(phases.INFER_STAGES)
+
+
+def test_mode_nouns_are_spelled_only_in_document_mode() -> None:
+    # migrations.py reads libreyolo 1.6.0 files, whose own `mode` key uses the noun.
+    allowed = {("document/migrations.py", "training"), ("document/migrations.py", "inference")}
+    assert _literals_of({"training", "inference"}, home="document/mode.py", allowed=allowed) == []
+
+
+@pytest.mark.parametrize(
+    ("mode", "noun", "option"),
+    [(Mode.TRAIN, "training", ModeOption.run), (Mode.INFER, "inference", ModeOption.infer)],
+)
+def test_one_mode_three_spellings(mode: Mode, noun: str, option: ModeOption) -> None:
+    assert (mode.noun, Mode.of_noun(noun), option.measures) == (noun, mode, mode)
+
+
+def test_an_unknown_noun_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"^not a run mode: 'train'$"):
+        Mode.of_noun("train")

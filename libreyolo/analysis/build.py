@@ -9,6 +9,7 @@ import dataclasses
 
 from libreyolo.analysis.metrics import compute_metrics
 from libreyolo.analysis.verdict import decide
+from libreyolo.document.mode import Mode
 from libreyolo.document.model import Artifacts, Profile, RunInfo, Tool, TraceAnalysis
 from libreyolo.document.phases import TRAINING_ONLY
 
@@ -36,22 +37,22 @@ def refresh_legacy_verdict(profile: Profile) -> Profile:
     return dataclasses.replace(profile, metrics=metrics, verdict=verdict)
 
 
-def infer_mode(trace: TraceAnalysis) -> str:
+def mode_of_trace(trace: TraceAnalysis) -> Mode:
     """A trace with training phases (backward, optimizer, ...) is training; else inference."""
     names = {phase.name for phase in trace.phases}
-    return "training" if names & TRAINING_ONLY else "inference"
+    return Mode.TRAIN if names & TRAINING_ONLY else Mode.INFER
 
 
 def profile_from_trace(
     trace: TraceAnalysis, *, trace_path: str | None, created: str | None, version: str
 ) -> Profile:
     """A profile for a bare Chrome trace: no collector samples, so timing comes from the trace."""
-    mode = infer_mode(trace)
+    mode = mode_of_trace(trace)
     profile = Profile(
-        kind="train" if mode == "training" else "infer",
+        kind=mode,
         created=created,
         tool=Tool(version=version),
-        run=RunInfo(mode=mode),  # type: ignore[arg-type]
+        run=RunInfo(mode=mode.noun),
         trace=trace,
         artifacts=Artifacts(trace=trace_path),
     )

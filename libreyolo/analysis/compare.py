@@ -27,6 +27,7 @@ from libreyolo.analysis import stats
 from libreyolo.analysis.diff import PhaseTest, ProfileDiff, diff_profiles, with_phase_tests
 from libreyolo.analysis.gate import Gate, gate_metric, regression_gate, require_trials
 from libreyolo.analysis.result_kind import ResultKind
+from libreyolo.document.mode import Mode
 from libreyolo.document.model import Profile, Scalar
 
 NOISY_TRIALS_CV = 0.10  # trials spreading more than this were measured on a changing machine
@@ -34,8 +35,8 @@ SE_MULTIPLE = 2.0  # "exceeds twice the combined standard error": the floor of t
 CONFIDENCE = 0.975  # two-sided 5 % Welch t-test
 SINGLE_RUN = "single run, use 'run --repeat N' for a significance call"  # libreyolo 1.6.0 wording
 SINGLE_RUN_ADVICE = "single run, use {commands} for a significance call"  # SINGLE_RUN's pattern
-# The command that measures trials of a profile, by its run mode (training: 1.6.0's advice).
-REPEAT_COMMANDS = {"training": "run --repeat N", "inference": "infer --repeat N"}
+# The command that measures trials of a profile, by its mode (training: 1.6.0's advice).
+REPEAT_COMMANDS = {Mode.TRAIN: "run --repeat N", Mode.INFER: "infer --repeat N"}
 # A share (a fraction 0..1: GPU util, CPU wait) is compared as a difference in percentage
 # points, never as a ratio: near zero a ratio magnifies noise (CPU wait 0.1 % -> 0.9 % would
 # read "+800 %"). A move under this many points is not called better or worse: it is a tenth of
@@ -170,18 +171,18 @@ def threshold_multiplier(df: float | None) -> float:
     return SE_MULTIPLE if df is None else max(SE_MULTIPLE, stats.t_quantile(CONFIDENCE, df))
 
 
-def repeat_command(modes: Iterable[str]) -> str:
-    """The quoted command(s) that measure trials of profiles in these run modes:
-    'infer --repeat N' for inference, 'run --repeat N' for training (and unknown modes)."""
-    default = REPEAT_COMMANDS["training"]
-    commands = dict.fromkeys(REPEAT_COMMANDS.get(mode, default) for mode in modes) or {default: 0}
+def repeat_command(modes: Iterable[Mode]) -> str:
+    """The quoted command(s) that measure trials of profiles in these modes:
+    'infer --repeat N' for inference, 'run --repeat N' for training."""
+    default = REPEAT_COMMANDS[Mode.TRAIN]
+    commands = dict.fromkeys(REPEAT_COMMANDS[mode] for mode in modes) or {default: 0}
     return " and ".join(f"'{command}'" for command in commands)
 
 
 def single_run_advice(*single: Profile) -> str:
     """Why img/s has no call: the sides without trials, and the command that measures them
     (1.6.0's SINGLE_RUN wording, word for word, for training profiles)."""
-    return SINGLE_RUN_ADVICE.format(commands=repeat_command(p.run.mode for p in single))
+    return SINGLE_RUN_ADVICE.format(commands=repeat_command(p.kind for p in single))
 
 
 def significance(before: Profile, after: Profile, metric: str = "img_per_s") -> Significance:
@@ -275,7 +276,7 @@ def compare(
     def delta(key: str) -> Delta:
         return Delta(a.get(key), b.get(key))
 
-    inference = before.run.mode == after.run.mode == "inference"
+    inference = before.kind == after.kind == Mode.INFER
     warnings = (
         tuple(
             f"the profiles differ in {name}: {json.dumps(_setting(before, name))} vs "

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from libreyolo.document.mode import Mode
 from libreyolo.errors import UsageError
 
 if TYPE_CHECKING:
@@ -50,16 +51,16 @@ def gate_metric(before: Profile, after: Profile, requested: str | None) -> str:
     """The metric to gate on: the request, or img/s for training and latency p50 for inference.
     UsageError when the two profiles measured different things (a training step's img/s is no
     baseline for an inference call's)."""
-    if before.run.mode != after.run.mode:
+    if before.kind != after.kind:
         raise UsageError(
             f"--fail-on-regression gates like against like: the before profile is "
             f"{_mode_name(before)}, the after profile {_mode_name(after)}",
             hint="compare two training profiles or two inference profiles",
         )
-    inference = before.run.mode == "inference"
+    inference = before.kind == Mode.INFER
     metric = requested or ("latency_p50_ms" if inference else "img_per_s")
     if metric.startswith("latency") and not inference:
-        side = "before" if before.run.mode != "inference" else "after"
+        side = "before" if before.kind != Mode.INFER else "after"
         raise UsageError(
             f"--metric {metric} needs inference profiles; the {side} profile is a training run",
             hint="use --metric img_per_s or step_ms",
@@ -71,10 +72,7 @@ def gate_metric(before: Profile, after: Profile, requested: str | None) -> str:
 
 
 def _mode_name(profile: Profile) -> str:
-    mode = profile.run.mode
-    return {"training": "a training run", "inference": "an inference run"}.get(
-        str(mode), f"of mode {mode!r}"
-    )
+    return "a training run" if profile.kind == Mode.TRAIN else "an inference run"
 
 
 def require_trials(before: Profile, after: Profile, values: tuple[int, int]) -> None:

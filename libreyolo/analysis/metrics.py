@@ -14,6 +14,7 @@ from __future__ import annotations
 from libreyolo.analysis import stats
 from libreyolo.analysis.contention import host_metrics
 from libreyolo.analysis.device_memory import window_memory
+from libreyolo.document.mode import Mode
 from libreyolo.document.model import Memory, Profile, Scalar, TraceAnalysis
 from libreyolo.document.phases import DATALOAD, FORWARD, INFER_STAGES, POSTPROCESS, PREPROCESS
 
@@ -205,7 +206,7 @@ def compute_metrics(profile: Profile, *, bound: str) -> dict[str, Scalar]:
         )
         metrics |= _phase_metrics(trace)
     metrics |= _memory_metrics(window_memory(profile), trace)
-    if profile.run.mode == "inference":
+    if profile.kind == Mode.INFER:
         metrics |= _inference_metrics(profile, img_per_s)
     metrics["profiler_overhead_pct"] = profiler_overhead_pct(profile)
     metrics |= host_metrics(profile)

@@ -6,13 +6,14 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from libreyolo.analysis.result_kind import ResultKind
+from libreyolo.document.mode import Mode
 from libreyolo.document.model import Profile, Scalar
 
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
     result_kind: ClassVar[ResultKind] = ResultKind.OUTCOME
-    mode: str  # "training" | "inference"
+    mode: Mode
     profile_path: str
     trace_path: str | None
     metrics: dict[str, Scalar]
@@ -30,7 +31,7 @@ def outcome(profile: Profile, profile_path: str, trace_path: str | None) -> Outc
     verdict = profile.verdict
     std = profile.metrics.get("img_per_s_std")
     return Outcome(
-        mode=profile.run.mode,
+        mode=profile.kind,
         profile_path=profile_path,
         trace_path=trace_path,
         metrics=dict(profile.metrics),

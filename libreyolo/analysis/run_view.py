@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from libreyolo.analysis import stats
 from libreyolo.analysis.device_memory import window_memory
+from libreyolo.document.mode import Mode
 from libreyolo.document.model import Profile
 
 TRIAL_METRICS = ("img_per_s", "step_ms", "latency_p50_ms", "latency_p99_ms")
@@ -19,7 +20,7 @@ MB = 1e6  # peak_vram_mb's unit (libreyolo 1.6.0: decimal megabytes)
 
 @dataclass(frozen=True, slots=True)
 class RunHeader:
-    mode: str
+    mode: Mode
     model: str | None
     weights: str | None
     random_init: bool | None  # None: the profile does not say (bare traces, 1.6.0 files)
@@ -67,7 +68,7 @@ def run_header(profile: Profile) -> RunHeader:
     run, window = profile.run, profile.window
     random_init = run.config.get("random_init")
     return RunHeader(
-        mode=run.mode,
+        mode=profile.kind,
         model=run.model,
         weights=run.weights,
         random_init=random_init if isinstance(random_init, bool) else None,

@@ -26,6 +26,7 @@ from libreyolo.analysis.run_view import (
     trial_rows,
     trial_spread,
 )
+from libreyolo.document.mode import Mode
 from libreyolo.document.model import Profile, Scalar, Verdict
 from libreyolo.document.phases import FORWARD, POSTPROCESS, PREPROCESS
 
@@ -67,7 +68,7 @@ class Latency:
 @dataclass(frozen=True, slots=True)
 class Summary:
     result_kind: ClassVar[ResultKind] = ResultKind.SUMMARY
-    mode: str
+    mode: Mode
     model: str | None
     family: str | None  # the model family ("yolo9"); None when the file cannot tell
     config: dict[str, object]
@@ -113,7 +114,7 @@ def model_family(profile: Profile) -> str | None:
 
 
 def _latency(profile: Profile) -> Latency | None:
-    if profile.run.mode != "inference":
+    if profile.kind != Mode.INFER:
         return None
     samples = profile.samples.latency_ms
     m = profile.metrics
@@ -154,7 +155,7 @@ def histogram(values: list[float], num_bins: int = HISTOGRAM_BINS) -> tuple[Bin,
 
 def _stages(profile: Profile) -> dict[str, float | None] | None:
     m = profile.metrics
-    if profile.run.mode != "inference" or m.get("forward_ms") is None:
+    if profile.kind != Mode.INFER or m.get("forward_ms") is None:
         return None
     return {
         PREPROCESS: stats.as_number(m.get("preprocess_ms")),
@@ -220,7 +221,7 @@ def summarize(profile: Profile) -> Summary:
         + tuple(profile.trace.notes if profile.trace else ())
     )
     return Summary(
-        mode=profile.run.mode,
+        mode=profile.kind,
         model=profile.run.model or profile.run.weights,
         family=model_family(profile),
         config=dict(profile.run.config),

@@ -13,6 +13,7 @@ import dataclasses
 
 from libreyolo.analysis import contention
 from libreyolo.analysis.opclass import op_category_ms
+from libreyolo.document.mode import Mode
 from libreyolo.document.model import Profile, Scalar, Verdict
 from libreyolo.document.phases import FORWARD, POSTPROCESS, PREPROCESS
 
@@ -134,10 +135,10 @@ def as_measured(profile: Profile, metrics: dict[str, Scalar]) -> str:
     stages = {name: metrics.get(key) for name, key in STAGES}
     times = {k: float(v) for k, v in stages.items() if isinstance(v, int | float)}
     step = sum(times.values())
-    if profile.run.mode == "inference" and len(times) == len(STAGES) and step > 0:
+    if profile.kind == Mode.INFER and len(times) == len(STAGES) and step > 0:
         parts.append(", ".join(f"{k} {_pct(v / step)}" for k, v in times.items()) + " of the step")
     dataload = metrics.get("dataload_frac")
-    if profile.run.mode != "inference" and isinstance(dataload, float):
+    if profile.kind != Mode.INFER and isinstance(dataload, float):
         parts.append(f"dataload {_pct(dataload)} of the step")
     if profile.trace is not None and profile.trace.has_gpu:
         parts.append(f"GPU ~{_pct(float(metrics.get('gpu_util') or 0.0))} busy")
@@ -173,7 +174,7 @@ def _decide_quiet(profile: Profile, metrics: dict[str, Scalar]) -> Verdict:
         evidence["dataload_frac"] = dataload
         why = f"the step waits on input data: dataload takes ~{_pct(dataload)} of the step"
         return _verdict("dataloader", why, evidence)
-    if profile.run.mode == "inference":
+    if profile.kind == Mode.INFER:
         staged = _inference_stage_verdict(metrics)
         if staged is not None:
             return staged

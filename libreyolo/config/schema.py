@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from libreyolo.document.mode import Mode
+
 SCHEMA_GROUP = "schema"
 
 # The batch and window each mode's file (conf/mode/run.yaml, conf/mode/infer.yaml) sets, and so
@@ -30,14 +32,21 @@ INFER_RUNS = 100
 INFER_IMGSZ = 0
 
 
-class Mode(StrEnum):
-    """What is profiled: a training step (`run`) or an inference call (`infer`).
+class ModeOption(StrEnum):
+    """The config's `mode` option, spelt as the subcommand that selects it: `run` profiles a
+    training step, `infer` an inference call. The word also names the set's folder
+    (`<project>/run/`); code that asks what is measured reads `measures`.
 
     Member names equal their values because OmegaConf converts strings to enums by name.
     """
 
     run = "run"
     infer = "infer"
+
+    @property
+    def measures(self) -> Mode:
+        """What this option measures, in the code's one word for it."""
+        return Mode.TRAIN if self is ModeOption.run else Mode.INFER
 
 
 class AmpDtype(StrEnum):
@@ -111,7 +120,7 @@ class SweepConfig:
 class ProfileConfig:
     """One resolved profile run. `batch` -1 means auto-fit (training on CUDA only)."""
 
-    mode: Mode = Mode.run
+    mode: ModeOption = ModeOption.run
     model: ModelConfig = field(default_factory=ModelConfig)
     dataset: DatasetConfig = field(default_factory=DatasetConfig)
     device: DeviceConfig = field(default_factory=DeviceConfig)

@@ -45,9 +45,6 @@ def to_builtins(profile: Profile) -> dict[str, Any]:
     return raw
 
 
-MODE_OF_KIND = {"train": "training", "infer": "inference"}  # the two must agree
-
-
 def from_builtins(raw: dict[str, Any], *, origin: str) -> Profile:
     """Validate a current-schema dict into a Profile; a bad key or type, or a number no
     measurement can produce (NaN, a negative time, p50 above p90), is one error line."""
@@ -58,7 +55,7 @@ def from_builtins(raw: dict[str, Any], *, origin: str) -> Profile:
             f"failed to analyse {origin}: invalid profile: {err}",
             hint="the file is not a valid libreyolo.profile/v2 document",
         ) from err
-    if MODE_OF_KIND[profile.kind] != profile.run.mode:
+    if profile.kind.noun != profile.run.mode:  # one concept stored twice: the two must agree
         raise AnalysisError(
             f"failed to analyse {origin}: invalid profile: kind {profile.kind!r} does not match "
             f"run.mode {profile.run.mode!r}",

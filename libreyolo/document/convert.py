@@ -8,6 +8,7 @@ ignored so that additive schema changes stay readable. Must not do I/O.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 import types
 import typing
@@ -69,6 +70,8 @@ def _plan(kind: Any) -> Check:
         return _union_plan(args)
     if origin is Literal:
         return _literal_plan(args)
+    if isinstance(kind, type) and issubclass(kind, enum.Enum):
+        return _enum_plan(kind)
     if origin is list:
         item = _plan(args[0])
         return lambda value, path: [
@@ -97,6 +100,13 @@ def _literal_plan(allowed: tuple[Any, ...]) -> Check:
         return value
 
     return check
+
+
+def _enum_plan(cls: type[enum.Enum]) -> Check:
+    """An enum is stored as its members' values (a StrEnum's strings), and read back as the
+    member, so the code compares members and the file keeps plain strings."""
+    check_value = _literal_plan(tuple(member.value for member in cls))
+    return lambda value, path: cls(check_value(value, path))
 
 
 def _primitive(value: Any, path: str, *, kind: Any) -> Any:

@@ -17,11 +17,10 @@ named `share`, counts are `num_*`. Totals are over the analysed window; readers 
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from libreyolo.document.mode import Mode, RunMode
 from libreyolo.document.version import SCHEMA
 
 Scalar = float | int | bool | str | None
-Mode = Literal["training", "inference"]
-Kind = Literal["train", "infer"]
 
 
 # Every class: frozen, slotted, keyword-only. Unknown keys are ignored on read (convert.py), so
@@ -56,7 +55,7 @@ class Environment:
 class RunInfo:
     """How the profile was made: mode, model and the fully resolved config."""
 
-    mode: Mode
+    mode: RunMode  # the stored spelling of `Profile.kind` (Mode.noun); code reads `kind`
     model: str | None = None
     weights: str | None = None
     device: str | None = None
@@ -321,7 +320,7 @@ class Profile:
     """A complete `libreyolo.profile/v2` document."""
 
     schema: str = SCHEMA
-    kind: Kind
+    kind: Mode
     created: str | None  # UTC, ISO 8601; null when unknown (migrated v1 files)
     tool: Tool
     run: RunInfo

@@ -21,10 +21,10 @@ import torch
 from libreyolo import __version__
 from libreyolo.analysis.build import finalize
 from libreyolo.document.files import save
+from libreyolo.document.mode import Mode
 from libreyolo.document.model import (
     Artifacts,
     Host,
-    Kind,
     Memory,
     Profile,
     RunInfo,
@@ -97,7 +97,7 @@ def staged(target: Path, into: StagedRun | None) -> AbstractContextManager[Stage
 
 def assemble_profile(
     *,
-    kind: Kind,
+    kind: Mode,
     info: RunInfo,
     device: torch.device,
     plan: WindowPlan,

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from libreyolo.config.compose import as_plain_dict
 from libreyolo.config.schema import ProfileConfig
+from libreyolo.document.mode import Mode
 from libreyolo.document.model import Profile
 
 if TYPE_CHECKING:
@@ -170,7 +171,7 @@ def _collect(
 ) -> Profile:
     from libreyolo.measure import profile_inference, profile_training
 
-    if cfg.mode.value == "infer":
+    if cfg.mode.measures == Mode.INFER:
         profile, _ = profile_inference(infer_settings(cfg), on_progress=on_progress, into=run)
     else:
         profile, _ = profile_training(train_settings(cfg), on_progress=on_progress, into=run)

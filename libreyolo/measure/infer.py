@@ -30,6 +30,7 @@ from libreyolo.config.schema import (
     ModelConfig,
     ProfileConfig,
 )
+from libreyolo.document.mode import Mode
 from libreyolo.document.model import Profile, RunInfo, Samples
 from libreyolo.errors import UsageError
 from libreyolo.measure.artifacts import StagedRun, set_dir
@@ -195,7 +196,7 @@ def _profile_inference(
             "notes": list(notes),
         }
         info = RunInfo(
-            mode="inference",
+            mode=Mode.INFER.noun,
             model=workload.model_name(described.size),
             weights=os.fspath(settings.weights),
             device=str(device),
@@ -211,7 +212,7 @@ def _profile_inference(
             bare_ms=window.bare_ms,
         )
         profile = assemble_profile(
-            kind="infer",
+            kind=Mode.INFER,
             info=info,
             device=device,
             plan=plan,

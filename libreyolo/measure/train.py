@@ -38,6 +38,7 @@ from libreyolo.config.schema import (
     ModelConfig,
     ProfileConfig,
 )
+from libreyolo.document.mode import Mode
 from libreyolo.document.model import Profile, RunInfo, Samples
 from libreyolo.document.phases import DATALOAD, TRAIN_PHASES
 from libreyolo.errors import NoProfileError, UsageError
@@ -341,7 +342,7 @@ def _profile_training(
             "notes": list(notes),
         }
         info = RunInfo(
-            mode="training",
+            mode=Mode.TRAIN.noun,
             model=workload.model_name(described.size),
             weights=os.fspath(settings.weights),
             device=str(device),
@@ -352,7 +353,7 @@ def _profile_training(
         )
         samples = Samples(steps=window.steps, bare_ms=window.bare_ms, amp_skipped_steps=skipped)
         profile = assemble_profile(
-            kind="train",
+            kind=Mode.TRAIN,
             info=info,
             device=device,
             plan=plan,

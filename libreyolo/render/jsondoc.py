@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from libreyolo.analysis.result_kind import ResultKind, kind_of
+from libreyolo.document.mode import Mode
 from libreyolo.document.phases import FORWARD, POSTPROCESS, PREPROCESS
 from libreyolo.render.diff_json import diff_json
 
@@ -291,7 +292,7 @@ def _(result: Summary, source: Source) -> Any:
     m = result.metrics
     out: dict[str, Any] = {
         "trace": source,
-        "mode": result.mode,
+        "mode": result.mode.noun,
         "model": result.model,
         "family": result.family,
         "config": result.config,
@@ -379,7 +380,7 @@ def _(result: Summary, source: Source) -> Any:
 
 def _run_header(run: RunHeader) -> dict[str, Any]:
     return {
-        "mode": run.mode,
+        "mode": run.mode.noun,
         "model": run.model,
         "weights": run.weights,
         "random_init": run.random_init,
@@ -425,7 +426,7 @@ def _(result: Outcome, source: Source) -> Any:
         "img_per_s_std": result.img_per_s_std,
         "img_per_s_n": result.num_trials,
     }
-    if result.mode == "inference":
+    if result.mode == Mode.INFER:
         stages = {
             PREPROCESS: m.get("preprocess_ms"),
             FORWARD: m.get("forward_ms"),
@@ -433,7 +434,7 @@ def _(result: Outcome, source: Source) -> Any:
         }
         return (
             head
-            | {"mode": "inference"}
+            | {"mode": result.mode.noun}
             | trials
             | {
                 "latency_p50_ms": m.get("latency_p50_ms"),
@@ -454,7 +455,7 @@ def _(result: Outcome, source: Source) -> Any:
         | {
             "bound": result.bound,
             "gpu_util": m.get("gpu_util"),
-            "mode": "training",
+            "mode": result.mode.noun,
             "step_ms": m.get("step_ms"),
             "bound_why": result.why,
             "contended": m.get("contended"),

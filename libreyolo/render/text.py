@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from libreyolo.analysis.result_kind import ResultKind, kind_of
+from libreyolo.document.mode import Mode
 from libreyolo.render.diff_text import diff_lines
 from libreyolo.render.safe import safe_text, short_name
 from libreyolo.render.summary_text import quiet_verdict_line, summary_lines
@@ -229,7 +230,7 @@ def _throughput(result: Outcome) -> str:
 @_view(ResultKind.OUTCOME)
 def _(result: Outcome) -> Lines:
     m = result.metrics
-    if result.mode == "inference":
+    if result.mode == Mode.INFER:
         lines = [
             f"latency  p50 {fmt_or_unknown(m.get('latency_p50_ms'))} ms | p90 "
             f"{fmt_or_unknown(m.get('latency_p90_ms'))} ms | p99 "

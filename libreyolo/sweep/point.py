@@ -42,13 +42,14 @@ from libreyolo.config.schema import (
     AmpDtype,
     DatasetConfig,
     DeviceConfig,
-    Mode,
     ModelConfig,
+    ModeOption,
     ProfileConfig,
     SweepConfig,
     WindowConfig,
 )
 from libreyolo.document.files import write_atomic
+from libreyolo.document.mode import Mode
 from libreyolo.document.sweep_files import (
     LOG_FILE,
     REQUEST_FILE,
@@ -103,7 +104,7 @@ TIMING_KEYS = (
 def config_from_dict(data: dict[str, Any]) -> ProfileConfig:
     """Rebuild the frozen `ProfileConfig` from `as_plain_dict` output."""
     kwargs = {k: _NESTED[k](**v) if k in _NESTED else v for k, v in data.items()}
-    kwargs["mode"] = Mode(kwargs.get("mode", Mode.run))
+    kwargs["mode"] = ModeOption(kwargs.get("mode", ModeOption.run))
     kwargs["amp_dtype"] = AmpDtype(kwargs.get("amp_dtype", AmpDtype.float16))
     return ProfileConfig(**kwargs)
 
@@ -201,7 +202,7 @@ def _measure(request: dict[str, Any], point_dir: Path, clock: WindowClock) -> di
     cfg = dataclasses.replace(cfg, project=str(point_dir))
     if request.get("device"):  # the leased GPU as this process numbers it
         cfg = dataclasses.replace(cfg, device=DeviceConfig(name=request["device"]))
-    if cfg.mode == Mode.infer:
+    if cfg.mode.measures == Mode.INFER:
         cfg = dataclasses.replace(cfg, half=cfg.amp)  # a sweep's `amp` means --half for infer
     clock.started = time.perf_counter()
     _, path = measure_config(

@@ -16,7 +16,7 @@ from libreyolo.config import (
     FLAG_KEYS,
     AmpDtype,
     ConfigError,
-    Mode,
+    ModeOption,
     ProfileConfig,
     as_plain_dict,
     compose_config,
@@ -71,7 +71,7 @@ def test_every_packaged_option_composes(group: str, option: str) -> None:
 
 def test_packaged_defaults_match_the_cli_spec() -> None:
     run = compose_config([])
-    assert run.mode is Mode.run
+    assert run.mode is ModeOption.run
     # --size: the spec's t, given by the default weights' name (a size is set only when asked
     # for, so the default never overrides a checkpoint's own size).
     assert (run.model.family, run.model.size, run.model.weights) == (
@@ -122,11 +122,11 @@ def test_every_repo_experiment_composes(name: str) -> None:
 def test_repo_experiments_exist_and_say_what_they_are() -> None:
     assert "tune_train" in EXPERIMENTS
     tune = compose_config([], config_dir=REPO_CONF, config_name="tune_train")
-    assert (tune.mode, tune.dataset.name_or_path) == (Mode.run, "coco128")
+    assert (tune.mode, tune.dataset.name_or_path) == (ModeOption.run, "coco128")
     infer = [
         n
         for n in EXPERIMENTS
-        if compose_config([], config_dir=REPO_CONF, config_name=n).mode is Mode.infer
+        if compose_config([], config_dir=REPO_CONF, config_name=n).mode is ModeOption.infer
     ]
     assert infer
 
@@ -353,7 +353,11 @@ def test_repo_experiment_group_adds_onto_the_packaged_config() -> None:
     import yaml
 
     cfg = compose_config(["+experiment=deploy_grid"], config_dir=REPO_CONF)
-    assert (cfg.mode, cfg.model.weights, cfg.window.runs) == (Mode.infer, "LibreYOLO9s.pt", 500)
+    assert (cfg.mode, cfg.model.weights, cfg.window.runs) == (
+        ModeOption.infer,
+        "LibreYOLO9s.pt",
+        500,
+    )
     overridden = compose_config(["+experiment=deploy_grid", "batch=2"], config_dir=REPO_CONF)
     assert overridden.batch == 2
     params = yaml.safe_load((REPO_CONF / "experiment" / "deploy_grid.yaml").read_text())

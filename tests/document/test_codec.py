@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from libreyolo.document.codec import from_builtins, to_builtins, to_json_bytes
+from libreyolo.document.mode import Mode
 from libreyolo.document.model import SCHEMA, Profile, RunInfo, Tool
 from libreyolo.errors import AnalysisError
 from tests.strategies import profiles
@@ -55,6 +56,23 @@ def test_to_json_bytes_sorts_profile_fields() -> None:
     assert list(raw) == sorted(f.name for f in dataclasses.fields(Profile))
     assert raw["schema"] == SCHEMA
     assert raw["run"]["mode"] == "training"
+
+
+def test_kind_reads_as_the_mode_member_and_writes_the_stored_strings() -> None:
+    profile = Profile(
+        kind=Mode.INFER, created=None, tool=Tool(version="2"), run=RunInfo(mode=Mode.INFER.noun)
+    )
+    data = to_json_bytes(profile)
+    raw = json.loads(data)
+    assert (raw["kind"], raw["run"]["mode"]) == ("infer", "inference")
+    loaded = _decode(data)
+    assert loaded.kind is Mode.INFER and loaded == profile
+
+
+def test_an_unknown_kind_is_one_error_line() -> None:
+    raw = json.loads(to_json_bytes(_minimal())) | {"kind": "training"}
+    with pytest.raises(AnalysisError, match=r"Invalid enum value 'training' - at `\$.kind`$"):
+        from_builtins(raw, origin="memory")
 
 
 def test_to_json_bytes_ends_with_one_newline() -> None:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from libreyolo.analysis.phases import StepPhases
 from libreyolo.analysis.report import ProfileReport
 from libreyolo.analysis.summary import CategoryShare, Summary
+from libreyolo.document.mode import Mode
 from libreyolo.document.phases import DATALOAD
 from libreyolo.render.html import svg
 from libreyolo.render.html.markup import (
@@ -40,8 +41,8 @@ from libreyolo.render.summary_text import (
 UNSYNCED = "wall (unsynced)"
 
 
-def _mode_label(mode: str) -> str:
-    return "Inference" if mode == "inference" else "Training"
+def _mode_label(mode: Mode) -> str:
+    return mode.noun.capitalize()
 
 
 def title(s: Summary) -> str:
@@ -151,7 +152,7 @@ def headline_cards(s: Summary) -> str:
         ]
     elif m.get("peak_vram_mb") is not None:  # a CUDA run without GPU activity: the allocator's
         items.append(vram)
-    if s.mode == "training" and m.get("dataload_frac") is not None:
+    if s.mode == Mode.TRAIN and m.get("dataload_frac") is not None:
         items.append(
             card(
                 DATALOAD,
@@ -360,7 +361,7 @@ def phase_table(report: ProfileReport) -> str:
             f"{value:.2f} ms",
         )
         bars.append(svg.BarRow(r.phase, (bar,)))
-    if report.summary.mode == "inference":  # the latency section draws the stage split
+    if report.summary.mode == Mode.INFER:  # the latency section draws the stage split
         return table(cols, body, sort_keys=keys)
     chart = svg.hbars(bars, mark="phases", label="wall ms per phase")
     return (
