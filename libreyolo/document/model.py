@@ -337,3 +337,7 @@ class Profile:
     trials: list[Trial] = field(default_factory=list)
     artifacts: Artifacts = field(default_factory=Artifacts)
     legacy_v1: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        # `kind="infer"` spelt as a plain string still gives the member: code compares members.
+        object.__setattr__(self, "kind", Mode(self.kind))

@@ -69,6 +69,10 @@ def test_kind_reads_as_the_mode_member_and_writes_the_stored_strings() -> None:
     assert loaded.kind is Mode.INFER and loaded == profile
 
 
+def test_a_kind_given_as_a_string_is_the_mode_member() -> None:
+    assert _minimal().kind is Mode.TRAIN
+
+
 def test_an_unknown_kind_is_one_error_line() -> None:
     raw = json.loads(to_json_bytes(_minimal())) | {"kind": "training"}
     with pytest.raises(AnalysisError, match=r"Invalid enum value 'training' - at `\$.kind`$"):
