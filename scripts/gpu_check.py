@@ -260,7 +260,7 @@ def pack(root: Path, out: Path, *, max_parts: int = MAX_PARTS) -> Packing:
 
 
 @dataclass(slots=True)
-class Outcome:
+class StepOutcome:
     """What one step did: exit status (124 when stopped at its limit), time, checks, numbers."""
 
     name: str
@@ -397,7 +397,7 @@ def _fmt(value: Any, spec: str = "") -> str:
     return str(value)
 
 
-def render_table(outcomes: Sequence[Outcome]) -> str:
+def render_table(outcomes: Sequence[StepOutcome]) -> str:
     """One compact row per step (ms: step_ms, else latency p50; skip: AMP-skipped measured
     steps); each step's failed checks and note listed under the table."""
     header = (
@@ -444,7 +444,7 @@ def render_table(outcomes: Sequence[Outcome]) -> str:
     return "\n".join(lines)
 
 
-def passed(o: Outcome) -> bool:
+def passed(o: StepOutcome) -> bool:
     return o.rc == 0 and all(o.checks.values())
 
 
@@ -548,12 +548,12 @@ def _measure(py: str, wheels: str, out: Path, log: Log) -> int:
 
 def _one(
     step: Step, runs: Path, env: dict[str, str], out: Path, log: Callable[[str], None]
-) -> Outcome:
+) -> StepOutcome:
     """Run one step and read its outcome; nothing it does stops the next."""
     log(f"== {step.name} (limit {step.limit_s} s)")
     stdout, stderr = runs / f"{step.name}.stdout", runs / f"{step.name}.stderr"
     rc, seconds = run_step(step.argv, step.limit_s, stdout, stderr, env)
-    outcome = Outcome(step.name, rc, round(seconds, 1), step.limit_s)
+    outcome = StepOutcome(step.name, rc, round(seconds, 1), step.limit_s)
     try:
         _read_outcome(step, outcome, stdout, stderr, runs, out, log)
     except Exception as error:  # a profile of an unforeseen shape: this step's failure only
@@ -565,7 +565,7 @@ def _one(
 
 def _read_outcome(
     step: Step,
-    outcome: Outcome,
+    outcome: StepOutcome,
     stdout: Path,
     stderr: Path,
     runs: Path,

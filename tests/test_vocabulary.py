@@ -3,7 +3,7 @@
 Phase names come from `libreyolo/document/phases.py`; nothing else in the package writes them
 as string literals (a second spelling is how a renamed phase silently stops matching). The mode
 is `Mode` (train, infer) everywhere in code; its stored and printed noun ("training",
-"inference") is spelt only in `libreyolo/document/mode.py`.
+"inference") is spelt only in `libreyolo/document/mode.py`. No two classes share a name.
 """
 
 from __future__ import annotations
@@ -90,3 +90,12 @@ def test_one_mode_three_spellings(mode: Mode, noun: str, option: ModeOption) -> 
 def test_an_unknown_noun_is_refused() -> None:
     with pytest.raises(ValueError, match=r"^not a run mode: 'train'$"):
         Mode.of_noun("train")
+
+
+def test_no_two_classes_in_the_package_share_a_name() -> None:
+    seen: dict[str, list[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                seen.setdefault(node.name, []).append(path.relative_to(PACKAGE).as_posix())
+    assert {name: homes for name, homes in seen.items() if len(homes) > 1} == {}

@@ -11,7 +11,7 @@ from libreyolo.document.model import Profile, Scalar
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
+class MeasurementOutcome:
     result_kind: ClassVar[ResultKind] = ResultKind.OUTCOME
     mode: Mode
     profile_path: str
@@ -26,11 +26,11 @@ class Outcome:
     quiet_why: str | None = None
 
 
-def outcome(profile: Profile, profile_path: str, trace_path: str | None) -> Outcome:
+def outcome(profile: Profile, profile_path: str, trace_path: str | None) -> MeasurementOutcome:
     """The closing summary of a measurement that wrote `profile_path`."""
     verdict = profile.verdict
     std = profile.metrics.get("img_per_s_std")
-    return Outcome(
+    return MeasurementOutcome(
         mode=profile.kind,
         profile_path=profile_path,
         trace_path=trace_path,

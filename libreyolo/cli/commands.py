@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from libreyolo.analysis.sweep import SweepView
     from libreyolo.document.model import Profile
 
-Outcome = tuple[object, str | tuple[str, str] | None]
+CommandResult = tuple[object, str | tuple[str, str] | None]
 
 
 def _profile(args: argparse.Namespace, path: str) -> Profile:
@@ -27,14 +27,14 @@ def _profile(args: argparse.Namespace, path: str) -> Profile:
     return open_profile(path, max_input_bytes=args.max_input_bytes)
 
 
-def list_subcommands(args: argparse.Namespace) -> Outcome:
+def list_subcommands(args: argparse.Namespace) -> CommandResult:
     from libreyolo.cli.parser import SUBCOMMANDS
     from libreyolo.render.listing import SubcommandList
 
     return SubcommandList(SUBCOMMANDS), None
 
 
-def summary(args: argparse.Namespace) -> Outcome:
+def summary(args: argparse.Namespace) -> CommandResult:
     sweep = open_sweep(args.trace)
     if sweep is not None:
         return sweep, args.trace
@@ -43,7 +43,7 @@ def summary(args: argparse.Namespace) -> Outcome:
     return summarize(_profile(args, args.trace)), args.trace
 
 
-def get(args: argparse.Namespace) -> Outcome:
+def get(args: argparse.Namespace) -> CommandResult:
     from libreyolo.analysis.lookup import get_metric, metric_names
 
     metrics = open_metrics(args.trace, max_input_bytes=args.max_input_bytes)
@@ -52,13 +52,13 @@ def get(args: argparse.Namespace) -> Outcome:
     return get_metric(metrics, args.field, source=args.trace), args.trace
 
 
-def phases(args: argparse.Namespace) -> Outcome:
+def phases(args: argparse.Namespace) -> CommandResult:
     from libreyolo.analysis.phases import phase_breakdown
 
     return phase_breakdown(_profile(args, args.trace)), args.trace
 
 
-def kernels(args: argparse.Namespace) -> Outcome:
+def kernels(args: argparse.Namespace) -> CommandResult:
     from libreyolo.analysis.kernels import top_kernels
 
     table = top_kernels(
@@ -73,13 +73,13 @@ def kernels(args: argparse.Namespace) -> Outcome:
     return table, args.trace
 
 
-def ops(args: argparse.Namespace) -> Outcome:
+def ops(args: argparse.Namespace) -> CommandResult:
     from libreyolo.analysis.ops import top_ops
 
     return top_ops(_profile(args, args.trace), top=args.top, phase=args.phase), args.trace
 
 
-def compare(args: argparse.Namespace) -> Outcome:
+def compare(args: argparse.Namespace) -> CommandResult:
     from libreyolo.analysis.compare import compare as compare_profiles
 
     if args.metric is not None and args.fail_on_regression is None:
@@ -99,7 +99,7 @@ def compare(args: argparse.Namespace) -> Outcome:
     return result, (args.before, args.after)
 
 
-def _compare_sweeps(args: argparse.Namespace, before: SweepView, after: SweepView) -> Outcome:
+def _compare_sweeps(args: argparse.Namespace, before: SweepView, after: SweepView) -> CommandResult:
     from libreyolo.analysis.sweep_compare import SweepSide, compare_sweeps
     from libreyolo.document.point_profiles import read_point_profiles
 
@@ -113,7 +113,7 @@ def _compare_sweeps(args: argparse.Namespace, before: SweepView, after: SweepVie
     return result, (args.before, args.after)
 
 
-def what_if(args: argparse.Namespace) -> Outcome:
+def what_if(args: argparse.Namespace) -> CommandResult:
     from libreyolo.analysis.whatif import project
 
     result = project(
@@ -124,19 +124,19 @@ def what_if(args: argparse.Namespace) -> Outcome:
     return result, args.trace
 
 
-def report(args: argparse.Namespace) -> Outcome:
+def report(args: argparse.Namespace) -> CommandResult:
     from libreyolo.cli.report import write_report
 
     return write_report(args.inputs, args.output, max_input_bytes=args.max_input_bytes), None
 
 
-def run(args: argparse.Namespace) -> Outcome:
+def run(args: argparse.Namespace) -> CommandResult:
     from libreyolo.cli.measuring import measure
 
     return measure(args, "run", args.progress), None
 
 
-def infer(args: argparse.Namespace) -> Outcome:
+def infer(args: argparse.Namespace) -> CommandResult:
     from libreyolo.cli.measuring import measure
 
     return measure(args, "infer", args.progress), None

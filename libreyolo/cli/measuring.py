@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from libreyolo.analysis.outcome import ConfigView, Outcome, outcome
+from libreyolo.analysis.outcome import ConfigView, MeasurementOutcome, outcome
 from libreyolo.config.compose import as_plain_dict, compose_config, config_yaml
 from libreyolo.config.overrides import to_overrides
 from libreyolo.config.schema import ProfileConfig
@@ -40,7 +40,7 @@ def _compose(args: argparse.Namespace, mode: str) -> tuple[ProfileConfig, list[s
 
 def measure(
     args: argparse.Namespace, mode: str, progress: Callable[..., None] | None
-) -> Outcome | ConfigView:
+) -> MeasurementOutcome | ConfigView:
     """Compose, measure `--repeat` trials, write the profile(s) and return the outcome."""
     cfg, overrides = _compose(args, mode)
     if args.print_config:

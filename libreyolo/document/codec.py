@@ -57,8 +57,8 @@ def from_builtins(raw: dict[str, Any], *, origin: str) -> Profile:
         ) from err
     if profile.kind.noun != profile.run.mode:  # one concept stored twice: the two must agree
         raise AnalysisError(
-            f"failed to analyse {origin}: invalid profile: kind {profile.kind.value!r} does not match "
-            f"run.mode {profile.run.mode!r}",
+            f"failed to analyse {origin}: invalid profile: kind {profile.kind.value!r} does not "
+            f"match run.mode {profile.run.mode!r}",
             hint="the file is not a valid libreyolo.profile/v2 document",
         )
     check_document(raw, origin=origin)  # well typed; now values no measurement can produce

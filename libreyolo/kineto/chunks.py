@@ -25,7 +25,7 @@ from libreyolo.kineto.compact import Until
 from libreyolo.kineto.source import (
     TOKEN,
     WHITESPACE,
-    Source,
+    ByteSource,
     as_array,
     decode_meta,
     last_boundary,
@@ -82,7 +82,7 @@ def read_runs(
 class _Cutter:
     """Cuts runs of complete events off a buffer until the array closes."""
 
-    def __init__(self, source: Source, handlers: Handlers, workers: int) -> None:
+    def __init__(self, source: ByteSource, handlers: Handlers, workers: int) -> None:
         self.source = source
         self.handlers = handlers
         self.workers = workers

@@ -31,7 +31,7 @@ from libreyolo.kineto.launch_ops import launching_ops
 from libreyolo.kineto.steps import (
     StepCounts,
     StepRange,
-    Window,
+    StepWindow,
     find_steps,
     measured_window,
     trace_steps,
@@ -143,7 +143,7 @@ def reduce_trace(events: TraceEvents) -> TraceAnalysis:
     )
 
 
-def _notes(window: Window, launcher: list[int]) -> list[str]:
+def _notes(window: StepWindow, launcher: list[int]) -> list[str]:
     notes = [] if window.steps else ["no ProfilerStep: the whole trace is one window"]
     if unlinked := launcher.count(-1):
         notes.append(f"{unlinked} GPU activities have no launching call: unphased")
@@ -179,7 +179,7 @@ def _drop_idle_tail(
 
 def _link(
     events: TraceEvents,
-    window: Window,
+    window: StepWindow,
     launcher: list[int],
     times: list[float],
     phase_map: PhaseMap,
@@ -205,7 +205,7 @@ def _link(
 
 
 def _count_steps(
-    events: TraceEvents, window: Window, times: list[float], counts: StepCounts
+    events: TraceEvents, window: StepWindow, times: list[float], counts: StepCounts
 ) -> None:
     """Per step: kernels launched in it, and the end of the last GPU activity it launched."""
     gpu = events.gpu
@@ -219,7 +219,7 @@ def _count_steps(
 
 
 def _devices(
-    events: TraceEvents, window: Window
+    events: TraceEvents, window: StepWindow
 ) -> tuple[list[Device], dict[int, tuple[Union, Union]]]:
     """Per device: busy unions clipped to the window; also (all-activity, copy-only) unions."""
     gpu = events.gpu
@@ -251,7 +251,7 @@ def _select(column: Sequence[T], mask: list[bool] | None) -> Sequence[T]:
     return column if mask is None else list(compress(column, mask))
 
 
-def _calls(events: TraceEvents, window: Window, counts: StepCounts) -> tuple[LaunchStat, int]:
+def _calls(events: TraceEvents, window: StepWindow, counts: StepCounts) -> tuple[LaunchStat, int]:
     """Launch API calls, memcpy/memset calls and allocator calls inside the window."""
     calls, names = events.calls, events.names
     present = set(calls.name)
@@ -291,7 +291,7 @@ def _median(values: list[float]) -> float | None:
     return round(median, US_DECIMALS)
 
 
-def _memory(events: TraceEvents, window: Window, num_mallocs: int) -> Memory:
+def _memory(events: TraceEvents, window: StepWindow, num_mallocs: int) -> Memory:
     """Allocator peaks from CUDA `[memory]` samples in the window, and the malloc count."""
     samples = events.memory
     inside = [window.contains(time) for time in samples.ts]

@@ -1,6 +1,6 @@
 """Trace bytes: open `.json`/`.json.gz`, read in chunks, and handle what surrounds the events.
 
-Role: the file side of reading a trace. `Source` reads the (decompressed) stream chunk by chunk,
+Role: the file side of reading a trace. `ByteSource` reads the (decompressed) stream chunk by chunk,
 never past the input limit, and turns every way a file can be unusable into one `AnalysisError`
 line; `split_head` finds where the event array starts (a bare list, or the top-level
 `"traceEvents": [`); `decode_meta` decodes the keys around the array (`deviceProperties`,
@@ -51,7 +51,7 @@ class _Stream(Protocol):
     def read(self, size: int, /) -> bytes: ...
 
 
-class Source:
+class ByteSource:
     """A binary stream read in chunks, counting the bytes handed out (for error messages)."""
 
     def __init__(
@@ -135,7 +135,7 @@ class Source:
 @contextmanager
 def open_source(
     path: str | os.PathLike[str], *, max_input_bytes: int = MAX_INPUT_BYTES
-) -> Iterator[Source]:
+) -> Iterator[ByteSource]:
     """Open a trace file, gzip or plain (told by its first bytes, not its name); a plain file
     over `max_input_bytes` is refused by its size, a gzip one once that much is inflated.
 
@@ -148,12 +148,12 @@ def open_source(
         assert isinstance(raw, io.BufferedReader)  # os.fdopen(..., "rb") makes one
         if raw.peek(2)[:2] == _GZIP_MAGIC:
             stream = gzip.GzipFile(fileobj=raw)
-            yield Source(stream, label, max_input_bytes=max_input_bytes)
+            yield ByteSource(stream, label, max_input_bytes=max_input_bytes)
         else:
-            yield Source(raw, label, raw.fileno(), max_input_bytes=max_input_bytes)
+            yield ByteSource(raw, label, raw.fileno(), max_input_bytes=max_input_bytes)
 
 
-def split_head(source: Source) -> tuple[bytes | None, bytes]:
+def split_head(source: ByteSource) -> tuple[bytes | None, bytes]:
     """(the object's text up to and including the event array's `[`, squeezed, None for a bare
     list; the bytes read after that `[`)."""
     buf = _first_bytes(source)
@@ -172,7 +172,7 @@ def split_head(source: Source) -> tuple[bytes | None, bytes]:
     return head.text(), rest
 
 
-def _first_bytes(source: Source) -> bytes:
+def _first_bytes(source: ByteSource) -> bytes:
     """The first chunk, from its first byte that is not whitespace (or the BOM); whitespace
     before it is read and dropped."""
     buf = source.read()
@@ -189,7 +189,7 @@ def skip_space(buf: bytes) -> int:
     return match.end()
 
 
-def _diagnose(source: Source, buf: bytes, reason: str, base: int | None) -> AnalysisError:
+def _diagnose(source: ByteSource, buf: bytes, reason: str, base: int | None) -> AnalysisError:
     """The JSON error when the start of the file (at byte `base` of buf, None: squeezed, no
     positions) is not JSON, else `reason`."""
     if len(buf) < source.chunk:  # small enough to judge whole
@@ -201,7 +201,7 @@ def _diagnose(source: Source, buf: bytes, reason: str, base: int | None) -> Anal
     return source.fail(reason)
 
 
-def decode_meta(source: Source, head: bytes | None, tail: bytes, meta_type: type[M]) -> M:
+def decode_meta(source: ByteSource, head: bytes | None, tail: bytes, meta_type: type[M]) -> M:
     """Decode the top-level keys around the event array; a bare list has none."""
     if head is None:
         if tail.strip(WHITESPACE):

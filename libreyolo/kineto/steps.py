@@ -30,7 +30,7 @@ class StepRange:
 
 
 @dataclass(frozen=True, slots=True)
-class Window:
+class StepWindow:
     """The analysed window [start, end) and the steps inside it (none: the whole trace)."""
 
     start: float
@@ -84,15 +84,15 @@ def _step_number(name: str, position: int) -> int:
     return int(suffix) if suffix.isdigit() else position
 
 
-def measured_window(events: TraceEvents, steps: list[StepRange]) -> Window:
+def measured_window(events: TraceEvents, steps: list[StepRange]) -> StepWindow:
     """First step start to last step end; without steps, first start to last end of every
     complete event kept (CPU ops, annotations, runtime calls, GPU activity)."""
     if steps:
-        return Window(steps[0].start, max(step.end for step in steps), steps)
+        return StepWindow(steps[0].start, max(step.end for step in steps), steps)
     kept = [c for c in (events.ops, events.ranges, events.calls, events.gpu) if len(c)]
     start = min(min(columns.ts) for columns in kept)
     end = max(max(map(add, columns.ts, columns.dur)) for columns in kept)
-    return Window(start, end, [])
+    return StepWindow(start, end, [])
 
 
 @dataclass(slots=True)
@@ -105,12 +105,12 @@ class StepCounts:
     mallocs: list[int]
 
     @classmethod
-    def empty(cls, window: Window) -> StepCounts:
+    def empty(cls, window: StepWindow) -> StepCounts:
         count = len(window.steps)
         return cls([step.end for step in window.steps], [0] * count, [0] * count, [0] * count)
 
 
-def trace_steps(window: Window, counts: StepCounts, busy: Union | None) -> list[TraceStep]:
+def trace_steps(window: StepWindow, counts: StepCounts, busy: Union | None) -> list[TraceStep]:
     """Document rows: CPU span, device-side span and the busy union inside that span.
 
     The device-side span runs from the step start to the end of the last GPU work it launched

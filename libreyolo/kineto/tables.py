@@ -16,11 +16,11 @@ from libreyolo.kineto import classify
 from libreyolo.kineto.attribution import PhaseMap, aggregate_ops, phase_cpu_us
 from libreyolo.kineto.events import KERNEL, TraceEvents
 from libreyolo.kineto.intervals import to_ms
-from libreyolo.kineto.steps import STEP_PREFIX, Window
+from libreyolo.kineto.steps import STEP_PREFIX, StepWindow
 
 
 @dataclass(slots=True)
-class KernelRow:
+class KernelTotals:
     """One kernel name's totals over the window, in µs, and per phase [µs, calls]."""
 
     category: str
@@ -60,7 +60,7 @@ def kernel_table(
     phase_map: PhaseMap,
     compute_major: int | None,
     ops: list[int],
-) -> dict[str, KernelRow]:
+) -> dict[str, KernelTotals]:
     """Kernels in the window by name, with per-phase totals and the launching op (phase ids and
     op name ids per GPU activity; op -1: none)."""
     gpu = events.gpu
@@ -72,7 +72,7 @@ def kernel_table(
                 by_key[key] = sums = [0.0, 0]
             sums[0] += gpu.dur[i]
             sums[1] += 1
-    table: dict[str, KernelRow] = {}
+    table: dict[str, KernelTotals] = {}
     by_op: dict[tuple[int, int], float] = {}  # (kernel name id, op name id) -> µs
     for (name_id, phase_id, op_id), (us, calls) in by_key.items():
         name = events.names[name_id]
@@ -80,7 +80,7 @@ def kernel_table(
         if row is None:
             category = classify.classify_kernel(name)
             tensor_core = classify.uses_tensor_cores(name, category, compute_major)
-            table[name] = row = KernelRow(category, tensor_core)
+            table[name] = row = KernelTotals(category, tensor_core)
         row.total_us += us
         row.calls += int(calls)
         in_phase = row.phases.setdefault(phase_map.phases[phase_id], [0.0, 0])
@@ -92,7 +92,7 @@ def kernel_table(
 
 
 def _set_ops(
-    table: dict[str, KernelRow], by_op: dict[tuple[int, int], float], names: list[str]
+    table: dict[str, KernelTotals], by_op: dict[tuple[int, int], float], names: list[str]
 ) -> None:
     """Give each kernel the op that launched most of its time (ties: the first op name); None
     when the largest share has no enclosing op."""
@@ -107,14 +107,14 @@ def _set_ops(
             table[names[name_id]].op = names[op_id]
 
 
-def kernel_stats(kernels: dict[str, KernelRow]) -> list[KernelStat]:
+def kernel_stats(kernels: dict[str, KernelTotals]) -> list[KernelStat]:
     """The kernel table, most time first (ties by name)."""
     stats = [row.stat(name) for name, row in kernels.items()]
     return sorted(stats, key=lambda stat: (-stat.total_ms, stat.name))
 
 
 def op_table(
-    events: TraceEvents, window: Window, phase_map: PhaseMap, order: list[int] | None = None
+    events: TraceEvents, window: StepWindow, phase_map: PhaseMap, order: list[int] | None = None
 ) -> list[OpStat]:
     """cpu_ops that start in the window, by name: inclusive and self time, per phase; most
     self time first (ties by name). `order`: the ops' nesting order, when already sorted."""
@@ -143,7 +143,7 @@ def op_table(
 
 
 def phase_table(
-    kernels: dict[str, KernelRow], ops: list[OpStat], phase_map: PhaseMap, window: Window
+    kernels: dict[str, KernelTotals], ops: list[OpStat], phase_map: PhaseMap, window: StepWindow
 ) -> list[PhaseStat]:
     """Phases with kernels, ops or CPU range time in the window, in report order."""
     cpu_us = {p: us for p, us in phase_cpu_us(phase_map, window.start, window.end).items() if us}
@@ -174,7 +174,7 @@ def phase_table(
 
 
 def category_table(
-    kernels: dict[str, KernelRow], events: TraceEvents, in_window: list[bool]
+    kernels: dict[str, KernelTotals], events: TraceEvents, in_window: list[bool]
 ) -> list[CategoryStat]:
     """Kernel time per category, plus the `memcpy` row of memcpy/memset activity."""
     totals: dict[str, list[float]] = {}

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from libreyolo.kineto.source import Source, as_array, last_boundary
+from libreyolo.kineto.source import ByteSource, as_array, last_boundary
 
 if TYPE_CHECKING:  # the pool's modules load only when a trace is large enough to need them
     from concurrent.futures import Future
@@ -41,7 +41,7 @@ def default_workers() -> int:
 
 
 def decode_in_workers(
-    source: Source, buf: bytes, work: Work, merge: Callable[[Any], None], workers: int
+    source: ByteSource, buf: bytes, work: Work, merge: Callable[[Any], None], workers: int
 ) -> bytes:
     """Decode runs with `workers` processes (this one included) up to the end of the file and
     merge their parts in order; return the bytes left for the sequential cutter (the last
@@ -64,7 +64,7 @@ class _Dispatcher:
     """Cuts runs off the stream and hands each to a worker, or decodes it here."""
 
     def __init__(
-        self, source: Source, work: Work, merge: Callable[[Any], None], pool: Any, spool: str,
+        self, source: ByteSource, work: Work, merge: Callable[[Any], None], pool: Any, spool: str,
         helpers: int,
     ) -> None:  # fmt: skip
         self.source, self.work, self.merge = source, work, merge

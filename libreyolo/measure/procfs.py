@@ -31,7 +31,7 @@ class ThreadTimes(NamedTuple):
 
 
 @dataclass(frozen=True, slots=True)
-class Delta:
+class ThreadDelta:
     """What the sampled threads did between two readings."""
 
     on_cpu_ns: int
@@ -49,7 +49,9 @@ def parse_schedstat(raw: bytes | str) -> ThreadTimes | None:
     return ThreadTimes(on_cpu, wait) if on_cpu >= 0 and wait >= 0 else None
 
 
-def delta(before: Mapping[ThreadKey, ThreadTimes], after: Mapping[ThreadKey, ThreadTimes]) -> Delta:
+def delta(
+    before: Mapping[ThreadKey, ThreadTimes], after: Mapping[ThreadKey, ThreadTimes]
+) -> ThreadDelta:
     """The counters' growth over the threads present in both readings.
 
     A thread that exited in between is gone from `after`: its last slice is lost, never
@@ -64,7 +66,7 @@ def delta(before: Mapping[ThreadKey, ThreadTimes], after: Mapping[ThreadKey, Thr
         on_cpu += end.on_cpu_ns - start.on_cpu_ns
         wait += end.wait_ns - start.wait_ns
         num += 1
-    return Delta(on_cpu_ns=on_cpu, wait_ns=wait, num_threads=num)
+    return ThreadDelta(on_cpu_ns=on_cpu, wait_ns=wait, num_threads=num)
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # result types only; importing them would cost every reader s
     from libreyolo.analysis.kernels import KernelRow, KernelTable
     from libreyolo.analysis.lookup import MetricList, MetricValue
     from libreyolo.analysis.ops import OpTable
-    from libreyolo.analysis.outcome import ConfigView, Outcome
+    from libreyolo.analysis.outcome import ConfigView, MeasurementOutcome
     from libreyolo.analysis.phases import PhaseBreakdown
     from libreyolo.analysis.run_view import MemoryView, RunHeader
     from libreyolo.analysis.summary import Summary
@@ -33,28 +33,28 @@ if TYPE_CHECKING:  # result types only; importing them would cost every reader s
 
 RAW_NAME_CHARS = 90  # libreyolo 1.6.0's `raw_name` width
 
-Source = str | tuple[str, str] | None  # the path(s) the result was read from
+ReadFrom = str | tuple[str, str] | None  # the path(s) the result was read from
 
 
-def to_json_text(result: object, *, source: Source = None) -> str:
+def to_json_text(result: object, *, source: ReadFrom = None) -> str:
     """The `--json` document for one result, indented like libreyolo 1.6.0."""
     return json.dumps(to_jsonable(result, source), indent=2, allow_nan=False) + "\n"
 
 
-_VIEWS: dict[ResultKind, Callable[[Any, Source], Any]] = {}
+_VIEWS: dict[ResultKind, Callable[[Any, ReadFrom], Any]] = {}
 
 
 def _view(
     kind: ResultKind,
-) -> Callable[[Callable[[Any, Source], Any]], Callable[[Any, Source], Any]]:
-    def register(func: Callable[[Any, Source], Any]) -> Callable[[Any, Source], Any]:
+) -> Callable[[Callable[[Any, ReadFrom], Any]], Callable[[Any, ReadFrom], Any]]:
+    def register(func: Callable[[Any, ReadFrom], Any]) -> Callable[[Any, ReadFrom], Any]:
         _VIEWS[kind] = func
         return func
 
     return register
 
 
-def to_jsonable(result: Any, source: Source) -> Any:
+def to_jsonable(result: Any, source: ReadFrom) -> Any:
     """The JSON-ready view of a result, chosen by its `result_kind`."""
     kind = kind_of(result)
     view = None if kind is None else _VIEWS.get(kind)
@@ -94,7 +94,7 @@ def step_wait(row: StepWait) -> dict[str, Any]:
 
 
 @_view(ResultKind.KERNELS)
-def _(result: KernelTable, source: Source) -> Any:
+def _(result: KernelTable, source: ReadFrom) -> Any:
     return {
         "trace": source,
         "phase": result.phase,
@@ -104,7 +104,7 @@ def _(result: KernelTable, source: Source) -> Any:
 
 
 @_view(ResultKind.OPS)
-def _(result: OpTable, source: Source) -> Any:
+def _(result: OpTable, source: ReadFrom) -> Any:
     rows = [
         {
             "op": row.name,
@@ -127,7 +127,7 @@ def _(result: OpTable, source: Source) -> Any:
 
 
 @_view(ResultKind.PHASES)
-def _(result: PhaseBreakdown, source: Source) -> Any:
+def _(result: PhaseBreakdown, source: ReadFrom) -> Any:
     rows = [
         {
             "phase": row.phase,
@@ -215,7 +215,7 @@ def _gate(gate: Gate | None) -> dict[str, Any] | None:
 
 
 @_view(ResultKind.COMPARE)
-def _(result: Comparison, source: Source) -> Any:
+def _(result: Comparison, source: ReadFrom) -> Any:
     tested = result.tested
     before, after = source if isinstance(source, tuple) else (None, None)
     return {
@@ -239,7 +239,7 @@ def _(result: Comparison, source: Source) -> Any:
 
 
 @_view(ResultKind.SWEEP_COMPARE)
-def _(result: SweepComparison, source: Source) -> Any:
+def _(result: SweepComparison, source: ReadFrom) -> Any:
     before, after = source if isinstance(source, tuple) else (None, None)
     points = [
         {"point": p.point, **p.axes, "not_compared": p.not_compared}
@@ -272,7 +272,7 @@ def _(result: SweepComparison, source: Source) -> Any:
 
 
 @_view(ResultKind.WHAT_IF)
-def _(result: Projection, source: Source) -> Any:
+def _(result: Projection, source: ReadFrom) -> Any:
     return {
         "trace": source,
         "bound": result.bound,
@@ -288,7 +288,7 @@ def _(result: Projection, source: Source) -> Any:
 
 
 @_view(ResultKind.SUMMARY)
-def _(result: Summary, source: Source) -> Any:
+def _(result: Summary, source: ReadFrom) -> Any:
     m = result.metrics
     out: dict[str, Any] = {
         "trace": source,
@@ -413,12 +413,12 @@ def _memory(mem: MemoryView) -> dict[str, Any]:
 
 
 @_view(ResultKind.SWEEP)
-def _(result: SweepView, source: Source) -> Any:
+def _(result: SweepView, source: ReadFrom) -> Any:
     return result.data  # the sweep.json object as the sweep wrote it
 
 
 @_view(ResultKind.OUTCOME)
-def _(result: Outcome, source: Source) -> Any:
+def _(result: MeasurementOutcome, source: ReadFrom) -> Any:
     m = result.metrics
     head: dict[str, Any] = {"profile": result.profile_path}
     trials = {
@@ -466,7 +466,7 @@ def _(result: Outcome, source: Source) -> Any:
 
 
 @_view(ResultKind.REPORT)
-def _(result: ReportWritten, source: Source) -> Any:
+def _(result: ReportWritten, source: ReadFrom) -> Any:
     return {
         "report": result.path,
         "page": result.page,
@@ -477,20 +477,20 @@ def _(result: ReportWritten, source: Source) -> Any:
 
 
 @_view(ResultKind.CONFIG)
-def _(result: ConfigView, source: Source) -> Any:
+def _(result: ConfigView, source: ReadFrom) -> Any:
     return result.config
 
 
 @_view(ResultKind.METRIC)
-def _(result: MetricValue, source: Source) -> Any:
+def _(result: MetricValue, source: ReadFrom) -> Any:
     return {result.name: result.value}
 
 
 @_view(ResultKind.METRIC_LIST)
-def _(result: MetricList, source: Source) -> Any:
+def _(result: MetricList, source: ReadFrom) -> Any:
     return list(result.names)
 
 
 @_view(ResultKind.SUBCOMMANDS)
-def _(result: SubcommandList, source: Source) -> Any:
+def _(result: SubcommandList, source: ReadFrom) -> Any:
     return {"subcommands": [{"name": n, "help": h} for n, h in result.entries]}

@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # result types only; importing them would cost every reader s
     from libreyolo.analysis.kernels import KernelTable
     from libreyolo.analysis.lookup import MetricList, MetricValue
     from libreyolo.analysis.ops import OpTable
-    from libreyolo.analysis.outcome import ConfigView, Outcome
+    from libreyolo.analysis.outcome import ConfigView, MeasurementOutcome
     from libreyolo.analysis.phases import PhaseBreakdown
     from libreyolo.analysis.summary import Summary
     from libreyolo.analysis.sweep import SweepView
@@ -220,7 +220,7 @@ def _(result: Projection) -> Lines:
     return lines
 
 
-def _throughput(result: Outcome) -> str:
+def _throughput(result: MeasurementOutcome) -> str:
     text = fmt_or_unknown(result.metrics.get("img_per_s"))
     if result.num_trials > 1 and result.img_per_s_std is not None:
         text += f" +/- {result.img_per_s_std} (n={result.num_trials})"
@@ -228,7 +228,7 @@ def _throughput(result: Outcome) -> str:
 
 
 @_view(ResultKind.OUTCOME)
-def _(result: Outcome) -> Lines:
+def _(result: MeasurementOutcome) -> Lines:
     m = result.metrics
     if result.mode == Mode.INFER:
         lines = [

@@ -43,7 +43,7 @@ from libreyolo.sweep.naming import name_swept_keys
 from libreyolo.sweep.owned import refuse_foreign
 from libreyolo.sweep.plan import grid_plan, write_plan
 from libreyolo.sweep.point import run_point
-from libreyolo.sweep.report import SweepReport, write_report
+from libreyolo.sweep.report import SweepResult, write_report
 from libreyolo.sweep.stop import signal_of, signals_ignored, stop_on_signals
 from libreyolo.sweep.trust import check_sweep_config, split_trust_flags
 
@@ -183,7 +183,7 @@ def main() -> None:
         sys.exit(0 if report.complete else 1)
 
 
-def _stopped_line(report: SweepReport | None) -> str:
+def _stopped_line(report: SweepResult | None) -> str:
     """`interrupted: 2 of 4 points done; ...` and how to resume: the same command, or with the
     sweep folder pinned when its name is dated (the same command would start a new sweep)."""
     if report is None:
@@ -196,7 +196,7 @@ def _stopped_line(report: SweepReport | None) -> str:
     return f"interrupted: {done} points done; {again}"
 
 
-def _report() -> SweepReport | None:
+def _report() -> SweepResult | None:
     """Write and print the report of the sweep this process ran; None when nothing ran
     (`--help`, `--cfg`, a stop before the first job)."""
     only = [point for _, point, _ in _RAN] or None

@@ -34,11 +34,11 @@ from libreyolo.render.sweep_text import sweep_table as render_table
 from libreyolo.sweep.chart import write_chart
 from libreyolo.sweep.owned import refuse_foreign
 
-__all__ = ["SweepReport", "recommend", "render_table", "write_report"]
+__all__ = ["SweepResult", "recommend", "render_table", "write_report"]
 
 
 @dataclass(frozen=True)
-class SweepReport:
+class SweepResult:
     """What a sweep produced: its JSON record, the table text and the failed count."""
 
     data: dict[str, Any]
@@ -52,7 +52,7 @@ class SweepReport:
         return bool(self.data["num_ok"] == self.data["num_points"])
 
 
-def write_report(sweep_dir: str | Path, only: list[Path] | None = None) -> SweepReport:
+def write_report(sweep_dir: str | Path, only: list[Path] | None = None) -> SweepResult:
     """Collect `sweep_dir`'s points (the planned grid, else `only`, else every folder holding a
     `point.json`), draw `sweep.png`, write `sweep.json` there and return the report."""
     root = Path(sweep_dir).resolve()
@@ -66,7 +66,7 @@ def write_report(sweep_dir: str | Path, only: list[Path] | None = None) -> Sweep
     path = root / SWEEP_FILE
     write_atomic(path, (json.dumps(data, indent=2, sort_keys=True) + "\n").encode("utf-8"))
     write_page(root, data)
-    return SweepReport(
+    return SweepResult(
         data=data, table=render_table(data), num_failed=data["num_failed"], path=path
     )
 

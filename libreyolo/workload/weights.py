@@ -55,7 +55,7 @@ _LABEL = {"yolo9": "YOLOv9", "yolox": "YOLOX"}
 # page served with status 200 (proxies, captive portals) is neither.
 _CHECKPOINT_MAGIC = (b"PK\x03\x04", b"\x80")
 
-Source = Literal["path", "cache", "download", "random"]
+WeightsOrigin = Literal["path", "cache", "download", "random"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +67,7 @@ class ResolvedWeights:
     family: str | None  # "yolo9"/"yolox" when the name says so; None = let the loader sniff
     size: str | None  # from the name, else the size hint
     random_init: bool = False
-    source: Source = "path"
+    source: WeightsOrigin = "path"
     warning: str | None = None  # non-empty when the run will not measure what the user asked for
 
 

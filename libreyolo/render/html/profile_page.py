@@ -208,7 +208,7 @@ def run_facts(s: Summary, source: str) -> str:
     )
 
 
-def _step_column(i: int, step: StepPhases, keys: list[str]) -> svg.Column:
+def _step_column(i: int, step: StepPhases, keys: list[str]) -> svg.StackedColumn:
     base: Src = ("phases", "per_step", i)
     kind = "synced" if step.synced else ("unsynced" if step.synced is False else "trace")
     flag = f"step {step.index}: outlier ({step.wall_ms:.2f} ms)" if step.outlier else ""
@@ -217,7 +217,7 @@ def _step_column(i: int, step: StepPhases, keys: list[str]) -> svg.Column:
         if step.dataload_ms is not None:
             tip += f", dataload {step.dataload_ms:.2f} ms"
         seg = svg.Segment(UNSYNCED, step.wall_ms, (*base, "wall_ms"), tip)
-        return svg.Column(str(step.index), (seg,), faded=True, flag=flag)
+        return svg.StackedColumn(str(step.index), (seg,), faded=True, flag=flag)
     segments = [
         svg.Segment(
             phase,
@@ -235,7 +235,7 @@ def _step_column(i: int, step: StepPhases, keys: list[str]) -> svg.Column:
     for phase in step.phase_ms:
         if phase not in keys:
             keys.append(phase)
-    return svg.Column(str(step.index), tuple(segments), flag=flag)
+    return svg.StackedColumn(str(step.index), tuple(segments), flag=flag)
 
 
 def steps_chart(steps: Sequence[StepPhases], order: Sequence[str] = ()) -> str:

@@ -94,7 +94,7 @@ class Segment:
 
 
 @dataclass(frozen=True, slots=True)
-class Column:
+class StackedColumn:
     label: str
     segments: tuple[Segment, ...]
     faded: bool = False  # drawn lighter (unsynced steps: one wall time, no split)
@@ -102,7 +102,7 @@ class Column:
 
 
 def stacked_columns(
-    columns: Sequence[Column],
+    columns: Sequence[StackedColumn],
     keys: Sequence[str],
     *,
     mark: str,

@@ -43,7 +43,7 @@ _DROPPED = re.compile(r"(^|\.)(dfl\.conv\.weight|dfl\.project|stride|anc2vec\..*
 
 
 @dataclass(frozen=True)
-class CheckpointInfo:
+class Yolo9CheckpointInfo:
     """What a YOLOv9 file holds; `size_source` is "metadata", "tensors" or "file name"."""
 
     size: str
@@ -127,7 +127,7 @@ def _resolve_size(ckpt: dict[str, Any], state: dict[str, Tensor], path: Path) ->
     )
 
 
-def _inspect(ckpt: dict[str, Any], state: dict[str, Tensor], path: Path) -> CheckpointInfo:
+def _inspect(ckpt: dict[str, Any], state: dict[str, Tensor], path: Path) -> Yolo9CheckpointInfo:
     """Validate the metadata of a read checkpoint against its tensors."""
     _check_family(ckpt, state, path)
     size, source = _resolve_size(ckpt, state, path)
@@ -144,7 +144,7 @@ def _inspect(ckpt: dict[str, Any], state: dict[str, Tensor], path: Path) -> Chec
     if pad not in LETTERBOX_PADS:
         raise CheckpointError(f"{path}: letterbox_pad {pad!r} is not one of {LETTERBOX_PADS}")
     ch0 = SIZES[size].b3[0]
-    return CheckpointInfo(
+    return Yolo9CheckpointInfo(
         size=size,
         size_source=source,
         nc=nc,

@@ -92,7 +92,7 @@ def candidate_mask(gt: Tensor, points: Tensor, stride: Tensor, reg_max: int) -> 
     return inside & (gt[..., :1] >= 0)
 
 
-class Assignment(NamedTuple):
+class TaskAlignedAssignment(NamedTuple):
     """Per-anchor targets of one head: soft class scores, GT boxes, positive-anchor weights."""
 
     cls: Tensor  # (B, A, nc) one-hot of the assigned class x normalised alignment; 0 elsewhere
@@ -110,7 +110,7 @@ def assign(
     topk: int = 10,
     alpha: float = 0.5,
     beta: float = 6.0,
-) -> Assignment:
+) -> TaskAlignedAssignment:
     """Task-aligned assignment (workload-notes.md §2.3) on detached predictions.
 
     `cls_logits` (B, A, nc), `boxes` (B, A, 4) predicted xyxy in pixels, `gt` (B, T, 5) padded
@@ -120,7 +120,7 @@ def assign(
     t = gt.shape[1]
     if t == 0:
         zeros = cls_logits.new_zeros((b, a))
-        return Assignment(
+        return TaskAlignedAssignment(
             torch.zeros_like(cls_logits), boxes.new_zeros((b, a, 4)), zeros, zeros > 0
         )
     real = gt[..., :1] >= 0  # (B, T, 1)
@@ -153,7 +153,7 @@ def assign(
     cls = torch.zeros_like(cls_logits, dtype=weight.dtype)
     cls.scatter_(-1, gt_cls.gather(1, gt_index)[..., None], weight[..., None])
     box = gt_box.gather(1, gt_index[..., None].expand(b, a, 4))
-    return Assignment(cls, box, weight, positive)
+    return TaskAlignedAssignment(cls, box, weight, positive)
 
 
 def dfl_loss(log_probs: Tensor, target: Tensor) -> Tensor:

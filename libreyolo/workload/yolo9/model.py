@@ -54,7 +54,7 @@ REG_MAX = 16
 
 
 @dataclass(frozen=True)
-class SizeSpec:
+class Yolo9SizeSpec:
     """Widths of one size (workload-notes.md §1.2).
 
     The neck mirrors the backbone: N4 and P4 are B4 wide, P3 is B3's part width, P5 is B5 wide;
@@ -72,11 +72,11 @@ class SizeSpec:
     adown: bool = False  # ADown (c) instead of AConv down-samplers
 
 
-SIZES: dict[str, SizeSpec] = {
-    "t": SizeSpec((16, 32), (32, 32), (64, 64), 96, 128, 3, (48, 64), elan_first=True),
-    "s": SizeSpec((32, 64), (64, 64), (128, 128), 192, 256, 3, (96, 128), elan_first=True),
-    "m": SizeSpec((32, 64), (128, 128), (240, 240), 360, 480, 1, (184, 240)),
-    "c": SizeSpec((64, 128), (128, 256), (256, 512), 512, 512, 1, (256, 512), adown=True),
+SIZES: dict[str, Yolo9SizeSpec] = {
+    "t": Yolo9SizeSpec((16, 32), (32, 32), (64, 64), 96, 128, 3, (48, 64), elan_first=True),
+    "s": Yolo9SizeSpec((32, 64), (64, 64), (128, 128), 192, 256, 3, (96, 128), elan_first=True),
+    "m": Yolo9SizeSpec((32, 64), (128, 128), (240, 240), 360, 480, 1, (184, 240)),
+    "c": Yolo9SizeSpec((64, 128), (128, 256), (256, 512), 512, 512, 1, (256, 512), adown=True),
 }
 
 
@@ -110,7 +110,7 @@ def default_cls_width(ch0: int, nc: int) -> int:
 class Backbone(nn.Module):
     """Stem, four stages and SPPELAN; returns B3, B4, pre-SPP B5 and the SPP output."""
 
-    def __init__(self, spec: SizeSpec) -> None:
+    def __init__(self, spec: Yolo9SizeSpec) -> None:
         super().__init__()
         down = ADown if spec.adown else AConv
         (c0, c1), (part1, out1), (part3, out3) = spec.stem, spec.first, spec.b3
@@ -140,7 +140,7 @@ class Backbone(nn.Module):
 class Neck(nn.Module):
     """Top-down then bottom-up path over (B3, B4, P5); returns the stride 8/16/32 head inputs."""
 
-    def __init__(self, spec: SizeSpec) -> None:
+    def __init__(self, spec: Yolo9SizeSpec) -> None:
         super().__init__()
         down = ADown if spec.adown else AConv
         (p3, b3), b4, b5, n = spec.b3, spec.b4, spec.b5, spec.depth
@@ -164,7 +164,7 @@ class Neck(nn.Module):
 class AuxNeck(nn.Module):
     """PGI auxiliary branch (training only): SPPELAN on pre-SPP B5, then two top-down stages."""
 
-    def __init__(self, spec: SizeSpec) -> None:
+    def __init__(self, spec: Yolo9SizeSpec) -> None:
         super().__init__()
         (p3, b3), b4, b5, n = spec.b3, spec.b4, spec.b5, spec.depth
         self.spp = SPPELAN(b5, b5)

@@ -43,7 +43,7 @@ _SIZE_BY_STEM = {spec.stem_width: size for size, spec in SIZES.items()}
 
 
 @dataclass(frozen=True)
-class CheckpointInfo:
+class YoloxCheckpointInfo:
     """What a YOLOX file holds; `size_source` is "metadata", "tensors" or "file name"."""
 
     size: str
@@ -106,7 +106,7 @@ def _resolve_size(ckpt: dict[str, Any], state: dict[str, Tensor], path: Path) ->
     )
 
 
-def _inspect(ckpt: dict[str, Any], state: dict[str, Tensor], path: Path) -> CheckpointInfo:
+def _inspect(ckpt: dict[str, Any], state: dict[str, Tensor], path: Path) -> YoloxCheckpointInfo:
     """Validate the metadata of a read checkpoint against its tensors."""
     _check_family(ckpt, state, path)
     size, source = _resolve_size(ckpt, state, path)
@@ -119,7 +119,7 @@ def _inspect(ckpt: dict[str, Any], state: dict[str, Tensor], path: Path) -> Chec
     imgsz = ckpt.get("imgsz", SIZES[size].default_imgsz)
     if isinstance(imgsz, bool) or not isinstance(imgsz, int) or imgsz < 32:
         raise CheckpointError(f"{path}: imgsz {imgsz!r} is not an input size")
-    return CheckpointInfo(size, source, nc, class_names(ckpt.get("names"), nc, path), imgsz)
+    return YoloxCheckpointInfo(size, source, nc, class_names(ckpt.get("names"), nc, path), imgsz)
 
 
 def load_checkpoint(

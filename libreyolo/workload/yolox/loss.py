@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from libreyolo.workload.yolox.simota import Assignment, simota_assign
+from libreyolo.workload.yolox.simota import SimOTAAssignment, simota_assign
 
 IOU_WEIGHT = 5.0  # 1.6.0's reg_weight
 IOU_LOSS_EPS = 1e-16
@@ -150,7 +150,7 @@ class YOLOXLoss:
         }
         return total, parts
 
-    def _cls_target(self, a: Assignment) -> Tensor:
+    def _cls_target(self, a: SimOTAAssignment) -> Tensor:
         # Soft targets: the positive's IoU with its GT on the GT's class, 0 elsewhere.
         return F.one_hot(a.matched_classes.long(), self.nc) * a.matched_ious.unsqueeze(-1)
 

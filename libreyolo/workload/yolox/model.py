@@ -28,7 +28,7 @@ PRIOR_PROB = 0.01
 
 
 @dataclass(frozen=True)
-class SizeSpec:
+class YoloxSizeSpec:
     """Multipliers of one size (workload-notes.md §6): depth and width on YOLOX-l's network."""
 
     depth: float
@@ -46,13 +46,13 @@ class SizeSpec:
         return int(HEAD_WIDTH * self.width)
 
 
-SIZES: dict[str, SizeSpec] = {
-    "n": SizeSpec(0.33, 0.25, True, 416),
-    "t": SizeSpec(0.33, 0.375, False, 416),
-    "s": SizeSpec(0.33, 0.50, False, 640),
-    "m": SizeSpec(0.67, 0.75, False, 640),
-    "l": SizeSpec(1.00, 1.00, False, 640),
-    "x": SizeSpec(1.33, 1.25, False, 640),
+SIZES: dict[str, YoloxSizeSpec] = {
+    "n": YoloxSizeSpec(0.33, 0.25, True, 416),
+    "t": YoloxSizeSpec(0.33, 0.375, False, 416),
+    "s": YoloxSizeSpec(0.33, 0.50, False, 640),
+    "m": YoloxSizeSpec(0.67, 0.75, False, 640),
+    "l": YoloxSizeSpec(1.00, 1.00, False, 640),
+    "x": YoloxSizeSpec(1.33, 1.25, False, 640),
 }
 
 

@@ -32,7 +32,7 @@ IOU_LOG_EPS = 1e-8
 TOPK_IOUS = 10  # dynamic k sums at most this many best IoUs
 
 
-class Assignment(NamedTuple):
+class SimOTAAssignment(NamedTuple):
     """One image's positives: a mask over all anchors and, per positive (anchor order), its GT."""
 
     fg_mask: Tensor  # (A,) bool
@@ -99,7 +99,9 @@ def assignment_cost(
     return cls_cost + IOU_COST_WEIGHT * iou_cost + OUTSIDE_COST * (~in_prior)
 
 
-def dynamic_k_matching(cost: Tensor, ious: Tensor, gt_classes: Tensor, near: Tensor) -> Assignment:
+def dynamic_k_matching(
+    cost: Tensor, ious: Tensor, gt_classes: Tensor, near: Tensor
+) -> SimOTAAssignment:
     """Pick each GT's dynamic-k cheapest anchors; resolve shared anchors by minimum cost.
 
     cost and ious are (G, A_near) over the anchors selected by `near` (A,).
@@ -123,7 +125,7 @@ def dynamic_k_matching(cost: Tensor, ious: Tensor, gt_classes: Tensor, near: Ten
     fg_mask[near] = positive
     matched_gt = matching[:, positive].argmax(0)
     matched_ious = (matching * ious).sum(0)[positive]
-    return Assignment(fg_mask, matched_gt, gt_classes[matched_gt], matched_ious, num_fg)
+    return SimOTAAssignment(fg_mask, matched_gt, gt_classes[matched_gt], matched_ious, num_fg)
 
 
 @torch.no_grad()
@@ -135,7 +137,7 @@ def simota_assign(
     obj_logits: Tensor,
     grid: Tensor,
     strides: Tensor,
-) -> Assignment:
+) -> SimOTAAssignment:
     """Assign one image's anchors to its GTs (G ≥ 1 real rows).
 
     gt_boxes (G, 4) cxcywh input pixels, gt_classes (G,); pred_boxes (A, 4) decoded cxcywh;
@@ -145,7 +147,7 @@ def simota_assign(
     boxes = pred_boxes[near].float()
     if boxes.shape[0] == 0:  # no anchor centre near any GT (a degenerate box): no positives
         empty = torch.zeros(0, dtype=torch.long, device=near.device)
-        return Assignment(near, empty, gt_classes[empty], empty.float(), 0)
+        return SimOTAAssignment(near, empty, gt_classes[empty], empty.float(), 0)
     ious = pairwise_iou(gt_boxes.float(), boxes)
     cost = assignment_cost(gt_classes, cls_logits[near], obj_logits[near], ious, in_prior)
     return dynamic_k_matching(cost, ious, gt_classes, near)
