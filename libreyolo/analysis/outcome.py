@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from libreyolo.analysis.result_kind import ResultKind
+from libreyolo.document.json_value import JsonObject
 from libreyolo.document.mode import Mode
 from libreyolo.document.model import Profile, Scalar
 
@@ -50,5 +51,5 @@ class ConfigView:
     """The composed config that `--print-config` shows instead of measuring."""
 
     result_kind: ClassVar[ResultKind] = ResultKind.CONFIG
-    config: dict[str, object]
+    config: JsonObject
     yaml_text: str

@@ -26,6 +26,7 @@ from typing import Any
 from libreyolo.bounded_yaml import yaml_problem
 from libreyolo.config.overrides import flag_for_key, override_keys
 from libreyolo.config.schema import ProfileConfig, register_schemas
+from libreyolo.document.json_value import JsonObject
 from libreyolo.errors import UsageError
 
 PACKAGED_MODULE = "libreyolo.conf"
@@ -132,7 +133,7 @@ def describe_error(err: BaseException, overrides: Sequence[str] = ()) -> str:
     return f"{_name(key)}: {detail}" if key else f"config: {detail}"
 
 
-def as_plain_dict(cfg: ProfileConfig) -> dict[str, Any]:
+def as_plain_dict(cfg: ProfileConfig) -> JsonObject:
     """The resolved config as JSON-ready data (enums as their values), for a profile document."""
     return _plain(dataclasses.asdict(cfg))
 

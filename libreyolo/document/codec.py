@@ -6,9 +6,11 @@ No file I/O here (see `files.py`); no rounding either: values are rounded once w
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from libreyolo.document.convert import ConversionError, convert
+from libreyolo.document.json_value import JsonObject
 from libreyolo.document.model import Profile
 from libreyolo.document.validate import check_document
 from libreyolo.errors import AnalysisError
@@ -36,7 +38,7 @@ def to_json_bytes(obj: Any) -> bytes:
     return msgspec.json.format(msgspec.json.encode(obj, order="sorted"), indent=2) + b"\n"
 
 
-def to_builtins(profile: Profile) -> dict[str, Any]:
+def to_builtins(profile: Profile) -> JsonObject:
     """The document as plain dicts and lists (for JSON output of whole profiles)."""
     import msgspec
 
@@ -45,7 +47,7 @@ def to_builtins(profile: Profile) -> dict[str, Any]:
     return raw
 
 
-def from_builtins(raw: dict[str, Any], *, origin: str) -> Profile:
+def from_builtins(raw: Mapping[str, object], *, origin: str) -> Profile:
     """Validate a current-schema dict into a Profile; a bad key or type, or a number no
     measurement can produce (NaN, a negative time, p50 above p90), is one error line."""
     try:

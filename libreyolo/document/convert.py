@@ -44,7 +44,7 @@ def _fail(expected: str, value: object, path: str) -> ConversionError:
 
 
 @functools.cache
-def _hints(cls: type) -> dict[str, Any]:
+def _hints(cls: type) -> dict[str, object]:
     module = __import__(cls.__module__, fromlist=["_"])
     return typing.get_type_hints(cls, vars(module))
 
@@ -153,7 +153,7 @@ def _dataclass_plan(cls: Any) -> Check:
 
     def build(value: Any, path: str) -> Any:
         _is(value, dict, "object", path)
-        kwargs: dict[str, Any] = {}
+        kwargs: dict[str, object] = {}
         for name, required in specs:
             if name in value:
                 kwargs[name] = checks[name](value[name], f"{path}.{name}")

@@ -23,8 +23,9 @@ Pure and small: `get` runs `check_metrics` on every call, so this module imports
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from itertools import pairwise
-from typing import Any
+from typing import Any, TypeVar
 
 from libreyolo.errors import AnalysisError
 
@@ -49,6 +50,7 @@ _METRIC_SUFFIXES = (
 )
 _METRIC_NAMES = frozenset({"tensorcore_pct", "latency_n", "img_per_s_n", "num_steps"})
 PERCENTILES = ("latency_p50_ms", "latency_p90_ms", "latency_p99_ms")
+MetricMap = TypeVar("MetricMap", bound=Mapping[str, object])
 
 
 def _is_quantity(key: str) -> bool:
@@ -98,7 +100,7 @@ def _problem(value: Any, path: str, non_negative: bool, free: bool) -> str | Non
     return _number_problem(value, path, non_negative)
 
 
-def metrics_problem(metrics: dict[str, Any], path: str = "metrics") -> str | None:
+def metrics_problem(metrics: Mapping[str, object], path: str = "metrics") -> str | None:
     """The first problem in a flat metric map (None when there is none)."""
     for name, value in metrics.items():
         quantity = _is_metric_quantity(name)
@@ -107,7 +109,8 @@ def metrics_problem(metrics: dict[str, Any], path: str = "metrics") -> str | Non
         found = _number_problem(value, f"{path}.{name}", quantity)
         if found:
             return found
-    known = [(name, metrics[name]) for name in PERCENTILES if metrics.get(name) is not None]
+    # A percentile that got here is a number or null: the loop above refused anything else.
+    known = [(name, v) for name in PERCENTILES if isinstance(v := metrics.get(name), int | float)]
     for (low_name, low), (high_name, high) in pairwise(known):
         if low > high:
             return f"{path}.{low_name} ({low!r}) > {path}.{high_name} ({high!r})"
@@ -118,7 +121,7 @@ def _fail(origin: str, problem: str) -> AnalysisError:
     return AnalysisError(f"failed to analyse {origin}: invalid profile: {problem}", hint=HINT)
 
 
-def check_document(raw: dict[str, Any], *, origin: str) -> None:
+def check_document(raw: Mapping[str, object], *, origin: str) -> None:
     """AnalysisError (exit 1) naming the first field a measurement cannot have produced."""
     problem = _problem(raw, "", False, False)
     if problem:
@@ -133,7 +136,7 @@ def check_numbers(raw: Any, *, origin: str) -> None:
         raise _fail(origin, problem)
 
 
-def check_metrics(metrics: dict[str, Any], *, origin: str) -> dict[str, Any]:
+def check_metrics(metrics: MetricMap, *, origin: str) -> MetricMap:
     """`metrics` itself, or AnalysisError: `get`'s fast path reads the map alone."""
     problem = metrics_problem(metrics)
     if problem:

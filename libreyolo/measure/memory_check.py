@@ -17,7 +17,7 @@ running statistics), keep probe tensors alive, print, or refuse on anything but 
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -131,7 +131,7 @@ class _Tracked(TorchFunctionMode):
         func: Callable[..., Any],
         types: object,
         args: tuple[Any, ...] = (),
-        kwargs: dict[str, Any] | None = None,
+        kwargs: Mapping[str, object] | None = None,
     ) -> Any:
         out = func(*args, **(kwargs or {}))
         self.live.add(out)

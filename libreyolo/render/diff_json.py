@@ -8,7 +8,9 @@ launching op.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from libreyolo.document.json_value import JsonObject
 
 if TYPE_CHECKING:
     from libreyolo.analysis.diff import PhaseChange, ProfileDiff, RowChange, TableDiff
@@ -22,8 +24,8 @@ def _r(value: float | None, digits: int) -> float | None:
     return None if value is None else round(value, digits)
 
 
-def _phase(row: PhaseChange, has_gpu: bool) -> dict[str, Any]:
-    out = {
+def _phase(row: PhaseChange, has_gpu: bool) -> JsonObject:
+    out: JsonObject = {
         "phase": row.phase,
         "wall_ms": [_r(row.wall_ms_before, DIGITS_MS), _r(row.wall_ms_after, DIGITS_MS)],
         "wall_change_ms": _r(row.wall_change_ms, DIGITS_MS),
@@ -37,8 +39,8 @@ def _phase(row: PhaseChange, has_gpu: bool) -> dict[str, Any]:
     return out
 
 
-def _row(row: RowChange) -> dict[str, Any]:
-    out = {
+def _row(row: RowChange) -> JsonObject:
+    out: JsonObject = {
         "name": row.name,
         "status": row.status,
         "ms": [_r(row.ms_before, DIGITS_MS), _r(row.ms_after, DIGITS_MS)],
@@ -51,7 +53,7 @@ def _row(row: RowChange) -> dict[str, Any]:
     return out
 
 
-def _table(table: TableDiff) -> dict[str, Any]:
+def _table(table: TableDiff) -> JsonObject:
     return {
         "changed": [_row(r) for r in table.changed],
         "new": [_row(r) for r in table.new],
@@ -62,7 +64,7 @@ def _table(table: TableDiff) -> dict[str, Any]:
     }
 
 
-def diff_json(diff: ProfileDiff) -> dict[str, Any]:
+def diff_json(diff: ProfileDiff) -> JsonObject:
     """The per-step changes of compare, keyed like the text sections; `kernels` null on CPU."""
     return {
         "step_ms": [_r(diff.step_ms_before, DIGITS_MS), _r(diff.step_ms_after, DIGITS_MS)],

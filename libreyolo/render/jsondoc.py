@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from libreyolo.analysis.result_kind import ResultKind, kind_of
+from libreyolo.document.json_value import JsonObject
 from libreyolo.document.mode import Mode
 from libreyolo.document.phases import FORWARD, POSTPROCESS, PREPROCESS
 from libreyolo.render.diff_json import diff_json
@@ -67,7 +68,7 @@ def _r(value: float | None, digits: int) -> float | None:
     return None if value is None else round(value, digits)
 
 
-def kernel_row(row: KernelRow) -> dict[str, Any]:
+def kernel_row(row: KernelRow) -> JsonObject:
     """A 1.6.0 kernel row plus the full `name`."""
     return {
         "kernel": row.label,
@@ -81,7 +82,7 @@ def kernel_row(row: KernelRow) -> dict[str, Any]:
     }
 
 
-def step_wait(row: StepWait) -> dict[str, Any]:
+def step_wait(row: StepWait) -> JsonObject:
     """One measured step's CPU wait (`summary` and `phases` JSON)."""
     return {
         "index": row.index,
@@ -159,7 +160,7 @@ def _(result: PhaseBreakdown, source: ReadFrom) -> Any:
     }
 
 
-def _delta(delta: Delta | None) -> dict[str, Any] | None:
+def _delta(delta: Delta | None) -> JsonObject | None:
     if delta is None:
         return None
     change = delta.change
@@ -170,7 +171,7 @@ def _delta(delta: Delta | None) -> dict[str, Any] | None:
     }
 
 
-def _share_delta(delta: ShareDelta) -> dict[str, Any]:
+def _share_delta(delta: ShareDelta) -> JsonObject:
     """A share's delta: `change` stays null (no ratio of shares); `change_points` is the move in
     percentage points and `moved` says whether it passed compare's noise floor."""
     return {
@@ -182,7 +183,7 @@ def _share_delta(delta: ShareDelta) -> dict[str, Any]:
     }
 
 
-def _significance(sig: Significance) -> dict[str, Any]:
+def _significance(sig: Significance) -> JsonObject:
     """img/s's 1.6.0 significance keys (and any tested delta's): `significant` null when a side
     has no trials."""
     return {
@@ -197,12 +198,12 @@ def _significance(sig: Significance) -> dict[str, Any]:
     }
 
 
-def _tested(delta: Delta | None, sig: Significance | None) -> dict[str, Any] | None:
+def _tested(delta: Delta | None, sig: Significance | None) -> JsonObject | None:
     view = _delta(delta)
     return None if view is None or sig is None else view | _significance(sig)
 
 
-def _gate(gate: Gate | None) -> dict[str, Any] | None:
+def _gate(gate: Gate | None) -> JsonObject | None:
     if gate is None:
         return None
     return {
@@ -290,7 +291,9 @@ def _(result: Projection, source: ReadFrom) -> Any:
 @_view(ResultKind.SUMMARY)
 def _(result: Summary, source: ReadFrom) -> Any:
     m = result.metrics
-    out: dict[str, Any] = {
+    # object, not JsonValue: the typed maps below (metrics, evidence) are JSON, but a dict's
+    # value type is invariant, so they would not fit JsonValue without copying each one.
+    out: dict[str, object] = {
         "trace": source,
         "mode": result.mode.noun,
         "model": result.model,
@@ -316,7 +319,7 @@ def _(result: Summary, source: ReadFrom) -> Any:
             ],
         }
         out["stages_ms"] = result.stages_ms
-    out |= {
+    rest: dict[str, object] = {
         "gpu_util": m.get("gpu_util"),
         "gpu_busy_ms_per_step": m.get("gpu_busy_ms"),
         "mean_kernel_us": m.get("mean_kernel_us"),
@@ -375,10 +378,11 @@ def _(result: Summary, source: ReadFrom) -> Any:
         },
         "memory": None if result.memory is None else _memory(result.memory),
     }
+    out |= rest
     return out
 
 
-def _run_header(run: RunHeader) -> dict[str, Any]:
+def _run_header(run: RunHeader) -> JsonObject:
     return {
         "mode": run.mode.noun,
         "model": run.model,
@@ -402,7 +406,7 @@ def _run_header(run: RunHeader) -> dict[str, Any]:
     }
 
 
-def _memory(mem: MemoryView) -> dict[str, Any]:
+def _memory(mem: MemoryView) -> JsonObject:
     return {
         "peak_allocated_mb": mem.peak_allocated_mb,
         "peak_reserved_mb": mem.peak_reserved_mb,
@@ -420,7 +424,7 @@ def _(result: SweepView, source: ReadFrom) -> Any:
 @_view(ResultKind.OUTCOME)
 def _(result: MeasurementOutcome, source: ReadFrom) -> Any:
     m = result.metrics
-    head: dict[str, Any] = {"profile": result.profile_path}
+    head: JsonObject = {"profile": result.profile_path}
     trials = {
         "img_per_s": m.get("img_per_s"),
         "img_per_s_std": result.img_per_s_std,

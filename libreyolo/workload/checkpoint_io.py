@@ -18,9 +18,9 @@ import re
 import struct
 import sys
 import warnings
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import torch
 from torch import Tensor
@@ -33,7 +33,7 @@ _LOAD_ERRORS = (RuntimeError, EOFError, KeyError, ValueError, IndexError, TypeEr
 _ZIP_MAGIC = b"PK\x03\x04"
 
 
-def read_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
+def read_checkpoint(path: str | os.PathLike[str]) -> dict[str, object]:
     """The dict a checkpoint file holds, loaded on the CPU without unsafe unpickling."""
     path = Path(path)
     if not path.is_file():
@@ -83,25 +83,25 @@ def first_line(exc: BaseException) -> str:
     return text[0][:120] if text else type(exc).__name__
 
 
-def is_state_dict(obj: object) -> bool:
+def is_state_dict(obj: object) -> TypeGuard[dict[str, Tensor]]:
     """A non-empty dict of tensors."""
     return isinstance(obj, dict) and bool(obj) and all(isinstance(v, Tensor) for v in obj.values())
 
 
-def state_dict_of(ckpt: dict[str, Any], path: str | os.PathLike[str]) -> dict[str, Tensor]:
+def state_dict_of(ckpt: Mapping[str, object], path: str | os.PathLike[str]) -> dict[str, Tensor]:
     """The weights: `model`, else `state_dict`, else `ema` (or its `module`), else the bare dict."""
     for key in ("model", "state_dict", "ema"):
         inner = ckpt.get(key)
         if isinstance(inner, dict) and is_state_dict(inner.get("module")):
             inner = inner["module"]
         if is_state_dict(inner):
-            return inner  # type: ignore[return-value]
+            return inner
     if is_state_dict(ckpt):
         return ckpt
     raise CheckpointError(f"{path}: no state dict found (looked for 'model', 'state_dict', 'ema')")
 
 
-def check_format(ckpt: dict[str, Any], path: Path, schema_version: str) -> None:
+def check_format(ckpt: Mapping[str, object], path: Path, schema_version: str) -> None:
     """A readable schema (same major version) holding a `detect` model, else one line."""
     version = str(ckpt.get("schema_version", schema_version))
     if version.split(".")[0] != schema_version.split(".")[0]:

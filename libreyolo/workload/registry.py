@@ -173,8 +173,9 @@ def detect_file(path: str | os.PathLike[str]) -> tuple[Workload, str | None, int
             raise UsageError(
                 f"model family {meta!r} ({_targets()[meta]}) cannot read {path}: {why}"
             ) from None
-        size = ckpt.get("size") if isinstance(ckpt.get("size"), str) else sniffed[0]
-        nc = ckpt.get("nc") if isinstance(ckpt.get("nc"), int) else sniffed[1]
+        size, nc = ckpt.get("size"), ckpt.get("nc")
+        size = size if isinstance(size, str) else sniffed[0]
+        nc = nc if isinstance(nc, int) else sniffed[1]
         return found, size, nc
     usable, broken = _loadable()
     for name in list(usable):

@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Iterator, Mapping
-from typing import Any, Protocol
+from typing import Protocol
 
 import torch
 from torch import Tensor, nn
@@ -60,12 +60,18 @@ def with_padded_targets(batch: Batch) -> Batch:
     return batch._replace(padded_targets=padded)
 
 
-def param_groups(model: nn.Module, weight_decay: float = WEIGHT_DECAY) -> list[dict[str, Any]]:
+# One optimiser parameter group: "params" and their "weight_decay" (torch.optim takes dicts).
+ParamGroup = dict[str, list[nn.Parameter] | float]
+
+
+def param_groups(model: nn.Module, weight_decay: float = WEIGHT_DECAY) -> list[ParamGroup]:
     """libreyolo's SGD groups: norm weights (no decay), other weights (decay), the rest (none).
 
     "The rest" is biases and any stray parameter that is neither a weight nor a bias.
     """
-    norm, decay, rest = [], [], []
+    norm: list[nn.Parameter] = []
+    decay: list[nn.Parameter] = []
+    rest: list[nn.Parameter] = []
     for module in model.modules():
         for name, param in module.named_parameters(recurse=False):
             if not param.requires_grad:

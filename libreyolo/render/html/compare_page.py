@@ -12,11 +12,13 @@ better/worse call by colour alone (an arrow and a word go with it). Pure: a repo
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from libreyolo.analysis.compare import SHARE_NOISE_POINTS, repeat_command
 from libreyolo.analysis.report import CompareReport, ProfileReport
+from libreyolo.document.json_value import JsonObject
 from libreyolo.render.html import svg
 from libreyolo.render.html.markup import (
     MISSING,
@@ -69,7 +71,7 @@ BOUND = Metric("bound", "verdict", None)
 class _Doc:
     """compare's `--json` document, read by path; every number leaves through `num`."""
 
-    def __init__(self, doc: dict[str, Any]) -> None:
+    def __init__(self, doc: JsonObject) -> None:
         self.doc = doc
 
     def at(self, *path: str | int) -> Any:
@@ -149,7 +151,7 @@ def warnings_block(report: CompareReport, doc: _Doc) -> str:
     return "".join(out)
 
 
-def _direction(metric: Metric, row: dict[str, Any]) -> str:
+def _direction(metric: Metric, row: Mapping[str, object]) -> str:
     """The change as an arrow and a word: better, worse or the same; none for the verdict. A
     share that compare says did not move past its noise floor is neither better nor worse."""
     change = row.get("change_points" if metric.share else "change")
@@ -198,12 +200,14 @@ def _call(doc: _Doc, key: str) -> str:
 
 def _delta_row(metric: Metric, doc: _Doc) -> list[str]:
     row = doc.at(metric.key)
-    style: dict[str, Any] = {"digits": metric.digits, "unit": metric.unit, "scale": metric.scale}
     if metric.higher_is_better is None:
         values = [name(row.get(side) or "–") for side in SIDES]
         change = MISSING
     else:
-        values = [doc.num(metric.key, side, **style) for side in SIDES]
+        values = [
+            doc.num(metric.key, side, digits=metric.digits, unit=metric.unit, scale=metric.scale)
+            for side in SIDES
+        ]
         change = (
             doc.num(metric.key, "change_points", digits=1, unit="points", signed=True)
             if metric.share

@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import torch
 from torch import Tensor
@@ -100,7 +100,7 @@ def size_from_filename(path: str | os.PathLike[str], family: str = FAMILY) -> st
     return found.group(1).lower() if found else None
 
 
-def _check_family(ckpt: dict[str, Any], state: dict[str, Tensor], path: Path) -> None:
+def _check_family(ckpt: Mapping[str, object], state: dict[str, Tensor], path: Path) -> None:
     family = ckpt.get("model_family")
     if family is None:
         family = sniff_family(state)
@@ -115,7 +115,9 @@ def _check_family(ckpt: dict[str, Any], state: dict[str, Tensor], path: Path) ->
     check_format(ckpt, path, SCHEMA_VERSION)
 
 
-def _resolve_size(ckpt: dict[str, Any], state: dict[str, Tensor], path: Path) -> tuple[str, str]:
+def _resolve_size(
+    ckpt: Mapping[str, object], state: dict[str, Tensor], path: Path
+) -> tuple[str, str]:
     from_name = size_from_filename(path)
     return pick_size(
         path,
@@ -127,7 +129,9 @@ def _resolve_size(ckpt: dict[str, Any], state: dict[str, Tensor], path: Path) ->
     )
 
 
-def _inspect(ckpt: dict[str, Any], state: dict[str, Tensor], path: Path) -> Yolo9CheckpointInfo:
+def _inspect(
+    ckpt: Mapping[str, object], state: dict[str, Tensor], path: Path
+) -> Yolo9CheckpointInfo:
     """Validate the metadata of a read checkpoint against its tensors."""
     _check_family(ckpt, state, path)
     size, source = _resolve_size(ckpt, state, path)
@@ -214,7 +218,7 @@ def save_checkpoint(model: YOLOv9, path: str | os.PathLike[str]) -> Path:
         k: (v.detach().to("cpu", torch.float32) if v.is_floating_point() else v.detach().cpu())
         for k, v in model.state_dict().items()
     }
-    payload: dict[str, Any] = {
+    payload: dict[str, object] = {
         "model": weights,
         "schema_version": SCHEMA_VERSION,
         "libreyolo_version": __version__,
