@@ -69,7 +69,8 @@ def attach_phase_walls(
     """`trace` with each phase's synced wall per step (median over the synced samples).
 
     Filled for traced and untraced runs alike, so readers always see the composition (1.6.0 left
-    it null in traced inference profiles, §15 item 10). The median resists the odd spike (item 19).
+    it null in traced inference profiles and filled it only without a trace). The median resists
+    the odd spike, which 1.6.0's stage means did not.
     """
     phases = []
     for phase in trace.phases:

@@ -23,7 +23,7 @@ FIXTURE = (
     / "LibreYOLOXn_nc80_seed0.pt"
 )
 # Trainable parameters (BatchNorm buffers excluded): n counted on the 1.6.0 fixture, t and s as
-# 1.6.0 reports for its random-init LibreYOLOXt/s.pt (workload-notes.md §6).
+# 1.6.0 reports for its random-init LibreYOLOXt/s.pt.
 PARAMS = {"n": 912_159, "t": 5_055_855, "s": 8_968_255}
 STATE_TENSORS = {"n": 642, "t": 462, "s": 462}  # state_dict() entries, buffers included
 
