@@ -357,7 +357,8 @@ def test_v1_file_of_the_wrong_shape_exits_1_in_one_line(tmp_path: Path) -> None:
     path.write_text(json.dumps(raw), encoding="utf-8")
     assert _status_and_stderr(["summary", str(path)]) == (
         1,
-        f"failed to analyse {path}: invalid schema v1 profile ('bool' object is not iterable)\n",
+        f"failed to analyse {path}: invalid schema v1 profile (expected a list of trials, got "
+        "bool)\n",
     )
 
 

@@ -296,3 +296,21 @@ def test_upgrade_v1_without_a_trace_says_nothing_was_traced() -> None:
     untraced = upgrade(raw, origin="x")
     assert NO_TRACE_NOTE in untraced["trace"]["notes"]
     assert untraced["artifacts"]["trace"] is None
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "reason"),
+    [
+        ("kernels", 5, "expected a list, got int"),
+        ("ops", [None], "expected an object in a list, got NoneType"),
+        ("window", [1], "expected an object, got list"),
+        ("kernels_by_phase", {"forward": "x"}, "expected a list, got str"),
+    ],
+)
+def test_upgrade_v1_of_the_wrong_shape_names_what_it_expected(
+    key: str, value: object, reason: str
+) -> None:
+    raw = _v1_raw("infer_b1.profile.json") | {key: value}
+    with pytest.raises(AnalysisError) as caught:
+        upgrade(raw, origin="p.json")
+    assert str(caught.value) == f"failed to analyse p.json: invalid schema v1 profile ({reason})"
