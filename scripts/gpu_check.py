@@ -363,7 +363,7 @@ def profile_checks(step: Step, doc: dict[str, Any], stderr: str) -> dict[str, bo
         checks["latency p50 measured"] = m.get("latency_p50_ms") is not None
     if step.autobatch:
         checks["fitted batch in run.batch > 0"] = (run.get("batch") or 0) > 0
-        notes = (run.get("config") or {}).get("notes") or []
+        notes = doc.get("notes") or []
         checks["a note names --batch -1"] = any("--batch -1" in str(n) for n in notes)
     if step.family:
         checks[f"model is {step.family}"] = step.family in json.dumps(run).lower()

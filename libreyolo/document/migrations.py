@@ -5,6 +5,10 @@ History
       infer_repeat.json): per-step aggregates only, inclusive op times; read only.
   v2  `libreyolo.profile/v2`: raw samples, totals over the analysed window with units in every
       key, self op time, `run.mode` always set, verdict with evidence and levers.
+  v2  (additive) a top-level `notes` list: everything the run noted about itself. Older v2
+      files kept those notes in `run.config.notes` and copied them into `trace.notes` when
+      there was a trace; on read they are lifted into `notes` (`lift_notes`), so both shapes
+      read the same.
 
 A migrated v1 document keeps v1's `metrics` map and verdict exactly (so `get` prints the same
 values) and its other scalar aggregates under `legacy_v1`; tables are converted from per-step
@@ -45,8 +49,8 @@ def schema_version(raw: object, *, origin: str) -> int:
 
 
 def upgrade(raw: JsonObject, *, origin: str) -> JsonObject:
-    """Return `raw` in the current schema; the input is never modified (current input is
-    returned as it is)."""
+    """Return `raw` in the current schema; the input is never modified (a current document
+    whose notes are where they belong is returned as it is)."""
     version = schema_version(raw, origin=origin)
     if version > CURRENT:
         raise SchemaTooNewError(
@@ -67,7 +71,35 @@ def upgrade(raw: JsonObject, *, origin: str) -> JsonObject:
             raise AnalysisError(
                 f"failed to analyse {origin}: invalid schema v{step} profile ({err})"
             ) from err
-    return raw
+    return lift_notes(raw)
+
+
+def lift_notes(raw: JsonObject) -> JsonObject:
+    """A v2 document with its run's notes in the top-level `notes` list.
+
+    Files written before that list kept the notes in `run.config.notes` and, when traced, also
+    appended them to `trace.notes` after the analyser's own caveats. Those are moved: `notes`
+    becomes the config's list, the copies leave `trace.notes` (which keeps the analyser's) and
+    the key leaves `run.config`. A document that has `notes`, or no list of strings under
+    `run.config.notes`, is returned as it is (a mistyped `notes` is the converter's to refuse).
+    """
+    if "notes" in raw:
+        return raw
+    run = raw.get("run")
+    config = run.get("config") if isinstance(run, dict) else None
+    stored = config.get("notes") if isinstance(config, dict) else None
+    if not isinstance(run, dict) or not isinstance(config, dict) or not isinstance(stored, list):
+        return raw
+    notes = [note for note in stored if isinstance(note, str)]
+    if len(notes) != len(stored):
+        return raw
+    kept_config: JsonObject = {k: v for k, v in config.items() if k != "notes"}
+    lifted: JsonObject = {**raw, "notes": list(notes), "run": {**run, "config": kept_config}}
+    trace = raw.get("trace")
+    caveats = trace.get("notes") if isinstance(trace, dict) else None
+    if isinstance(trace, dict) and isinstance(caveats, list):
+        lifted["trace"] = {**trace, "notes": [note for note in caveats if note not in notes]}
+    return lifted
 
 
 def _num(value: object, default: float = 0.0) -> float:
@@ -176,7 +208,7 @@ NO_TRACE_NOTE = (
 
 
 def _v1_notes(raw: JsonObject) -> list[JsonValue]:
-    """The migration's own notes about a 1.6.0 file."""
+    """The migration's own notes about a 1.6.0 file: the profile's, not the trace analyser's."""
     notes: list[JsonValue] = [INCLUSIVE_OPS_NOTE]
     return notes if raw.get("trace") else [*notes, NO_TRACE_NOTE]
 
@@ -216,7 +248,6 @@ def _v1_trace(raw: JsonObject) -> JsonObject:
         ],
         "kernels": _v1_kernels(raw, n),
         "ops": _v1_ops(raw, n),
-        "notes": _v1_notes(raw),
     }
 
 
@@ -271,6 +302,7 @@ def _v1_to_v2(raw: JsonObject) -> JsonObject:
         "run": _v1_run(raw, mode),
         "window": {"num_unsynced": int(_num(latency.get("n")))},
         "trace": _v1_trace(raw),
+        "notes": _v1_notes(raw),
         "metrics": _v1_metrics(raw),
         "verdict": {
             "bound": str(raw.get("bound") or "unknown"),

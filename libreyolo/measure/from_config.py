@@ -101,12 +101,9 @@ def with_config(
     cfg: ProfileConfig,
     overrides: list[str],
     held_device: str | None = None,
-    notes: list[str] | None = None,
 ) -> Profile:
-    """`profile` with the resolved config, the overrides, the held device and `notes` recorded."""
+    """`profile` with the resolved config, the overrides and the held device recorded."""
     config = dict(profile.run.config) | {"resolved": as_plain_dict(cfg)}
-    if notes:
-        config["notes"] = [*config.get("notes", []), *notes]
     run = dataclasses.replace(
         profile.run, config=config, overrides=list(overrides), held_device=held_device
     )
@@ -153,7 +150,7 @@ def measure_config(
         with StagedRun(target, aggregate=num_trials > 1) as run:
             cfg, notes = rounded_imgsz(cfg)  # after the folder check: a refusal is one line
             trials = [
-                with_config(_collect(cfg, run, on_progress), cfg, overrides, held_device, notes)
+                with_config(_collect(cfg, run, on_progress, notes), cfg, overrides, held_device)
                 for _ in range(num_trials)
             ]
             documents = {PROFILE_NAME: trials[-1]}
@@ -166,12 +163,19 @@ def measure_config(
 
 
 def _collect(
-    cfg: ProfileConfig, run: StagedRun, on_progress: Callable[[str, int, int], None] | None
+    cfg: ProfileConfig,
+    run: StagedRun,
+    on_progress: Callable[[str, int, int], None] | None,
+    notes: list[str],
 ) -> Profile:
+    """One trial of `cfg` measured into `run`; `notes` (what composing it changed) open the
+    profile's own list of notes."""
     from libreyolo.measure import profile_inference, profile_training
 
     if cfg.mode.value == "infer":
-        profile, _ = profile_inference(infer_settings(cfg), on_progress=on_progress, into=run)
+        settings = infer_settings(cfg)
+        profile, _ = profile_inference(settings, on_progress=on_progress, into=run, notes=notes)
     else:
-        profile, _ = profile_training(train_settings(cfg), on_progress=on_progress, into=run)
+        settings = train_settings(cfg)
+        profile, _ = profile_training(settings, on_progress=on_progress, into=run, notes=notes)
     return profile

@@ -362,6 +362,7 @@ def _(result: Summary, source: Source) -> Any:
         "has_gpu": result.has_gpu,
         "num_trials": result.num_trials,
         "notes": list(result.notes),
+        "trace_notes": list(result.trace_notes),
         "run": _run_header(result.run),
         "trials": [{"index": t.index, "bound": t.bound, **t.metrics} for t in result.trials],
         "trial_spread": {
@@ -440,6 +441,7 @@ def _(result: Outcome, source: Source) -> Any:
                 "contended": m.get("contended"),
                 "quiet_bound": result.quiet_bound,
                 "notes": list(result.notes),
+                "trace_notes": list(result.trace_notes),
             }
         )
     return (
@@ -455,6 +457,7 @@ def _(result: Outcome, source: Source) -> Any:
             "contended": m.get("contended"),
             "quiet_bound": result.quiet_bound,
             "notes": list(result.notes),
+            "trace_notes": list(result.trace_notes),
         }
     )
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from libreyolo.render.diff_text import diff_lines
 from libreyolo.render.safe import safe_text, short_name
-from libreyolo.render.summary_text import quiet_verdict_line, summary_lines
+from libreyolo.render.summary_text import note_lines, quiet_verdict_line, summary_lines
 from libreyolo.render.units import (
     fmt_count,
     fmt_or_unknown,
@@ -242,6 +242,9 @@ def _(result: Outcome) -> Lines:
             lines.append(f">> CONTENDED: {safe_text(result.why)}")
     if result.quiet_why is not None:
         lines.append(quiet_verdict_line(result.quiet_bound, result.quiet_why))
+    # Beside the numbers they qualify (random weights, a flag that had no effect), with or
+    # without a trace; the path and the next commands stay the last lines.
+    lines += note_lines(result.notes, result.trace_notes)
     path = safe_text(result.profile_path)
     return [
         *lines,

@@ -62,4 +62,4 @@ def test_more_threads_than_cpus_is_one_warning_line_and_a_note(tmp_path: Path) -
     line = crowding_warning(threads, 0, usable_cpus(), on_cpu=True)
     assert [w for w in result.stderr.splitlines() if "CPUs" in w] == [f"warning: {line}"]
     document = json.loads((project / "infer" / "profile.json").read_text())
-    assert line in document["run"]["config"]["notes"]
+    assert line in document["notes"] and "notes" not in document["run"]["config"]

@@ -112,7 +112,13 @@ def test_upgrade_v1_op_times_are_inclusive(name: str) -> None:
     assert trace is not None and trace.ops
     assert all(op.self_ms is None for op in trace.ops)
     assert all(c.self_ms is None for op in trace.ops for c in op.phases.values())
-    assert trace.notes == ["migrated from a libreyolo 1.6.0 profile: op times are inclusive"]
+
+
+@pytest.mark.parametrize("name", V1_FILES)
+def test_upgrade_v1_notes_are_the_profiles_not_the_traces(name: str) -> None:
+    profile = _migrated(name)
+    assert profile.notes == ["migrated from a libreyolo 1.6.0 profile: op times are inclusive"]
+    assert profile.trace is not None and profile.trace.notes == []
 
 
 @pytest.mark.parametrize("name", V1_FILES)
@@ -291,10 +297,11 @@ def test_upgrade_v1_without_a_trace_says_nothing_was_traced() -> None:
     from libreyolo.document.migrations import NO_TRACE_NOTE
 
     traced = upgrade(_v1_raw("infer_b1.profile.json"), origin="x")
-    assert NO_TRACE_NOTE not in traced["trace"]["notes"]
+    assert isinstance(traced["notes"], list) and NO_TRACE_NOTE not in traced["notes"]
     raw = _v1_raw("infer_b1.profile.json") | {"trace": None}  # a 1.6.0 --no-trace fallback
     untraced = upgrade(raw, origin="x")
-    assert NO_TRACE_NOTE in untraced["trace"]["notes"]
+    assert isinstance(untraced["notes"], list) and NO_TRACE_NOTE in untraced["notes"]
+    assert isinstance(untraced["artifacts"], dict)
     assert untraced["artifacts"]["trace"] is None
 
 
