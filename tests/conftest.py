@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from libreyolo.boundary.output import Output
 from libreyolo.cli.main import main
-from libreyolo.cli.output import Output
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_FIXTURES = ROOT.parent / "shared" / "fixtures"

@@ -28,8 +28,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from libreyolo.analysis.sweep import sweep_record
+from libreyolo.boundary.output import Output
 from libreyolo.cli.main import main
-from libreyolo.cli.output import Output
 from libreyolo.document.sweep_files import collect_points, collect_sweep, point_folders
 from libreyolo.document.sweep_validate import HINT, record_problem
 from tests.conftest import SHARED_FIXTURES

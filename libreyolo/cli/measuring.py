@@ -45,7 +45,7 @@ def measure(
     cfg, overrides = _compose(args, mode)
     if args.print_config:
         return ConfigView(as_plain_dict(cfg), config_yaml(cfg))
-    profile, path = measure_config(cfg, overrides, progress, notice=getattr(args, "notice", None))
+    profile, path = measure_config(cfg, overrides, progress, notice=args.notice)
     trace = profile.artifacts.trace
     # In the set, also for the --repeat aggregate, whose path is its link beside the set.
     trace_path = str(set_dir(cfg.project, cfg.mode.value) / trace) if trace else None

@@ -2,13 +2,14 @@
 
 Shared by the two entry points that measure (`libreyolo profile run|infer` and
 `libreyolo-sweep`), so both turn the same config into the same measurement.
+
+Must not: write to stdout or stderr: warnings and notes go to the `notice` its caller hands in.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import sys
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -29,19 +30,15 @@ class Note(UserWarning):
 Notice = Callable[[str, str], None]  # (label "warning" | "note", text): one line for people
 
 
-def _stderr_notice(label: str, text: str) -> None:
-    sys.stderr.write(f"{label}: {text}\n")  # the sweep's points: their stderr is point.log
-
-
 @contextlib.contextmanager
-def one_line_warnings(notice: Notice | None = None) -> Iterator[None]:
-    """Python warnings (e.g. random weights) handed to `notice` as one line each (default: a
-    `warning: ...` line on stderr). The profile records what they say, so a caller may drop
-    them (the CLI does under --json, where stderr holds at most the error object)."""
-    say = notice or _stderr_notice
+def one_line_warnings(notice: Notice) -> Iterator[None]:
+    """Python warnings (e.g. random weights) handed to `notice` as one line each: the caller's
+    `Output.notice` (the sweep's points: a line in `point.log`). The profile records what they
+    say, so a caller may drop them (the CLI does under --json, where stderr holds at most the
+    error object). Writing them is the caller's: this package never prints."""
 
     def show(message: Warning | str, category: type[Warning], *args: object, **kw: object) -> None:
-        say("note" if issubclass(category, Note) else "warning", str(message))
+        notice("note" if issubclass(category, Note) else "warning", str(message))
 
     with warnings.catch_warnings():
         warnings.simplefilter("default")
@@ -131,7 +128,8 @@ def measure_config(
     overrides: list[str],
     on_progress: Callable[[str, int, int], None] | None,
     held_device: str | None = None,
-    notice: Notice | None = None,
+    *,
+    notice: Notice,
 ) -> tuple[Profile, Path]:
     """`cfg.window.repeat` measurements of `cfg` (infer or run) into one staged set, committed
     once: `profile.json` is the last trial with its config, and with more than one trial the

@@ -20,7 +20,9 @@ measures stops the child (SIGTERM, SIGKILL after `STOP_GRACE_S`), records the po
 Must not: raise for an expected failure (a `ProfileError` such as a bad value or a dataset too
 small, or out of memory): it is recorded as `failed` with its reason and the sweep goes on.
 Must not hand a `DictConfig` to the child (the request is plain JSON), nor replace files in a
-point folder that this tool did not write (that point fails, nothing is written).
+point folder that this tool did not write (that point fails, nothing is written), nor print or
+exit but through `libreyolo.boundary` (the child and `python -m libreyolo.sweep.point
+POINT_JSON`, which measures a point again from its request, are entry points of their own).
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from libreyolo.boundary.output import Output
+from libreyolo.boundary.status import exit_process, exit_status
 from libreyolo.config.schema import (
     AmpDtype,
     DatasetConfig,
@@ -56,7 +60,7 @@ from libreyolo.document.sweep_files import (
     is_status,
     read_json,
 )
-from libreyolo.errors import OutOfMemoryError, ProfileError
+from libreyolo.errors import ExitStatus, OutOfMemoryError, ProfileError, UsageError
 from libreyolo.measure.failures import is_out_of_memory
 from libreyolo.sweep.child_log import exit_text, last_error, relayed
 from libreyolo.sweep.lease import Lease, device_lease
@@ -205,7 +209,11 @@ def _measure(request: dict[str, Any], point_dir: Path, clock: WindowClock) -> di
         cfg = dataclasses.replace(cfg, half=cfg.amp)  # a sweep's `amp` means --half for infer
     clock.started = time.perf_counter()
     _, path = measure_config(
-        cfg, list(request.get("overrides", [])), clock, held_device=request.get("held_device")
+        cfg,
+        list(request.get("overrides", [])),
+        clock,
+        held_device=request.get("held_device"),
+        notice=Output.plain().notice,  # this process's stderr: point.log in a point's child
     )
     return _status(request, "ok", profile=str(path.relative_to(point_dir)))
 
@@ -291,7 +299,7 @@ def _measure_leased(
         _stop_child(child)
         raise
     log = log_path.read_text(encoding="utf-8", errors="replace") if log_path.is_file() else ""
-    sys.stderr.write(relayed(log))
+    Output.plain().relay(relayed(log))
     status_path = request_path.parent / STATUS_FILE
     if status_path.is_file():
         return dict(json.loads(status_path.read_text(encoding="utf-8")))
@@ -357,13 +365,39 @@ def _child_main(request_path: str, log_path: str, env: dict[str, str]) -> None:
     os.close(fd)
     signal.signal(signal.SIGTERM, raise_stopped)
     _stop_with_the_sweep()
+    out = Output.plain()  # after the dup2: its stderr is the point's log
+    exit_process(
+        exit_status(lambda: _measure_quietly(request_path), out, crash_traceback=True), out
+    )
+
+
+def _measure_quietly(request_path: str) -> ExitStatus:
+    """Measure; a stop ends the child with 128 + the signal and no line: the sweep that
+    stopped it records the point, and its log stays free of a traceback."""
     try:
         measure_request(Path(request_path))
     except KeyboardInterrupt as stop:
-        sys.exit(128 + signal_of(stop))
-    finally:
-        sys.stderr.flush()
+        return ExitStatus(128 + signal_of(stop))
+    return ExitStatus.OK
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m libreyolo.sweep.point POINT_JSON`: measure a point again from its request
+    (its `status.json` says how it went; the exit is 0 unless it crashed or was refused)."""
+    words = sys.argv[1:] if argv is None else argv
+    out = Output.plain()
+    exit_process(exit_status(lambda: _again(words), out, crash_traceback=True), out)
+
+
+def _again(words: list[str]) -> ExitStatus:
+    if len(words) != 1:
+        raise UsageError(
+            "python -m libreyolo.sweep.point takes one point.json",
+            hint="python -m libreyolo.sweep.point <point dir>/point.json",
+        )
+    measure_request(Path(words[0]))
+    return ExitStatus.OK
 
 
 if __name__ == "__main__":
-    measure_request(Path(sys.argv[1]))
+    main()

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from libreyolo.boundary.output import Output
 from libreyolo.cli.main import main
-from libreyolo.cli.output import Output
 from tests.conftest import SHARED_FIXTURES, invoke
 
 CHECKPOINT = SHARED_FIXTURES / "libreyolo_v1_checkpoints" / "LibreYOLO9t_nc80_seed0.pt"

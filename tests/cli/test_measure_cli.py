@@ -269,7 +269,7 @@ def test_unknown_config_file_exits_2(tmp_path: Path) -> None:
 def test_progress_is_shown_on_a_terminal_only() -> None:
     import io
 
-    from libreyolo.cli.output import Output
+    from libreyolo.boundary.output import Output
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:

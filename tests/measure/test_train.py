@@ -11,8 +11,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from libreyolo.boundary.output import Output
 from libreyolo.cli.main import main
-from libreyolo.cli.output import Output
 from libreyolo.document.codec import to_builtins
 from libreyolo.document.model import Profile
 from libreyolo.errors import NoProfileError, ProfileError, UsageError

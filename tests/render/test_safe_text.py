@@ -10,8 +10,8 @@ import pytest
 
 from libreyolo.analysis.lookup import MetricValue
 from libreyolo.analysis.sweep import SweepView
+from libreyolo.boundary.output import Output
 from libreyolo.cli.main import main
-from libreyolo.cli.output import Output
 from libreyolo.errors import AnalysisError
 from libreyolo.render.safe import NAME_CHARS, safe_text, short_name
 from libreyolo.render.text import to_lines
