@@ -9,6 +9,7 @@ import argparse
 from collections.abc import Callable
 
 from libreyolo.analysis.outcome import ConfigView, Outcome, outcome
+from libreyolo.cli.parser import typed_dests
 from libreyolo.config.compose import as_plain_dict, compose_config, config_yaml
 from libreyolo.config.overrides import to_overrides
 from libreyolo.config.schema import ProfileConfig
@@ -17,15 +18,9 @@ from libreyolo.measure.from_config import measure_config
 
 
 def _typed(args: argparse.Namespace) -> set[str]:
-    """The dests of the flags the user typed (and positionals given), not argparse defaults."""
-    words = list(getattr(args, "words", []))
-    typed = {dest for dest in ("data", "source") if getattr(args, dest, None) is not None}
-    for dest in vars(args):
-        flag = "--" + dest.replace("_", "-")
-        negated = "--no-" + dest.replace("_", "-")
-        if any(w in (flag, negated) or w.startswith(flag + "=") for w in words):
-            typed.add(dest)
-    return typed
+    """The dests of the flags the user typed (and positionals given), not argparse defaults:
+    argparse's own reading of the words (`typed_dests`), so no spelling of a flag is missed."""
+    return typed_dests(list(args.words))
 
 
 def _compose(args: argparse.Namespace, mode: str) -> tuple[ProfileConfig, list[str]]:
