@@ -60,9 +60,8 @@ def _exits(node: ast.AST) -> str | None:
 
 
 def _writes(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> str | None:
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-        if node.func.id in {"print", "breakpoint"}:
-            return f"{node.func.id}("
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
+        return "print("
     if _is(node, "sys", STREAMS):
         parent = parents.get(node)
         harmless = isinstance(parent, ast.Compare) or (

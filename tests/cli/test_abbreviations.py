@@ -28,9 +28,7 @@ def _config(*extra: str) -> dict[str, object]:
 def test_an_abbreviated_flag_with_an_experiment_file_is_refused_not_dropped() -> None:
     result = invoke([*EXPERIMENT, "--war", "3", "--print-config"])
     assert result.status == 2 and result.stdout == ""
-    assert result.stderr == (
-        "libreyolo: unrecognized arguments: --war (see 'libreyolo --help')\n"
-    )
+    assert result.stderr == "libreyolo: unrecognized arguments: --war (see 'libreyolo --help')\n"
 
 
 def test_the_full_spelling_with_an_experiment_file_is_applied() -> None:
