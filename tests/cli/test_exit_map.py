@@ -16,17 +16,16 @@ import pytest
 
 from libreyolo.boundary.output import Output
 from libreyolo.cli.main import main
-from tests.conftest import SHARED_FIXTURES, invoke
+from tests.conftest import invoke
+from tests.fixture_files import YOLO9T, fixture_file
 
-CHECKPOINT = SHARED_FIXTURES / "libreyolo_v1_checkpoints" / "LibreYOLO9t_nc80_seed0.pt"
+CHECKPOINT = fixture_file(YOLO9T)
 TINY = ["--device", "cpu", "--warmup", "0", "--runs", "2", "--imgsz", "64", "--no-trace"]
 REFUSE = "it is not a profile folder made by libreyolo (move it away or choose another --project)"
 
 
 @pytest.fixture
 def weights() -> str:
-    if not CHECKPOINT.is_file():
-        pytest.skip(f"checkpoint fixture not found at {CHECKPOINT}")
     return str(CHECKPOINT)
 
 

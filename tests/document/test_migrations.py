@@ -19,10 +19,10 @@ from libreyolo.document.codec import from_builtins, to_builtins
 from libreyolo.document.migrations import CURRENT, schema_version, upgrade
 from libreyolo.document.model import SCHEMA, Profile
 from libreyolo.errors import AnalysisError
+from tests.fixture_files import fixture_file
 from tests.strategies import profiles
 
 ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = ROOT.parent / "shared" / "fixtures"
 SCHEMA_FILE = ROOT / "libreyolo" / "document" / "profile.schema.json"
 V1_FILES = (
     "infer_b1.profile.json",
@@ -35,10 +35,7 @@ PROPERTY = settings(max_examples=40, deadline=None, suppress_health_check=[Healt
 
 
 def _v1_path(name: str) -> Path:
-    path = FIXTURES / "reference_v1" / name
-    if not path.is_file():
-        pytest.skip(f"shared fixture not found at {path}")
-    return path
+    return fixture_file(f"reference_v1/{name}")
 
 
 def _v1_raw(name: str) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from libreyolo.config.compose import as_plain_dict
 from libreyolo.config.schema import ProfileConfig
 from libreyolo.measure import memory_check
 from libreyolo.sweep.point import run_point
-from tests.sweep.helpers import CHECKPOINT, needs_checkpoint
+from tests.sweep.helpers import CHECKPOINT
 
 
 def _cfg(tmp_path: Path, **changes: Any) -> dict[str, Any]:
@@ -32,14 +32,12 @@ def _failed(record: dict[str, Any], folder: Path) -> str:
     return str(record["reason"])
 
 
-@needs_checkpoint
 def test_a_point_with_too_many_threads_fails_as_usage(tmp_path: Path) -> None:
     folder = tmp_path / "t9999"
     record = run_point(_cfg(tmp_path, threads=9999), folder, isolate=False)
     assert _failed(record, folder).startswith("--threads 9999 exceeds 4 threads for each of the ")
 
 
-@needs_checkpoint
 def test_a_point_the_host_memory_cannot_hold_fails_as_usage(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

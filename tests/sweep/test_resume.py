@@ -13,7 +13,7 @@ from libreyolo.config.compose import as_plain_dict
 from libreyolo.config.schema import ProfileConfig
 from libreyolo.sweep import point as point_module
 from libreyolo.sweep.point import run_point
-from tests.sweep.helpers import needs_checkpoint, tiny_sweep_argv
+from tests.sweep.helpers import tiny_sweep_argv
 from tests.sweep.test_report import make_point
 
 NAMES = ("b1_s64_amp1", "b2_s64_amp1")
@@ -33,7 +33,6 @@ def _measured(before: dict[str, Any], after: dict[str, Any]) -> bool:
 
 
 @pytest.mark.slow
-@needs_checkpoint
 def test_rerunning_a_sweep_reuses_complete_points_and_measures_the_rest(tmp_path: Path) -> None:
     assert _sweep(tmp_path).returncode == 0
     first = {name: _status(tmp_path, name) for name in NAMES}

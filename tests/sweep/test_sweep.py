@@ -13,7 +13,7 @@ import pytest
 
 from libreyolo.sweep.report import recommend, render_table
 from tests.quiet import sweep_quietly
-from tests.sweep.helpers import needs_checkpoint, tiny_sweep_argv
+from tests.sweep.helpers import tiny_sweep_argv
 
 
 def _sweep(
@@ -27,7 +27,6 @@ def _load(sweep_dir: Path) -> dict[str, Any]:
     return json.loads((sweep_dir / "sweep.json").read_text(encoding="utf-8"))
 
 
-@needs_checkpoint
 def test_grid_writes_one_folder_per_point_and_a_recommendation(tmp_path: Path) -> None:
     done = sweep_quietly(lambda: _sweep(tmp_path, "batch=1,2", "imgsz=64,96"), tmp_path)
     assert done.returncode == 0, done.stderr
@@ -54,7 +53,6 @@ def test_grid_writes_one_folder_per_point_and_a_recommendation(tmp_path: Path) -
     assert (tmp_path / "sweep.png").read_bytes().startswith(b"\x89PNG")
 
 
-@needs_checkpoint
 def test_a_failing_point_is_recorded_and_the_others_still_run(tmp_path: Path) -> None:
     done = sweep_quietly(lambda: _sweep(tmp_path, "batch=-5,1", "imgsz=64"), tmp_path)
     assert done.returncode == 1
@@ -70,7 +68,6 @@ def test_a_failing_point_is_recorded_and_the_others_still_run(tmp_path: Path) ->
     assert status["status"] == "failed" and "batch=-5" in status["overrides"]
 
 
-@needs_checkpoint
 def test_an_isolated_point_measures_in_a_child_process(tmp_path: Path) -> None:
     done = _sweep(tmp_path, "batch=1", "imgsz=64", "amp=false", isolate=True)
     assert done.returncode == 0, done.stderr
@@ -112,7 +109,6 @@ def test_an_isolated_point_measures_in_a_child_process(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@needs_checkpoint
 def test_repeat_records_the_aggregate_profile(tmp_path: Path) -> None:
     done = _sweep(tmp_path, "batch=1", "imgsz=64", "window.repeat=3")
     assert done.returncode == 0, done.stderr
