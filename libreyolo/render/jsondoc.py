@@ -409,7 +409,10 @@ def _memory(mem: MemoryView) -> dict[str, Any]:
 
 @_view("sweep")
 def _(result: SweepView, source: Source) -> Any:
-    return result.data  # the sweep.json object as the sweep wrote it
+    from libreyolo.document.convert import to_plain
+
+    # the sweep.json object as the sweep writes it: every object's keys sorted
+    return to_plain(result.record, sort_keys=True)
 
 
 @_view("outcome")

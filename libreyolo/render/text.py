@@ -258,7 +258,7 @@ def _(result: Outcome) -> Lines:
 def _(result: SweepView) -> Lines:
     from libreyolo.render.sweep_text import sweep_lines  # sweeps only: profile readers skip it
 
-    return sweep_lines(result.data)
+    return sweep_lines(result.record)
 
 
 @_view("sweep-compare")

@@ -143,9 +143,9 @@ def sweep_task(cfg: DictConfig) -> None:
     except KeyboardInterrupt:  # recorded as interrupted; the report still lists it
         _RAN.append((root, point_dir, "interrupted"))
         raise
-    _RAN.append((root, point_dir, record["status"]))
-    shown = "reused" if record.get("reused") else record["status"]
-    detail = f": {record['reason']}" if record["status"] != "ok" else ""
+    _RAN.append((root, point_dir, record.status))
+    shown = "reused" if record.reused else record.status
+    detail = f": {record.reason}" if record.status != "ok" else ""
     Output.plain().lines(f"{point_dir.name}: {shown}{detail}")
 
 

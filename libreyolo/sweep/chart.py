@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
-from typing import Any
 
-from libreyolo.analysis.sweep import chart_series, powers_of_two, series_label
+from libreyolo.analysis.sweep import Points, chart_series, powers_of_two, series_label
 from libreyolo.boundary.output import Output
 from libreyolo.document.files import write_atomic
 from libreyolo.document.limits import open_regular
@@ -30,9 +29,7 @@ INSTALL_HINT = "pip install 'libreyolo[chart]'"
 SKIPPED = f"chart skipped: matplotlib is not installed ({INSTALL_HINT} gets it)"
 
 
-def write_chart(
-    points: dict[str, dict[str, Any]], path: Path, *, out: Output | None = None
-) -> Path | None:
+def write_chart(points: Points, path: Path, *, out: Output | None = None) -> Path | None:
     """Draw the chart of `points` at `path`; None when skipped (no matplotlib, nothing ok;
     the first with one line on `out`, default the real streams)."""
     series = chart_series(points)

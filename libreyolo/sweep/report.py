@@ -18,19 +18,22 @@ cannot be drawn, replace a `sweep.json`, `sweep.png` or `sweep.html` it did not 
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from libreyolo.analysis.report import sweep_report
 from libreyolo.analysis.sweep import recommend, sweep_record
 from libreyolo.boundary.output import Output
 from libreyolo.boundary.status import exit_process, exit_status
+from libreyolo.document.codec import document_bytes
+from libreyolo.document.convert import to_plain
 from libreyolo.document.files import write_atomic
+from libreyolo.document.json_value import JsonObject
 from libreyolo.document.point_profiles import read_point_profiles
 from libreyolo.document.sweep_files import CHART_FILE, PAGE_FILE, SWEEP_FILE, collect_sweep
+from libreyolo.document.sweep_model import SweepRecord
 from libreyolo.errors import ExitStatus, UsageError
 from libreyolo.render.html.sweep_page import sweep_page
 from libreyolo.render.sweep_text import sweep_table as render_table
@@ -42,17 +45,24 @@ __all__ = ["SweepReport", "recommend", "render_table", "write_report"]
 
 @dataclass(frozen=True)
 class SweepReport:
-    """What a sweep produced: its JSON record, the table text and the failed count."""
+    """What a sweep produced: its record, the table text and the failed count."""
 
-    data: dict[str, Any]
+    record: SweepRecord
     table: str
     num_failed: int
     path: Path
 
     @property
+    def data(self) -> JsonObject:
+        """The record as `sweep.json` holds it (plain JSON)."""
+        plain = to_plain(self.record, sort_keys=True)
+        assert isinstance(plain, dict)
+        return plain
+
+    @property
     def complete(self) -> bool:
         """Whether every point of the sweep is ok."""
-        return bool(self.data["num_ok"] == self.data["num_points"])
+        return self.record.num_ok == self.record.num_points
 
 
 def write_report(
@@ -64,28 +74,31 @@ def write_report(
     out = out or Output.plain()
     root = Path(sweep_dir).resolve()
     refuse_foreign(root)
-    data = sweep_record(str(root), collect_sweep(root, only))
+    record = sweep_record(str(root), collect_sweep(root, only))
     chart = root / CHART_FILE
-    if write_chart(data["points"], chart, out=out) is None:
+    if write_chart(record.points, chart, out=out) is None:
         chart.unlink(missing_ok=True)  # ours (refuse_foreign): not to outlive the data it drew
     else:
-        data["chart"] = CHART_FILE
+        record = dataclasses.replace(record, chart=CHART_FILE)
     path = root / SWEEP_FILE
-    write_atomic(path, (json.dumps(data, indent=2, sort_keys=True) + "\n").encode("utf-8"))
-    write_page(root, data, out=out)
+    write_atomic(path, document_bytes(record))
+    write_page(root, record, out=out)
     return SweepReport(
-        data=data, table=render_table(data), num_failed=data["num_failed"], path=path
+        record=record,
+        table=render_table(record),
+        num_failed=record.num_failed or 0,
+        path=path,
     )
 
 
-def write_page(root: Path, data: dict[str, Any], *, out: Output | None = None) -> Path | None:
-    """Write `sweep.html` for the record `data` of the sweep at `root`; None, with one line on
-    `out` (default: the real streams), when it cannot be drawn (a stale page of ours is then
+def write_page(root: Path, record: SweepRecord, *, out: Output | None = None) -> Path | None:
+    """Write `sweep.html` for the record of the sweep at `root`; None, with one line on `out`
+    (default: the real streams), when it cannot be drawn (a stale page of ours is then
     removed)."""
     page = root / PAGE_FILE
     try:
-        profiles, lost = read_point_profiles(root, data)
-        html = sweep_page(sweep_report(data, str(root), profiles, lost))
+        profiles, lost = read_point_profiles(root, record)
+        html = sweep_page(sweep_report(record, str(root), profiles, lost))
         write_atomic(page, html.encode("utf-8"))
     except Exception as err:  # the page is a view: no fault in drawing it may cost the sweep
         (out or Output.plain()).say(f"sweep page skipped: {type(err).__name__}: {err}")

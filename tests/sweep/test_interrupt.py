@@ -154,8 +154,8 @@ def test_a_sweep_killed_outright_leaves_no_point_measuring(tmp_path: Path) -> No
     assert not (tmp_path / "p1_r5000" / "status.json").exists()
     assert "Traceback" not in (tmp_path / "p1_r5000" / "point.log").read_text(encoding="utf-8")
     data = collect_sweep(tmp_path.resolve())  # what summary shows: the plan knows the grid
-    assert [p["status"] for p in data.values()] == ["ok", "failed", "missing"]
-    assert data["p1_r5000"]["code"] == "crashed"
+    assert [p.status for p in data.values()] == ["ok", "failed", "missing"]
+    assert data["p1_r5000"].code == "crashed"
 
 
 @pytest.mark.parametrize("dated", [False, True])
