@@ -21,7 +21,7 @@ from libreyolo.document.convert import to_plain
 from libreyolo.document.sweep_files import collect_points, point_folders
 from libreyolo.sweep.report import write_report
 from tests.conftest import invoke
-from tests.sweep.helpers import needs_checkpoint, tiny_sweep_argv
+from tests.sweep.helpers import tiny_sweep_argv
 from tests.sweep.test_record_checks import RECORD_CASES
 from tests.sweep.test_report import _plan, make_point, make_sweep
 
@@ -118,7 +118,6 @@ def real_sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return sweep_dir
 
 
-@needs_checkpoint
 def test_every_file_of_a_real_sweep_validates_against_its_definition(real_sweep: Path) -> None:
     files = _check_folder(real_sweep)
     names = ("b1_s64_amp1", "b2_s64_amp1", "b1_s-5_amp1", "b2_s-5_amp1")
