@@ -1,6 +1,8 @@
 """Exit statuses and the error hierarchy. Each error class owns its status and code.
 
-Only `libreyolo.cli.main` turns these into a process status; nothing else exits.
+Only `libreyolo.boundary.status` turns these into a process status (`exit_status` maps an
+error to its status and one line, `exit_process` ends the process); nothing else exits.
+Every entry point, the `libreyolo` CLI and the sweep's alike, goes through it.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from typing import ClassVar
 
 
 class ExitStatus(IntEnum):
-    """The command group's exit statuses (see docs/README's error table)."""
+    """The exit statuses of every entry point (listed for users in README.md, "Documents")."""
 
     OK = 0
     FAILED = 1  # a trace or profile cannot be analysed
@@ -97,7 +99,8 @@ class DiskFullError(NoProfileError):
 
 
 class Terminated(BaseException):
-    """SIGTERM arrived; raised by the handler `libreyolo.cli.main` installs (exit 143).
+    """SIGTERM arrived; raised by the handler `libreyolo.cli.main` installs (exit 143 through
+    `libreyolo.boundary.status`).
 
     A BaseException, like KeyboardInterrupt, so that `except Exception` does not swallow it
     and every `with` block on the way out (staging directories) cleans up.

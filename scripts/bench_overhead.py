@@ -34,8 +34,9 @@ from libreyolo.workload.api import load_model  # noqa: E402
 from libreyolo.workload.data.synthetic import make_synthetic  # noqa: E402
 from libreyolo.workload.infer import InferStep  # noqa: E402
 from libreyolo.workload.yolo9 import predict  # noqa: E402
+from tests.fixture_files import YOLO9T, fixture_file  # noqa: E402
 
-CHECKPOINT = ROOT.parent / "shared/fixtures/libreyolo_v1_checkpoints/LibreYOLO9t_nc80_seed0.pt"
+CHECKPOINT = fixture_file(YOLO9T)
 
 
 TARGET_SAMPLING_US = 100.0  # 1 % of a 10 ms step
@@ -129,7 +130,7 @@ def main() -> None:
     parser.add_argument("--imgsz", type=int, default=640)
     args = parser.parse_args()
     warnings.simplefilter("ignore")
-    weights = str(CHECKPOINT) if CHECKPOINT.is_file() else "LibreYOLO9t.pt"
+    weights = str(CHECKPOINT)
     model = load_model(weights).fuse()
     image = predict.decode_image(predict.SAMPLE_IMAGE)
     rows: dict[str, list[float]] = {"bare": [], "sampled": [], "no trace": [], "trace": []}

@@ -19,9 +19,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_TRACE = (
-    ROOT.parent / "shared" / "fixtures" / "gpu_traces" / "hta_a100_ddp_train_3steps.json.gz"
-)
+DEFAULT_TRACE = ROOT / "tests" / "fixtures" / "gpu_traces" / "hta_a100_ddp_train_3steps.json.gz"
 TARGET_S, TARGET_MB = 0.10, 40.0
 
 

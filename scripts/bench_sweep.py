@@ -22,7 +22,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CHECKPOINT = ROOT.parent / "shared/fixtures/libreyolo_v1_checkpoints/LibreYOLO9t_nc80_seed0.pt"
+sys.path.insert(0, str(ROOT))
+
+from tests.fixture_files import YOLO9T, fixture_file  # noqa: E402
+
+CHECKPOINT = fixture_file(YOLO9T)
 TARGETS_S = {"isolated": 3.0, "in-process": 0.5}  # mean per-point overhead
 
 
@@ -76,7 +80,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--keep", type=Path, help="leave the sweep folders here")
     args = parser.parse_args()
-    weights = str(CHECKPOINT) if CHECKPOINT.is_file() else "LibreYOLO9t.pt"  # absent: random
+    weights = str(CHECKPOINT)
     rows: dict[str, dict[str, list[tuple[float, float]]]] = {mode: {} for mode in TARGETS_S}
     walls: dict[str, list[float]] = {mode: [] for mode in TARGETS_S}
     with tempfile.TemporaryDirectory() as tmp:
@@ -89,8 +93,7 @@ def main() -> None:
                     rows[mode].setdefault(name, []).append(value)
     print(
         f"sweep overhead per point, infer on CPU, batch {args.batch} x imgsz {args.imgsz}, "
-        f"runs {args.runs}, {args.rounds} round(s), weights "
-        f"{'fixture checkpoint' if weights == str(CHECKPOINT) else 'random'}"
+        f"runs {args.runs}, {args.rounds} round(s), weights: the fixture checkpoint"
     )
     print("  overhead = point wall - its measurement windows; [outside measure_config]")
     names = sorted({n for mode in rows.values() for n in mode})

@@ -28,8 +28,8 @@ from typing import Any
 import msgspec
 
 FIXTURE = (
-    Path(__file__).resolve().parents[1].parent
-    / "shared/fixtures/gpu_traces/hta_a100_ddp_train_3steps.json.gz"
+    Path(__file__).resolve().parents[1]
+    / "tests/fixtures/gpu_traces/hta_a100_ddp_train_3steps.json.gz"
 )
 MB = 1_000_000
 MIN_MB_PER_S = 100.0  # the analyser must read at least this fast, start-up included

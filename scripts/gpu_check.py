@@ -35,7 +35,8 @@ from typing import Any, TextIO
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# What the device tool returns from $OUT (/work/.library/device/README.md, Limits).
+# What the lent machine's device tool brings back from $OUT at most: files, bytes per file,
+# bytes in all, folders below $OUT; anything past these is left out.
 DEVICE_MAX_FILES = 8
 DEVICE_MAX_FILE_BYTES = 16 * 2**20
 DEVICE_MAX_TOTAL_BYTES = 64 * 2**20
@@ -120,7 +121,7 @@ def setup_steps(py: str, *, wheels: str, site: str) -> list[Step]:
 
 def measurements(py: str, runs: Path) -> list[Step]:
     """Every measurement in order, with its limit. The untraced one is an inference: the
-    spec gives `--trace/--no-trace` to `infer` only."""
+    parser gives `--trace/--no-trace` to `infer` only."""
 
     def prof(name: str, *words: str) -> tuple[str, ...]:
         return profile_argv(py, runs, name, *words)
@@ -362,7 +363,7 @@ def profile_checks(step: Step, doc: dict[str, Any], stderr: str) -> dict[str, bo
         checks["latency p50 measured"] = m.get("latency_p50_ms") is not None
     if step.autobatch:
         checks["fitted batch in run.batch > 0"] = (run.get("batch") or 0) > 0
-        notes = (run.get("config") or {}).get("notes") or []
+        notes = doc.get("notes") or []
         checks["a note names --batch -1"] = any("--batch -1" in str(n) for n in notes)
     if step.family:
         checks[f"model is {step.family}"] = step.family in json.dumps(run).lower()

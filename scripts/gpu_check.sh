@@ -10,7 +10,7 @@
 # scripts/gpu_check.py (stdlib only), runs each step in its own process group under its own
 # limit, so one failure or hang never skips the rest: the machine's versions, the wheels, then
 # on cuda:0 at imgsz 320 inference fp16, batch 8 and YOLOX-n (random init), training with AMP,
-# an untraced inference (the spec gives --no-trace to infer only), AutoBatch
+# an untraced inference (only infer has --no-trace), AutoBatch
 # (--batch -1), and the truth suite's planted bottlenecks. Each profile is checked (GPU fields,
 # kernels, phases, peak memory, tensor cores under AMP/half, no libkineto line on stderr, ...).
 #

@@ -31,7 +31,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PINS = ROOT / "scripts" / "gpu_wheels.txt"
-TARGET_PYTHON = "3.12"  # the GPU machine's python3 (device KINDS.md)
+TARGET_PYTHON = "3.12"  # the lent GPU machine's own python3 is CPython 3.12
 TARGET_PLATFORMS = (
     "manylinux_2_28_x86_64",
     "manylinux_2_27_x86_64",
@@ -39,8 +39,8 @@ TARGET_PLATFORMS = (
     "manylinux2014_x86_64",
     "manylinux1_x86_64",
 )
-# Distributions the GPU machine's python3 already holds (device README / KINDS.md), with the
-# modules they provide.
+# Distributions the GPU machine's python3 already holds (it reaches no registry, so only the
+# others come from .whl/), with the modules they provide.
 MACHINE_DISTS = {
     "torch": ("torch",),
     "torchvision": ("torchvision",),

@@ -1,7 +1,7 @@
 """Draw the bundled sample image `libreyolo/assets/sample.jpg` (a synthetic street scene).
 
 The project's own picture, dedicated to the public domain (CC0), replacing libreyolo 1.6.0's
-`parkour.jpg` whose licence is unknown (workload-notes.md §5). Deterministic: a seeded
+`parkour.jpg`, whose licence is stated nowhere (so it cannot be shipped). Deterministic: a seeded
 `random.Random` places everything, and a low-amplitude grain gives the JPEG a realistic entropy (and
 so a realistic decode cost) at about the reference's 1280×852. Run from the repository root:
 

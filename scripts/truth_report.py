@@ -4,7 +4,7 @@ expected, what the profiler said, the evidence, and pass/fail.
 Scenarios (the same code the tests under tests/truth and tests/analysis run):
 * planted bottlenecks measured end to end (input-, compute-, postprocess-, preprocess-bound),
   on the CPU by default or on CUDA with `--device 0` (scripts/gpu_check.sh does that);
-* the verdicts on the four real GPU fixture traces (../shared/fixtures/gpu_traces);
+* the verdicts on the four real GPU fixture traces (tests/fixtures/gpu_traces);
 * compare's significance call: A/A false-positive rate and power on seeded trials, then real
   `--repeat 3` CPU runs (same config twice; imgsz 256 against 384);
 * what-if against reality: predict removing `norm`, fold BatchNorm, measure (CPU);
@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-GPU_TRACES = ROOT.parent / "shared" / "fixtures" / "gpu_traces"
+GPU_TRACES = ROOT / "tests" / "fixtures" / "gpu_traces"
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from libreyolo.boundary.output import Output
 from libreyolo.cli.main import main
-from libreyolo.cli.output import Output
+from tests.fixture_files import fixture_dir
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED_FIXTURES = ROOT.parent / "shared" / "fixtures"
 GOLDEN = Path(__file__).resolve().parent / "golden"
 
 
@@ -23,21 +23,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--update-goldens", action="store_true", help="rewrite tests/golden files")
 
 
-def _shared(name: str) -> Path:
-    path = SHARED_FIXTURES / name
-    if not path.is_dir():
-        pytest.skip(f"shared fixtures not found at {path}")
-    return path
-
-
 @pytest.fixture
 def reference_v1() -> Path:
-    return _shared("reference_v1")
+    """The four profile.json files libreyolo 1.6.0 wrote (tests/fixtures/reference_v1)."""
+    return fixture_dir("reference_v1")
 
 
 @pytest.fixture
 def gpu_traces() -> Path:
-    return _shared("gpu_traces")
+    """Four real GPU Chrome traces with their licences (tests/fixtures/gpu_traces)."""
+    return fixture_dir("gpu_traces")
 
 
 @dataclass(frozen=True)
@@ -124,10 +119,8 @@ def cpu_repeat_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Pat
 def cpu_sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real 6-point CPU sweep (batch 1, 2, 4 × imgsz 64, 96; `libreyolo-sweep`, which writes
     sweep.json and sweep.html itself)."""
-    from tests.sweep.helpers import CHECKPOINT, tiny_sweep_argv
+    from tests.sweep.helpers import tiny_sweep_argv
 
-    if not CHECKPOINT.is_file():
-        pytest.skip(f"fixture checkpoint not found at {CHECKPOINT}")
     sweep_dir = tmp_path_factory.mktemp("sweep")
     argv = tiny_sweep_argv(sweep_dir, "batch=1,2,4", "imgsz=64,96", "window.runs=6")
     done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, timeout=600, check=False)

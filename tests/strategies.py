@@ -240,6 +240,7 @@ def profiles(draw: st.DrawFn) -> Profile:
         window=draw(windows),
         samples=draw(samples),
         trace=draw(st.none() | trace_analyses()),
+        notes=draw(st.lists(st.text(max_size=20), max_size=2)),
         metrics=draw(metric_maps),
         verdict=draw(st.none() | verdicts),
         trials=draw(st.lists(trials, max_size=3)),

@@ -28,11 +28,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from libreyolo.analysis.sweep import sweep_record
+from libreyolo.boundary.output import Output
 from libreyolo.cli.main import main
-from libreyolo.cli.output import Output
+from libreyolo.document.convert import to_plain
 from libreyolo.document.sweep_files import collect_points, collect_sweep, point_folders
 from libreyolo.document.sweep_validate import HINT, record_problem
-from tests.conftest import SHARED_FIXTURES
+from tests.fixture_files import fixture_dir
 from tests.kineto.conftest import event, kernel, launch
 from tests.render.hostile import HOSTILE, SMALL_TRACE, make_hostile, stray_controls, v2_raw
 
@@ -103,11 +104,11 @@ TRACEBACK = re.compile(r"Traceback|internal error", re.IGNORECASE)
 @cache
 def _profile_bases() -> tuple[str, ...]:
     """JSON texts of real profiles (cached as text: each example mutates a fresh copy)."""
-    reference = SHARED_FIXTURES / "reference_v1"
+    reference = fixture_dir("reference_v1")
     bases = [(reference / name).read_text(encoding="utf-8") for name in V1_FILES]
-    trace = SHARED_FIXTURES / "gpu_traces" / SMALL_TRACE
-    if trace.is_file():  # a v2 profile, plain and with control characters in its names
-        bases += [json.dumps(v2_raw(trace)), json.dumps(make_hostile(v2_raw(trace)))]
+    trace = fixture_dir("gpu_traces") / SMALL_TRACE
+    # a v2 profile, plain and with control characters in its names
+    bases += [json.dumps(v2_raw(trace)), json.dumps(make_hostile(v2_raw(trace)))]
     return tuple(bases)
 
 
@@ -227,7 +228,9 @@ def _sweep_documents() -> dict[str, Any]:
         for name in ("b1_s64", "b2_s64"):
             for leaf in ("point.json", "status.json", "infer/profile.json"):
                 docs[f"{name}/{leaf}"] = json.loads((root / name / leaf).read_text("utf-8"))
-        docs["sweep.json"] = sweep_record(str(root), collect_points(root, point_folders(root)))
+        docs["sweep.json"] = to_plain(
+            sweep_record(str(root), collect_points(root, point_folders(root)))
+        )
     return docs
 
 
@@ -304,7 +307,6 @@ def _run_readers(target: Path, readers: tuple[list[str], ...]) -> None:
         _check_reader([*argv, "--json"])
 
 
-@pytest.mark.skipif(not (SHARED_FIXTURES / "reference_v1").is_dir(), reason="no shared fixtures")
 @settings(FUZZ, max_examples=80)
 @given(mutated_profiles())
 def test_fuzz_readers_on_mutated_profiles(case: tuple[str, bytes]) -> None:
@@ -326,7 +328,8 @@ def _read_sweep_case(files: dict[str, bytes]) -> None:
             (root / name).write_bytes(data)
         _run_readers(root, SWEEP_READERS)
         # what the sweep would write from these folders, it reads back
-        assert record_problem(sweep_record(str(root), collect_sweep(root))) is None
+        written = to_plain(sweep_record(str(root), collect_sweep(root)))
+        assert isinstance(written, dict) and record_problem(written) is None
 
 
 @FUZZ
@@ -351,18 +354,19 @@ def _status_and_stderr(argv: list[str]) -> tuple[int, str]:
 
 
 def test_v1_file_of_the_wrong_shape_exits_1_in_one_line(tmp_path: Path) -> None:
-    raw = json.loads((SHARED_FIXTURES / "reference_v1" / "infer_repeat.json").read_text("utf-8"))
+    raw = json.loads((fixture_dir("reference_v1") / "infer_repeat.json").read_text("utf-8"))
     raw["img_per_s_trials"] = True  # the migration iterated over it
     path = tmp_path / "p.json"
     path.write_text(json.dumps(raw), encoding="utf-8")
     assert _status_and_stderr(["summary", str(path)]) == (
         1,
-        f"failed to analyse {path}: invalid schema v1 profile ('bool' object is not iterable)\n",
+        f"failed to analyse {path}: invalid schema v1 profile (expected a list of trials, got "
+        "bool)\n",
     )
 
 
 def test_summary_of_a_profile_with_an_odd_legacy_latency_exits_0(tmp_path: Path) -> None:
-    raw = json.loads((SHARED_FIXTURES / "reference_v1" / "infer_b1.profile.json").read_text())
+    raw = json.loads((fixture_dir("reference_v1") / "infer_b1.profile.json").read_text())
     raw["latency"] = 5  # 1.6.0's latency object, now a number: summary called .get on it
     path = tmp_path / "p.json"
     path.write_text(json.dumps(raw), encoding="utf-8")

@@ -292,7 +292,8 @@ def test_pack_gzips_traces_and_writes_only_parts_within_the_limit(
 
 def _doc(**extra: object) -> dict[str, object]:
     doc: dict[str, object] = {
-        "run": {"mode": "training", "model": "LibreYOLO9t", "batch": 8, "config": {"notes": []}},
+        "run": {"mode": "training", "model": "LibreYOLO9t", "batch": 8, "config": {}},
+        "notes": [],
         "host": {"measurable": True, "num_workers": 2},
         "metrics": {
             "cpu_wait_frac": 0.1,
@@ -342,9 +343,9 @@ def test_checks_of_autobatch_want_the_fitted_batch_and_its_note() -> None:
     gpu_check = _gpu_check()
     step = next(s for s in gpu_check.measurements("py", Path("/r")) if s.autobatch)
     note = "--batch -1: batch 512 fits 70% of 140.0 GB available (...); probes 1: 900 MB"
-    doc = _doc(run={"batch": 512, "config": {"batch": 512, "notes": [note]}})
+    doc = _doc(run={"batch": 512, "config": {"batch": 512}}, notes=[note])
     assert all(gpu_check.profile_checks(step, doc, "").values())
-    unfitted = gpu_check.profile_checks(step, _doc(run={"batch": -1, "config": {"notes": []}}), "")
+    unfitted = gpu_check.profile_checks(step, _doc(run={"batch": -1, "config": {}}), "")
     assert not unfitted["fitted batch in run.batch > 0"]
     assert not unfitted["a note names --batch -1"]
 

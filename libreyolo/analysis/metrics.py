@@ -5,8 +5,10 @@ values v1 stored. Pure: no I/O, imports no torch or numpy.
 
 Step time comes from the collector's unsynced samples when the profile has them (honest overlap);
 otherwise from the trace's device-side step spans (the CPU may run ahead of the GPU). Every GPU
-number (util, busy, memcpy, the host residual) is taken over that same device-side window
-(profiler-definitions.md §2-§3), so a bare trace's step, busy and util agree: util = busy / step.
+number (util, busy, memcpy, the host residual) is taken over that same device-side window (from
+the CPU step's start to the end of the last GPU work it launched; busy is the union of kernel,
+memcpy and memset intervals in it, never their sum, so concurrent streams cannot pass 100 %),
+so a bare trace's step, busy and util agree: util = busy / step.
 """
 
 from __future__ import annotations

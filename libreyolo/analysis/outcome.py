@@ -22,7 +22,8 @@ class MeasurementOutcome:
     why: str
     img_per_s_std: float | None
     num_trials: int
-    notes: tuple[str, ...]
+    notes: tuple[str, ...]  # what the run noted about itself (`Profile.notes`)
+    trace_notes: tuple[str, ...]  # the trace analyser's caveats (`TraceAnalysis.notes`)
     quiet_bound: str | None = None  # a contended run: what a quiet host's numbers would say
     quiet_why: str | None = None
 
@@ -40,7 +41,8 @@ def outcome(profile: Profile, profile_path: str, trace_path: str | None) -> Meas
         why=verdict.why if verdict else "",
         img_per_s_std=float(std) if isinstance(std, int | float) else None,
         num_trials=max(len(profile.trials), 1),
-        notes=tuple(profile.trace.notes if profile.trace else ()),
+        notes=tuple(profile.notes),
+        trace_notes=tuple(profile.trace.notes if profile.trace else ()),
         quiet_bound=verdict.quiet_bound if verdict else None,
         quiet_why=verdict.quiet_why if verdict else None,
     )

@@ -9,7 +9,6 @@ plus each ok point's summary and phases. Nothing is computed here that a reader 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from libreyolo.analysis.compare import Comparison, compare
 from libreyolo.analysis.kernels import KernelTable, top_kernels
@@ -17,6 +16,7 @@ from libreyolo.analysis.ops import OpTable, top_ops
 from libreyolo.analysis.phases import PhaseBreakdown, phase_breakdown
 from libreyolo.analysis.summary import Summary, summarize
 from libreyolo.document.model import Profile
+from libreyolo.document.sweep_model import SweepRecord
 
 TOP_ROWS = 20  # `kernels` and `ops` defaults
 
@@ -40,7 +40,7 @@ class CompareReport:
 @dataclass(frozen=True, slots=True)
 class SweepReport:
     source: str
-    record: dict[str, Any]  # the sweep record, as `summary <sweep dir> --json` prints it
+    record: SweepRecord  # the sweep record, as `summary <sweep dir> --json` prints it
     points: dict[str, ProfileReport]  # ok points whose profile could be read, by point name
     unreadable: dict[str, str]  # ok points whose profile could not be read: the reason
 
@@ -68,7 +68,7 @@ def compare_report(
 
 
 def sweep_report(
-    record: dict[str, Any],
+    record: SweepRecord,
     source: str,
     profiles: dict[str, Profile],
     unreadable: dict[str, str],

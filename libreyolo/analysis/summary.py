@@ -84,7 +84,10 @@ class Summary:
     op_categories: tuple[CategoryShare, ...]
     top_ops: tuple[OpRow, ...]
     num_trials: int
+    # What the reading found (profiler overhead, noise) and what the run noted about itself
+    # (`Profile.notes`); apart from them, the trace analyser's caveats about the trace.
     notes: tuple[str, ...]
+    trace_notes: tuple[str, ...]
     # Host contention: None when measured (the numbers are in `metrics`), else the line that
     # says why it cannot be judged; the steps that waited most for a CPU.
     contention_unknown: str | None
@@ -215,11 +218,7 @@ def summarize(profile: Profile) -> Summary:
     verdict = profile.verdict or Verdict(bound=str(profile.metrics.get("bound")), why="")
     trials = trial_rows(profile)
     op_categories, ops = _op_mix(profile)
-    notes = (
-        _overhead_notes(profile)
-        + _noise_notes(profile)
-        + tuple(profile.trace.notes if profile.trace else ())
-    )
+    notes = _overhead_notes(profile) + _noise_notes(profile) + tuple(profile.notes)
     return Summary(
         mode=profile.kind,
         model=profile.run.model or profile.run.weights,
@@ -236,6 +235,7 @@ def summarize(profile: Profile) -> Summary:
         top_ops=ops,
         num_trials=len(profile.trials),
         notes=notes,
+        trace_notes=tuple(profile.trace.notes if profile.trace else ()),
         contention_unknown=contention.state(profile),
         hardest_steps=_hardest(profile),
         run=run_header(profile),

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from libreyolo.analysis.result_kind import ResultKind
-from libreyolo.document.sweep_files import SWEEP_SCHEMA
-from libreyolo.document.sweep_validate import STATUSES
+from libreyolo.document.sweep_model import STATUSES, SweepRecord, SweepRow
 
-Series = dict[tuple[Any, Any, Any], list[tuple[int, float]]]
+Points = Mapping[str, SweepRow]  # a sweep record's rows by point name
+SeriesKey = tuple[int | None, bool | None, int | None]  # (imgsz, amp, threads)
+Series = dict[SeriesKey, list[tuple[int, float]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,31 +25,22 @@ class SweepView:
     """What `summary <sweep-dir>` shows: the sweep record, as `sweep.json` holds it."""
 
     result_kind: ClassVar[ResultKind] = ResultKind.SWEEP
-    data: dict[str, Any]
+    record: SweepRecord
 
 
-def _metrics(entry: dict[str, Any]) -> dict[str, Any]:
-    metrics = entry.get("metrics")
-    return metrics if isinstance(metrics, dict) else {}
+def _throughput(entry: SweepRow) -> float:
+    value = entry.metrics.img_per_s
+    return float(value) if value is not None else -1.0
 
 
-def _throughput(entry: dict[str, Any]) -> float:
-    value = _metrics(entry).get("img_per_s")
-    return float(value) if isinstance(value, int | float) else -1.0
-
-
-def trusted(entry: dict[str, Any]) -> bool:
+def trusted(entry: SweepRow) -> bool:
     """An ok point whose numbers hold: no memory thrash, not measured on a contended host
     (its img/s would rank the host's load, not the configuration)."""
-    metrics = _metrics(entry)
-    return (
-        entry.get("status") == "ok"
-        and not metrics.get("memory_pressure")
-        and metrics.get("contended") is not True
-    )
+    metrics = entry.metrics
+    return entry.status == "ok" and not metrics.memory_pressure and metrics.contended is not True
 
 
-def recommend(points: dict[str, dict[str, Any]]) -> dict[str, str]:
+def recommend(points: Points) -> dict[str, str]:
     """Per imgsz: the trusted point with the highest img/s."""
     best: dict[str, str] = {}
     for name, entry in points.items():
@@ -56,7 +48,7 @@ def recommend(points: dict[str, dict[str, Any]]) -> dict[str, str]:
             continue
         if _throughput(entry) < 0:
             continue
-        key = str(entry.get("imgsz"))
+        key = str(entry.imgsz)
         if key not in best or _throughput(entry) > _throughput(points[best[key]]):
             best[key] = name
     return dict(sorted(best.items(), key=lambda kv: _imgsz_order(kv[0])))
@@ -68,67 +60,57 @@ def _imgsz_order(key: str) -> int:
     return int(key) if key.isascii() and key.isdigit() else 0
 
 
-def by_throughput(points: dict[str, dict[str, Any]]) -> list[str]:
+def by_throughput(points: Points) -> list[str]:
     """Point names, ok points first, by img/s (highest first)."""
-    return sorted(points, key=lambda n: (points[n].get("status") != "ok", -_throughput(points[n])))
+    return sorted(points, key=lambda n: (points[n].status != "ok", -_throughput(points[n])))
 
 
-def counts(points: dict[str, dict[str, Any]]) -> dict[str, int]:
+def counts(points: Points) -> dict[str, int]:
     """How many points have each status, and how many of the ok ones a resumed sweep reused."""
     tally = {status: 0 for status in STATUSES} | {"reused": 0}
     for entry in points.values():
-        status = entry.get("status")
-        tally[status if status in STATUSES else "failed"] += 1
-        tally["reused"] += status == "ok" and entry.get("reused") is True
+        tally[entry.status] += 1
+        tally["reused"] += entry.status == "ok" and entry.reused is True
     return tally
 
 
-def sweep_record(
-    root: str, points: dict[str, dict[str, Any]], chart: str | None = None
-) -> dict[str, Any]:
+def sweep_record(root: str, points: Points, chart: str | None = None) -> SweepRecord:
     """The sweep record (what `sweep.json` holds) of the point rows under `root`: `num_points`
     is the whole grid when the sweep planned it, missing points included."""
     tally = counts(points)
-    return {
-        "schema": SWEEP_SCHEMA,
-        "sweep_dir": root,
-        "points": points,
-        "num_points": len(points),
-        "num_ok": tally["ok"],
-        "num_reused": tally["reused"],
-        "num_failed": tally["failed"],
-        "num_interrupted": tally["interrupted"],
-        "num_missing": tally["missing"],
-        "recommended": recommend(points),
-        "chart": chart,
-    }
+    return SweepRecord(
+        sweep_dir=root,
+        points=dict(points),
+        num_points=len(points),
+        num_ok=tally["ok"],
+        num_reused=tally["reused"],
+        num_failed=tally["failed"],
+        num_interrupted=tally["interrupted"],
+        num_missing=tally["missing"],
+        recommended=recommend(points),
+        chart=chart,
+    )
 
 
-def _batch(entry: dict[str, Any]) -> int | None:
-    batch = entry.get("batch")
-    return batch if isinstance(batch, int) and not isinstance(batch, bool) else None
-
-
-def series_names(points: dict[str, dict[str, Any]]) -> dict[tuple[Any, Any, Any], list[str]]:
+def series_names(points: Points) -> dict[SeriesKey, list[str]]:
     """(imgsz, amp, threads) -> the names of its ok points with an img/s and a batch, sorted by
     batch (threads None: torch's default, the sweep had no threads axis)."""
-    series: dict[tuple[Any, Any, Any], list[str]] = {}
+    series: dict[SeriesKey, list[str]] = {}
     for name, entry in points.items():
-        if entry.get("status") != "ok" or _throughput(entry) < 0 or _batch(entry) is None:
+        if entry.status != "ok" or _throughput(entry) < 0 or entry.batch is None:
             continue
-        key = (entry.get("imgsz"), entry.get("amp"), entry.get("threads"))
-        series.setdefault(key, []).append(name)
+        series.setdefault((entry.imgsz, entry.amp, entry.threads), []).append(name)
     return {
-        key: sorted(names, key=lambda n: (_batch(points[n]), _throughput(points[n]), n))
+        key: sorted(names, key=lambda n: (points[n].batch or 0, _throughput(points[n]), n))
         for key, names in sorted(series.items(), key=lambda kv: str(kv[0]))
     }
 
 
-def chart_series(points: dict[str, dict[str, Any]]) -> Series:
+def chart_series(points: Points) -> Series:
     """(imgsz, amp, threads) -> [(batch, img/s)] sorted by batch, from the ok points with a
     number (`series_names`)."""
     return {
-        key: [(points[n]["batch"], _throughput(points[n])) for n in names]
+        key: [(points[n].batch or 0, _throughput(points[n])) for n in names]
         for key, names in series_names(points).items()
     }
 
@@ -138,28 +120,24 @@ def powers_of_two(batches: set[int]) -> bool:
     return len(batches) > 1 and all(b > 0 and b & (b - 1) == 0 for b in batches)
 
 
-def series_label(
-    points: dict[str, dict[str, Any]], imgsz: object, amp: object, threads: object = None
-) -> str:
+def series_label(points: Points, imgsz: object, amp: object, threads: object = None) -> str:
     """`imgsz 640, amp on` (`, 2 threads` on a threads axis); AMP asked for but never in
     effect (a CPU) says so."""
     label = f"imgsz {imgsz}, amp {'on' if amp else 'off'}"
     ran = [
-        e.get("amp_effective")
+        e.amp_effective
         for e in points.values()
-        if e.get("status") == "ok" and (e.get("imgsz"), e.get("amp")) == (imgsz, amp)
+        if e.status == "ok" and (e.imgsz, e.amp) == (imgsz, amp)
     ]
     label += " (no effect)" if amp and ran and not any(ran) else ""
     return label if threads is None else f"{label}, {threads} threads"
 
 
-def latency_metric(points: dict[str, dict[str, Any]]) -> str:
+def latency_metric(points: Points) -> str:
     """The per-point latency the trade-off chart uses: `latency_p50_ms` when an ok point has
     it (inference), else `step_ms` (training: one step is the latency of a batch)."""
     for entry in points.values():
-        if entry.get("status") == "ok" and isinstance(
-            _metrics(entry).get("latency_p50_ms"), int | float
-        ):
+        if entry.status == "ok" and entry.metrics.latency_p50_ms is not None:
             return "latency_p50_ms"
     return "step_ms"
 

@@ -14,19 +14,23 @@ never passes by accident. Pure: the caller reads the rows and the points' profil
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from libreyolo.analysis.compare import Comparison, compare
 from libreyolo.analysis.result_kind import ResultKind
+from libreyolo.document.json_value import JsonScalar
 from libreyolo.errors import UsageError
 
 if TYPE_CHECKING:
     from libreyolo.analysis.gate import Gate
     from libreyolo.document.model import Profile
+    from libreyolo.document.sweep_model import SweepRow
 
 AXES = ("batch", "imgsz", "amp", "threads")
-Rows = dict[str, dict[str, Any]]  # a sweep record's `points`: name -> row
+Rows = Mapping[str, "SweepRow"]  # a sweep record's `points`: name -> row
+Settings = dict[str, JsonScalar]  # what a point measured: key -> value
 Identity = tuple[str | None, ...]  # per key: the value's repr, None where it is unknown
 
 
@@ -43,7 +47,7 @@ class SweepSide:
 @dataclass(frozen=True, slots=True)
 class PointDelta:
     point: str  # the before sweep's point name (the after's when only it has the point)
-    axes: dict[str, Any]
+    axes: Settings
     comparison: Comparison | None
     not_compared: str | None  # why there is no comparison: "only in after", "before failed"
 
@@ -81,17 +85,17 @@ class SweepComparison:
         return bool(self.failed_gates or self.uncompared) or self.num_compared == 0
 
 
-def _overrides(row: dict[str, Any]) -> dict[str, str]:
+def _overrides(row: SweepRow) -> dict[str, str]:
     """A row's overrides as key -> value text (`+key=` and `~key=` read as `key`)."""
     found: dict[str, str] = {}
-    for text in row.get("overrides") or ():
-        if isinstance(text, str) and "=" in text:
+    for text in row.overrides:
+        if "=" in text:
             key, value = text.split("=", 1)
             found[key.strip().lstrip("+~")] = value.strip()
     return found
 
 
-def _parsed(text: str) -> object:
+def _parsed(text: str) -> JsonScalar:
     """An override value as the config would hold it: int, bool, null, else the text."""
     lowered = text.lower()
     if lowered in ("true", "false"):
@@ -104,11 +108,17 @@ def _parsed(text: str) -> object:
         return text
 
 
-def _settings(row: dict[str, Any]) -> dict[str, object]:
+def _settings(row: SweepRow) -> Settings:
     """What a row says its point measured: its overrides' values, and its config's AXES (a
     planned point that never ran has only the overrides)."""
     found = {key: _parsed(value) for key, value in _overrides(row).items()}
-    found |= {axis: row[axis] for axis in AXES if row.get(axis) is not None}
+    axes: Settings = {
+        "batch": row.batch,
+        "imgsz": row.imgsz,
+        "amp": row.amp,
+        "threads": row.threads,
+    }
+    found |= {axis: value for axis, value in axes.items() if value is not None}
     return found
 
 
@@ -124,11 +134,11 @@ def point_keys(*sides: Rows) -> tuple[str, ...]:
     return AXES + tuple(sorted(keys - set(AXES)))
 
 
-def _identity(row: dict[str, Any], keys: tuple[str, ...]) -> Identity:
+def _identity(row: SweepRow, keys: tuple[str, ...]) -> Identity:
     """The row's value of each key (`repr`), None where it cannot be known: a planned point
     that never ran has no config, only the overrides of what its grid swept."""
     settings = _settings(row)
-    known = row.get("status") != "missing"
+    known = row.status != "missing"
     return tuple(repr(settings.get(key)) if key in settings or known else None for key in keys)
 
 
@@ -136,7 +146,7 @@ def _agrees(a: Identity, b: Identity) -> bool:
     return all(x == y for x, y in zip(a, b, strict=True) if x is not None and y is not None)
 
 
-def _axes(row: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+def _axes(row: SweepRow, keys: tuple[str, ...]) -> Settings:
     settings = _settings(row)
     return {key: settings.get(key) for key in keys}
 
@@ -176,8 +186,8 @@ def match_points(before: Rows, after: Rows, keys: tuple[str, ...]) -> dict[str, 
 def _side_problem(side: str, name: str, sweep: SweepSide) -> str | None:
     """Why `sweep`'s point `name` has no profile to compare, or None when it has one."""
     row = sweep.rows[name]
-    if row.get("status") != "ok":
-        return f"{side} {row.get('status') or 'failed'}"
+    if row.status != "ok":
+        return f"{side} {row.status}"
     if name not in sweep.profiles:
         return f"{side} profile lost: {sweep.lost.get(name, 'not read')}"
     return None

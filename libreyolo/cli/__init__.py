@@ -1,1 +1,1 @@
-"""The POSIX front door: argparse, dispatch, exit statuses."""
+"""The POSIX front door: argparse and dispatch (statuses and streams: `libreyolo.boundary`)."""

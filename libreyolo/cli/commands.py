@@ -105,8 +105,8 @@ def _compare_sweeps(args: argparse.Namespace, before: SweepView, after: SweepVie
 
     sides = []
     for path, view in ((args.before, before), (args.after, after)):
-        profiles, lost = read_point_profiles(Path(os.path.realpath(path)), view.data)
-        sides.append(SweepSide(view.data["points"], profiles, lost))
+        profiles, lost = read_point_profiles(Path(os.path.realpath(path)), view.record)
+        sides.append(SweepSide(view.record.points, profiles, lost))
     result = compare_sweeps(
         sides[0], sides[1], fail_on_regression_pct=args.fail_on_regression, metric=args.metric
     )

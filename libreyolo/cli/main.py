@@ -1,4 +1,8 @@
-"""`main(argv) -> int`: parse, dispatch, emit, and the only place exit statuses are decided."""
+"""`main(argv) -> int`: parse, dispatch and emit one `libreyolo` command line.
+
+The status comes from `libreyolo.boundary.status.exit_status`, the one map every entry point
+uses; `run` hands it to `exit_process`. Must not: print but through `Output`, or exit.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +12,10 @@ import sys
 from collections.abc import Iterator, Sequence
 from types import FrameType
 
-from libreyolo.cli.output import Output
+from libreyolo.boundary.output import Output
+from libreyolo.boundary.status import exit_process, exit_status
 from libreyolo.cli.parser import build_parser, reject_key_value
-from libreyolo.errors import ExitStatus, ProfileError, Terminated
+from libreyolo.errors import ExitStatus, Terminated
 
 
 def _drop_task_word(argv: list[str]) -> list[str]:
@@ -39,55 +44,42 @@ def _sigterm_unwinds() -> Iterator[None]:
 
 
 def main(argv: Sequence[str] | None = None, *, output: Output | None = None) -> int:
-    """Run one `libreyolo` command line and return its exit status."""
+    """Run one `libreyolo` command line and return its exit status (`exit_status` maps what
+    the command raised; `--debug` lets errors through with their traceback)."""
     words = _drop_task_word(list(sys.argv[1:] if argv is None else argv))
-    debug = "--debug" in words
-    out = output or Output.for_terminal(json_mode="--json" in words, no_color="--no-color" in words)
-    try:
-        with _sigterm_unwinds():
-            parser = build_parser()
-            reject_key_value(words, parser)
-            with contextlib.redirect_stdout(out.stdout):  # --help text is a result: stdout
-                args = parser.parse_args(words)
-            if not hasattr(args, "handler"):
-                parser.print_help(out.stdout)
-                return ExitStatus.OK
-            args.progress, args.notice, args.words = out.progress(), out.notice, words
-            try:
-                result, source = args.handler(args)
-            finally:
-                out.close()
-            out.emit(result, source)  # inside: a result that cannot be shown is one line too
-            if getattr(result, "gate_failed", False):  # compare --fail-on-regression
-                from libreyolo.render.gate_text import regression_line
+    out = output or _terminal(words)
+    return exit_status(lambda: _run(words, out), out, debug="--debug" in words)
 
-                out.error_line("regression", regression_line(result))  # printed: a result
-                return ExitStatus.REGRESSION
-    except SystemExit as stop:  # --help printed its text
-        return int(stop.code or 0)
-    except ProfileError as err:
-        if debug:
-            raise
-        out.error(err)
-        return err.status
-    except KeyboardInterrupt:
-        out.error_line("interrupted", "interrupted")
-        return ExitStatus.INTERRUPTED
-    except Terminated:
-        out.error_line("terminated", "terminated")
-        return ExitStatus.TERMINATED
-    except Exception as err:
-        if debug:
-            raise
-        out.error_line(
-            "internal_error",
-            f"internal error: {type(err).__name__}: {err} "
-            "(run again with --debug for the traceback)",
-        )
-        return ExitStatus.FAILED
+
+def _terminal(words: list[str]) -> Output:
+    return Output.for_terminal(json_mode="--json" in words, no_color="--no-color" in words)
+
+
+def _run(words: list[str], out: Output) -> ExitStatus:
+    """Parse, dispatch and emit one command line; the regression gate's status is a result."""
+    with _sigterm_unwinds():
+        parser = build_parser()
+        reject_key_value(words, parser)
+        with contextlib.redirect_stdout(out.stdout):  # --help text is a result: stdout
+            args = parser.parse_args(words)
+        if not hasattr(args, "handler"):
+            parser.print_help(out.stdout)
+            return ExitStatus.OK
+        args.progress, args.notice, args.words = out.progress(), out.notice, words
+        try:
+            result, source = args.handler(args)
+        finally:
+            out.close()
+        out.emit(result, source)  # inside: a result that cannot be shown is one line too
+        if getattr(result, "gate_failed", False):  # compare --fail-on-regression
+            from libreyolo.render.gate_text import regression_line
+
+            out.error_line("regression", regression_line(result))  # printed: a result
+            return ExitStatus.REGRESSION
     return ExitStatus.OK
 
 
 def run() -> None:
-    """Console-script entry point."""
-    raise SystemExit(main())
+    """Console-script entry point (`libreyolo`, `python -m libreyolo`)."""
+    out = _terminal(_drop_task_word(sys.argv[1:]))
+    exit_process(main(output=out), out)

@@ -9,6 +9,7 @@ import argparse
 from collections.abc import Callable
 
 from libreyolo.analysis.outcome import ConfigView, MeasurementOutcome, outcome
+from libreyolo.cli.parser import typed_dests
 from libreyolo.config.compose import as_plain_dict, compose_config, config_yaml
 from libreyolo.config.overrides import to_overrides
 from libreyolo.config.schema import ProfileConfig
@@ -17,15 +18,9 @@ from libreyolo.measure.from_config import measure_config
 
 
 def _typed(args: argparse.Namespace) -> set[str]:
-    """The dests of the flags the user typed (and positionals given), not argparse defaults."""
-    words = list(getattr(args, "words", []))
-    typed = {dest for dest in ("data", "source") if getattr(args, dest, None) is not None}
-    for dest in vars(args):
-        flag = "--" + dest.replace("_", "-")
-        negated = "--no-" + dest.replace("_", "-")
-        if any(w in (flag, negated) or w.startswith(flag + "=") for w in words):
-            typed.add(dest)
-    return typed
+    """The dests of the flags the user typed (and positionals given), not argparse defaults:
+    argparse's own reading of the words (`typed_dests`), so no spelling of a flag is missed."""
+    return typed_dests(list(args.words))
 
 
 def _compose(args: argparse.Namespace, mode: str) -> tuple[ProfileConfig, list[str]]:
@@ -45,7 +40,7 @@ def measure(
     cfg, overrides = _compose(args, mode)
     if args.print_config:
         return ConfigView(as_plain_dict(cfg), config_yaml(cfg))
-    profile, path = measure_config(cfg, overrides, progress, notice=getattr(args, "notice", None))
+    profile, path = measure_config(cfg, overrides, progress, notice=args.notice)
     trace = profile.artifacts.trace
     # In the set, also for the --repeat aggregate, whose path is its link beside the set.
     trace_path = str(set_dir(cfg.project, cfg.mode.value) / trace) if trace else None

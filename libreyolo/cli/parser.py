@@ -2,6 +2,8 @@
 
 Flags, defaults and help follow the interface specification (libreyolo 1.6.0's names). Parse
 errors raise UsageError instead of exiting, so `main` decides the status and the stderr format.
+No parser takes an abbreviation (`--war` for `--warmup`): a flag is spelled in full or refused,
+and `typed_dests` learns what was typed from argparse itself, never from the spelling.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import argparse
 import re
 from collections.abc import Callable
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from libreyolo.cli import commands
 from libreyolo.cli.flags import (
@@ -57,7 +59,15 @@ SIZE_HELP = (
 
 
 class Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors become UsageError (one line, exit 2) instead of exiting."""
+    """An ArgumentParser whose errors become UsageError (one line, exit 2) instead of exiting,
+    and which takes no abbreviated flag. Sub-parsers are made with `parser_class=Parser`, so
+    each `add_parser` builds one of these: argparse's `allow_abbrev` is per parser."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # An abbreviation accepted here would slip past the typed-flag rule of `--config` and,
+        # once a later flag shares its prefix, change meaning between releases.
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: {message}", hint=f"see '{self.prog} --help'")
@@ -333,6 +343,25 @@ def build_parser() -> Parser:
     _add_infer(sub, common)
     _add_readers(sub, common)
     return root
+
+
+def typed_dests(words: list[str]) -> set[str]:
+    """The dests `words` set themselves, argparse defaults left out: the same tree parses them
+    again with every default suppressed, so what argparse took from the words, in whatever
+    spelling (`--warmup=3`, `--no-trace`, a positional after `--`), is all that is left."""
+    parser = build_parser()
+    _suppress_defaults(parser)
+    return set(vars(parser.parse_args(words)))
+
+
+def _suppress_defaults(parser: argparse.ArgumentParser) -> None:
+    parser._defaults.clear()  # set_defaults(handler=...): not typed either
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _suppress_defaults(child)
+        elif action.dest != argparse.SUPPRESS:
+            action.default = argparse.SUPPRESS
 
 
 _KEY_VALUE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*=")

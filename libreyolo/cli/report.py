@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from libreyolo.cli.sources import open_profile, open_sweep
 from libreyolo.document import sweep_files
@@ -26,6 +26,7 @@ from libreyolo.render.html.written import ReportWritten
 
 if TYPE_CHECKING:
     from libreyolo.analysis.sweep import SweepView
+    from libreyolo.document.sweep_model import SweepRecord
 
 PROFILE_PAGE = "report.html"
 
@@ -102,21 +103,22 @@ def _sweep(folder: str, view: SweepView, output: str | None) -> ReportWritten:
     from libreyolo.render.html.sweep_page import sweep_page
 
     root = Path(os.path.realpath(folder))
-    target = _destination(output, folder, sweep=True, inputs=_sweep_inputs(root, view.data))
-    profiles, lost = read_point_profiles(root, view.data)
-    report = sweep_report(view.data, folder, profiles, lost)
+    record = view.record
+    target = _destination(output, folder, sweep=True, inputs=_sweep_inputs(root, record))
+    profiles, lost = read_point_profiles(root, record)
+    report = sweep_report(record, folder, profiles, lost)
     size = _write(target, sweep_page(report))
-    return ReportWritten(str(target), "sweep", size, (folder,), num_points=len(view.data["points"]))
+    return ReportWritten(str(target), "sweep", size, (folder,), num_points=len(record.points))
 
 
-def _sweep_inputs(root: Path, record: dict[str, Any]) -> list[Path]:
+def _sweep_inputs(root: Path, record: SweepRecord) -> list[Path]:
     """The files of the sweep at `root` a page must never replace: the record, the plan and the
     chart, and each point's request, status and the profile the page reads."""
     from libreyolo.document.point_profiles import point_profile_path
 
     found = [root / name for name in (sweep_files.SWEEP_FILE, sweep_files.PLAN_FILE)]
     found.append(root / sweep_files.CHART_FILE)  # the record names it; the page does not read it
-    for name, entry in record["points"].items():
+    for name, entry in record.points.items():
         point = sweep_files.inside(root, name)
         if point is not None:
             found += [point / sweep_files.REQUEST_FILE, point / sweep_files.STATUS_FILE]

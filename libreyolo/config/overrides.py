@@ -1,4 +1,8 @@
-"""Flag values -> Hydra override strings, with every string value quoted (hydra-notes §5).
+"""Flag values -> Hydra override strings, with every string value quoted.
+
+Quoted because Hydra's override grammar reads an unquoted `a,b` as a sweep, fails on a second
+`=`, and interpolates `${x}`; a single-quoted value with `'`, `${` and the backslashes before them
+escaped reads back literally.
 
 Role: the single translation from the POSIX front door's flag values (argparse `dest` names) to
 override keys of the packaged config, so `libreyolo profile run --steps 20` and

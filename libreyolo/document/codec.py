@@ -9,7 +9,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from libreyolo.document.convert import ConversionError, convert
+from libreyolo.document.convert import ConversionError, convert, to_plain
 from libreyolo.document.json_value import JsonObject
 from libreyolo.document.model import Profile
 from libreyolo.document.validate import check_document
@@ -27,15 +27,24 @@ def _check_finite(value: Any, path: str) -> None:
             _check_finite(item, f"{path}[{index}]")
 
 
-def to_json_bytes(obj: Any) -> bytes:
+def to_json_bytes(obj: Any, *, sort_keys: bool = True) -> bytes:
     """Canonical JSON: keys sorted, indent 2, UTF-8, one trailing newline. Same input, same bytes.
 
     NaN and infinity are refused (msgspec would write them as null, which then fails to load).
+    `sort_keys=False` keeps the order of plain dicts, for a document whose order is data (the
+    sweep plan's points, in launch order).
     """
     import msgspec  # writers only: readers should not pay for its import
 
     _check_finite(msgspec.to_builtins(obj), "$")
-    return msgspec.json.format(msgspec.json.encode(obj, order="sorted"), indent=2) + b"\n"
+    encoded = msgspec.json.encode(obj, order="sorted" if sort_keys else None)
+    return msgspec.json.format(encoded, indent=2) + b"\n"
+
+
+def document_bytes(document: object, *, sort_keys: bool = True) -> bytes:
+    """The file bytes of a sweep document (`sweep_model.py`): its plain form (`to_plain`, groups
+    of unset fields left out) as canonical JSON."""
+    return to_json_bytes(to_plain(document), sort_keys=sort_keys)
 
 
 def to_builtins(profile: Profile) -> JsonObject:

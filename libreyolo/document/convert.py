@@ -2,7 +2,14 @@
 
 Every key is checked against its annotation; the first mismatch raises `ConversionError` with
 one line in msgspec's wording: "Expected `str`, got `int` - at `$.run.mode`". Unknown keys are
-ignored so that additive schema changes stay readable. Must not do I/O.
+ignored so that additive schema changes stay readable. `JsonValue` (free-form JSON, such as a
+sweep point's config) is taken as it is: whatever `json.loads` returned is JSON.
+
+`to_plain` is the way back: a document's dataclasses as plain JSON data, each field in its
+declared order (or every object's keys sorted). A field whose metadata names an `OMIT_GROUP` is
+left out, with the rest of its group, while every field of the group still holds its default:
+`status.json` says `reused` only when it is true, and a sweep row carries its timing only when
+its point recorded some. Must not do I/O.
 """
 
 from __future__ import annotations
@@ -13,9 +20,13 @@ import functools
 import types
 import typing
 from collections.abc import Callable
-from typing import Any, Literal, TypeVar, Union, get_args, get_origin
+from typing import Any, ForwardRef, Literal, TypeVar, Union, get_args, get_origin
+
+from libreyolo.document.json_value import JsonValue
 
 T = TypeVar("T")
+OMIT_GROUP = "libreyolo.omit_group"  # a field's metadata key: written only with its group
+_JSON_REF = "JsonValue"  # json_value's recursive alias, unresolved below its first level
 _JSON_NAMES = {
     str: "str",
     int: "int",
@@ -46,7 +57,8 @@ def _fail(expected: str, value: object, path: str) -> ConversionError:
 @functools.cache
 def _hints(cls: type) -> dict[str, object]:
     module = __import__(cls.__module__, fromlist=["_"])
-    return typing.get_type_hints(cls, vars(module))
+    # JsonObject's inner references name JsonValue: resolvable whatever the module imported
+    return typing.get_type_hints(cls, {_JSON_REF: JsonValue, **vars(module)})
 
 
 Check = Callable[[Any, str], Any]
@@ -61,7 +73,7 @@ def convert(value: Any, kind: Any, path: str = "$") -> Any:
 def _plan(kind: Any) -> Check:
     """A checker for one annotation, built once per type: reading a profile checks thousands
     of values, and re-inspecting the annotation for each would dominate a reader's start-up."""
-    if kind is Any:
+    if kind is Any or (isinstance(kind, ForwardRef) and kind.__forward_arg__ == _JSON_REF):
         return lambda value, path: value
     if dataclasses.is_dataclass(kind):
         return _dataclass_plan(kind)
@@ -162,3 +174,40 @@ def _dataclass_plan(cls: Any) -> Check:
         return cls(**kwargs)
 
     return build
+
+
+def _omitted(obj: Any) -> set[str]:
+    """The fields of the dataclass `obj` to leave out: those of each group whose every field
+    holds its default."""
+    groups: dict[str, list[tuple[str, bool]]] = {}
+    for spec in dataclasses.fields(obj):
+        group = spec.metadata.get(OMIT_GROUP)
+        if group is not None:
+            if spec.default_factory is not dataclasses.MISSING:
+                unset = getattr(obj, spec.name) == spec.default_factory()
+            else:
+                unset = getattr(obj, spec.name) == spec.default
+            groups.setdefault(group, []).append((spec.name, unset))
+    return {
+        name for members in groups.values() if all(u for _, u in members) for name, _ in members
+    }
+
+
+def to_plain(value: object, *, sort_keys: bool = False) -> JsonValue:
+    """`value` (dataclasses, lists, dicts of them, JSON scalars) as plain JSON data."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        left_out = _omitted(value)
+        items: dict[str, JsonValue] = {
+            spec.name: to_plain(getattr(value, spec.name), sort_keys=sort_keys)
+            for spec in dataclasses.fields(value)
+            if spec.name not in left_out
+        }
+        return dict(sorted(items.items())) if sort_keys else items
+    if isinstance(value, dict):
+        pairs = sorted(value.items()) if sort_keys else value.items()
+        return {str(k): to_plain(v, sort_keys=sort_keys) for k, v in pairs}
+    if isinstance(value, list | tuple):
+        return [to_plain(v, sort_keys=sort_keys) for v in value]
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    raise TypeError(f"cannot write {type(value).__name__} as JSON")

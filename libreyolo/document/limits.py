@@ -26,6 +26,10 @@ MAX_PROFILE_BYTES = 64 << 20
 MAX_STRING_BYTES = 16 << 20
 # One trace event, and the keys around the event array, with their whitespace squeezed out.
 MAX_EVENT_BYTES = 64 << 20
+# A sweep's small files: point.json, status.json, sweep_plan.json (a request is ~2 kB).
+MAX_SMALL_BYTES = 1 << 20
+# A sweep.json: ~1 kB a point, so a grid of 10**5 points still reads.
+MAX_RECORD_BYTES = 256 << 20
 LIMIT_FLAG = "--max-input-bytes"
 
 _SIZE = re.compile(r"(\d+)\s*([KMGT]?)(i?B)?", re.IGNORECASE)

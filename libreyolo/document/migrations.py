@@ -5,17 +5,24 @@ History
       infer_repeat.json): per-step aggregates only, inclusive op times; read only.
   v2  `libreyolo.profile/v2`: raw samples, totals over the analysed window with units in every
       key, self op time, `run.mode` always set, verdict with evidence and levers.
+  v2  (additive) a top-level `notes` list: everything the run noted about itself. Older v2
+      files kept those notes in `run.config.notes` and copied them into `trace.notes` when
+      there was a trace; on read they are lifted into `notes` (`lift_notes`), so both shapes
+      read the same.
 
 A migrated v1 document keeps v1's `metrics` map and verdict exactly (so `get` prints the same
 values) and its other scalar aggregates under `legacy_v1`; tables are converted from per-step
 values to window totals by multiplying with v1's analysed step count.
+
+Raw documents are `JsonObject`s: every value is narrowed (`isinstance`) before it is used, and
+a value of the wrong shape raises TypeError, which `upgrade` turns into one error line.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
+from libreyolo.document.json_value import JsonObject, JsonValue
 from libreyolo.document.validate import check_numbers
 from libreyolo.document.version import SCHEMA
 from libreyolo.errors import AnalysisError, SchemaTooNewError
@@ -41,9 +48,9 @@ def schema_version(raw: object, *, origin: str) -> int:
     raise AnalysisError(f"failed to analyse {origin}: unknown profile schema '{tag}'")
 
 
-def upgrade(raw: dict[str, Any], *, origin: str) -> dict[str, Any]:
-    """Return `raw` in the current schema; the input is never modified (current input is
-    returned as it is)."""
+def upgrade(raw: JsonObject, *, origin: str) -> JsonObject:
+    """Return `raw` in the current schema; the input is never modified (a current document
+    whose notes are where they belong is returned as it is)."""
     version = schema_version(raw, origin=origin)
     if version > CURRENT:
         raise SchemaTooNewError(
@@ -64,7 +71,35 @@ def upgrade(raw: dict[str, Any], *, origin: str) -> dict[str, Any]:
             raise AnalysisError(
                 f"failed to analyse {origin}: invalid schema v{step} profile ({err})"
             ) from err
-    return raw
+    return lift_notes(raw)
+
+
+def lift_notes(raw: JsonObject) -> JsonObject:
+    """A v2 document with its run's notes in the top-level `notes` list.
+
+    Files written before that list kept the notes in `run.config.notes` and, when traced, also
+    appended them to `trace.notes` after the analyser's own caveats. Those are moved: `notes`
+    becomes the config's list, the copies leave `trace.notes` (which keeps the analyser's) and
+    the key leaves `run.config`. A document that has `notes`, or no list of strings under
+    `run.config.notes`, is returned as it is (a mistyped `notes` is the converter's to refuse).
+    """
+    if "notes" in raw:
+        return raw
+    run = raw.get("run")
+    config = run.get("config") if isinstance(run, dict) else None
+    stored = config.get("notes") if isinstance(config, dict) else None
+    if not isinstance(run, dict) or not isinstance(config, dict) or not isinstance(stored, list):
+        return raw
+    notes = [note for note in stored if isinstance(note, str)]
+    if len(notes) != len(stored):
+        return raw
+    kept_config: JsonObject = {k: v for k, v in config.items() if k != "notes"}
+    lifted: JsonObject = {**raw, "notes": list(notes), "run": {**run, "config": kept_config}}
+    trace = raw.get("trace")
+    caveats = trace.get("notes") if isinstance(trace, dict) else None
+    if isinstance(trace, dict) and isinstance(caveats, list):
+        lifted["trace"] = {**trace, "notes": [note for note in caveats if note not in notes]}
+    return lifted
 
 
 def _num(value: object, default: float = 0.0) -> float:
@@ -77,27 +112,48 @@ def _count(value: object, n: int) -> int:
     return round(_num(value) * n)
 
 
-def _v1_phase_calls(
-    by_phase: dict[str, Any], name_key: str, n: int, *, ops: bool
-) -> dict[str, dict[str, dict[str, Any]]]:
+def _object(value: JsonValue) -> JsonObject:
+    """An object where v1 wrote one, `{}` where it wrote nothing (null, or an empty value)."""
+    if isinstance(value, dict):
+        return value
+    if not value:
+        return {}
+    raise TypeError(f"expected an object, got {type(value).__name__}")
+
+
+def _rows(value: JsonValue) -> list[JsonObject]:
+    """The objects of a list where v1 wrote one, `[]` where it wrote nothing."""
+    if not value:
+        return []
+    if not isinstance(value, list):
+        raise TypeError(f"expected a list, got {type(value).__name__}")
+    rows = []
+    for row in value:
+        if not isinstance(row, dict):
+            raise TypeError(f"expected an object in a list, got {type(row).__name__}")
+        rows.append(row)
+    return rows
+
+
+def _v1_phase_calls(by_phase: JsonValue, name_key: str, n: int, *, ops: bool) -> JsonObject:
     """v1 `kernels_by_phase`/`ops_by_phase` rows -> {name: {phase: CallStat dict}}."""
-    calls: dict[str, dict[str, dict[str, Any]]] = {}
-    for phase, rows in (by_phase or {}).items():
-        for row in rows or []:
-            stat: dict[str, Any] = {
+    calls: dict[str, JsonObject] = {}
+    for phase, rows in _object(by_phase).items():
+        for row in _rows(rows):
+            stat: JsonObject = {
                 "total_ms": _num(row.get("ms_per_step")) * n,
                 "num_calls": _count(row.get("count_per_step"), n),
             }
             if ops:
                 stat["self_ms"] = None
             calls.setdefault(str(row.get(name_key)), {})[phase] = stat
-    return calls
+    return dict(calls)
 
 
-def _v1_kernels(raw: dict[str, Any], n: int) -> list[dict[str, Any]]:
-    phases = _v1_phase_calls(raw.get("kernels_by_phase") or {}, "raw_name", n, ops=False)
-    rows = []
-    for row in raw.get("kernels") or []:
+def _v1_kernels(raw: JsonObject, n: int) -> list[JsonValue]:
+    phases = _v1_phase_calls(raw.get("kernels_by_phase"), "raw_name", n, ops=False)
+    rows: list[JsonValue] = []
+    for row in _rows(raw.get("kernels")):
         name = str(row.get("raw_name") or row.get("kernel"))
         rows.append(
             {
@@ -112,8 +168,8 @@ def _v1_kernels(raw: dict[str, Any], n: int) -> list[dict[str, Any]]:
     return rows
 
 
-def _v1_ops(raw: dict[str, Any], n: int) -> list[dict[str, Any]]:
-    phases = _v1_phase_calls(raw.get("ops_by_phase") or {}, "op", n, ops=True)
+def _v1_ops(raw: JsonObject, n: int) -> list[JsonValue]:
+    phases = _v1_phase_calls(raw.get("ops_by_phase"), "op", n, ops=True)
     return [
         {
             "name": str(row.get("op")),
@@ -122,11 +178,11 @@ def _v1_ops(raw: dict[str, Any], n: int) -> list[dict[str, Any]]:
             "num_calls": _count(row.get("count_per_step"), n),
             "phases": phases.get(str(row.get("op")), {}),
         }
-        for row in raw.get("ops") or []
+        for row in _rows(raw.get("ops"))
     ]
 
 
-def _v1_phases(raw: dict[str, Any], n: int) -> list[dict[str, Any]]:
+def _v1_phases(raw: JsonObject, n: int) -> list[JsonValue]:
     return [
         {
             "name": str(row.get("phase")),
@@ -137,10 +193,12 @@ def _v1_phases(raw: dict[str, Any], n: int) -> list[dict[str, Any]]:
             "num_ops": _count(row.get("ops_per_step"), n),
             "num_unique_kernels": int(_num(row.get("unique_kernels"))),
         }
-        for row in raw.get("phases") or []
+        for row in _rows(raw.get("phases"))
     ]
 
 
+# What the migration says about every 1.6.0 file: its op table counts nested ops in each parent.
+INCLUSIVE_OPS_NOTE = "migrated from a libreyolo 1.6.0 profile: op times are inclusive"
 # A 1.6.0 run without a trace (--no-trace, or a failed export) still stored per-stage walls; they
 # are kept as phases so `phases` reads them as 1.6.0 did, but nothing here was traced.
 NO_TRACE_NOTE = (
@@ -149,8 +207,14 @@ NO_TRACE_NOTE = (
 )
 
 
-def _v1_trace(raw: dict[str, Any]) -> dict[str, Any]:
-    window = raw.get("window") or {}
+def _v1_notes(raw: JsonObject) -> list[JsonValue]:
+    """The migration's own notes about a 1.6.0 file: the profile's, not the trace analyser's."""
+    notes: list[JsonValue] = [INCLUSIVE_OPS_NOTE]
+    return notes if raw.get("trace") else [*notes, NO_TRACE_NOTE]
+
+
+def _v1_trace(raw: JsonObject) -> JsonObject:
+    window = _object(raw.get("window"))
     n = max(int(_num(window.get("real_steps"), 1.0)), 1)
     kernel_ms = _num(raw.get("gpu_busy_ms_per_step")) * n  # v1 busy is a sum of kernel time
     peak_mb = raw.get("peak_vram_mb")
@@ -180,18 +244,16 @@ def _v1_trace(raw: dict[str, Any]) -> dict[str, Any]:
                 "total_ms": _num(c.get("ms_per_step")) * n,
                 "num_kernels": 0,
             }
-            for c in raw.get("categories") or []
+            for c in _rows(raw.get("categories"))
         ],
         "kernels": _v1_kernels(raw, n),
         "ops": _v1_ops(raw, n),
-        "notes": ["migrated from a libreyolo 1.6.0 profile: op times are inclusive"]
-        + ([] if raw.get("trace") else [NO_TRACE_NOTE]),
     }
 
 
-def _v1_run(raw: dict[str, Any], mode: str) -> dict[str, Any]:
+def _v1_run(raw: JsonObject, mode: str) -> JsonObject:
     stored = raw.get("config")
-    config: dict[str, Any] = stored if isinstance(stored, dict) else {}
+    config: JsonObject = stored if isinstance(stored, dict) else {}
     amp = config.get("half") if mode == "inference" else config.get("amp")
     return {
         "mode": mode,
@@ -205,10 +267,10 @@ def _v1_run(raw: dict[str, Any], mode: str) -> dict[str, Any]:
     }
 
 
-def _v1_metrics(raw: dict[str, Any]) -> dict[str, Any]:
+def _v1_metrics(raw: JsonObject) -> JsonObject:
     """v1's metric map; repeat files report the trial mean (v1's `metrics.img_per_s` kept the
     last trial's value there while the file's headline held the mean)."""
-    metrics = dict(raw.get("metrics") or {})
+    metrics = dict(_object(raw.get("metrics")))
     if raw.get("img_per_s_trials"):
         metrics["img_per_s"] = raw.get("img_per_s")
         if "throughput_img_s" in metrics:
@@ -218,12 +280,20 @@ def _v1_metrics(raw: dict[str, Any]) -> dict[str, Any]:
     return metrics
 
 
-def _v1_to_v2(raw: dict[str, Any]) -> dict[str, Any]:
+def _v1_trials(raw: JsonObject) -> list[JsonValue]:
+    trials = raw.get("img_per_s_trials")
+    if not trials:
+        return []
+    if not isinstance(trials, list):
+        raise TypeError(f"expected a list of trials, got {type(trials).__name__}")
+    return [{"index": i, "metrics": {"img_per_s": value}} for i, value in enumerate(trials)]
+
+
+def _v1_to_v2(raw: JsonObject) -> JsonObject:
     """libreyolo 1.6.0 -> v2; keeps v1's metric values and verdict exactly."""
     mode = "inference" if raw.get("mode") == "inference" else "training"
     stored = raw.get("latency")
-    latency: dict[str, Any] = stored if isinstance(stored, dict) else {}
-    trials = raw.get("img_per_s_trials") or []
+    latency: JsonObject = stored if isinstance(stored, dict) else {}
     return {
         "schema": SCHEMA,
         "kind": "infer" if mode == "inference" else "train",
@@ -232,15 +302,16 @@ def _v1_to_v2(raw: dict[str, Any]) -> dict[str, Any]:
         "run": _v1_run(raw, mode),
         "window": {"num_unsynced": int(_num(latency.get("n")))},
         "trace": _v1_trace(raw),
+        "notes": _v1_notes(raw),
         "metrics": _v1_metrics(raw),
         "verdict": {
             "bound": str(raw.get("bound") or "unknown"),
             "why": str(raw.get("bound_why") or ""),
         },
-        "trials": [{"index": i, "metrics": {"img_per_s": value}} for i, value in enumerate(trials)],
+        "trials": _v1_trials(raw),
         "artifacts": {"trace": raw.get("trace")},
         "legacy_v1": {k: v for k, v in raw.items() if k not in _V1_TABLE_KEYS},
     }
 
 
-_UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2}
+_UPGRADES: dict[int, Callable[[JsonObject], JsonObject]] = {1: _v1_to_v2}

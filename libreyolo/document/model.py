@@ -264,6 +264,8 @@ class TraceAnalysis:
     categories: list[CategoryStat] = field(default_factory=list)
     kernels: list[KernelStat] = field(default_factory=list)
     ops: list[OpStat] = field(default_factory=list)
+    # Caveats the analyser found while reducing the trace (no ProfilerStep, unlinked activity);
+    # what the run itself noted is `Profile.notes`.
     notes: list[str] = field(default_factory=list)
 
 
@@ -329,6 +331,10 @@ class Profile:
     samples: Samples = field(default_factory=Samples)
     host: Host | None = None
     trace: TraceAnalysis | None = None
+    # What the run noted about itself (random weights, a flag without effect, a rounded size,
+    # a trace that could not be recorded...), written once when the profile is assembled; the
+    # trace analyser's own caveats stay in `trace.notes`.
+    notes: list[str] = field(default_factory=list)
     # The CUDA caching allocator's own counters over the window (peaks, retries), recorded with
     # or without a trace; null on CPU and in files that predate it.
     device_memory: Memory | None = None

@@ -12,39 +12,38 @@ Must not: import torch, numpy, Hydra or OmegaConf, or write anything.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from libreyolo.document.files import load
 from libreyolo.document.limits import MAX_PROFILE_BYTES
 from libreyolo.document.model import Profile
 from libreyolo.document.sweep_files import inside
+from libreyolo.document.sweep_model import SweepRecord, SweepRow
 from libreyolo.errors import ProfileError
 
 
-def point_profile_path(root: Path, record: dict[str, Any], entry: dict[str, Any]) -> Path | None:
+def point_profile_path(root: Path, record: SweepRecord, entry: SweepRow) -> Path | None:
     """Where the profile of the point `entry` of `record` lies in the sweep folder `root` now
     (the recorded path rebased from the recorded sweep folder); None when it leads outside."""
-    recorded, recorded_root = entry.get("profile"), record.get("sweep_dir")
-    if not isinstance(recorded, str):
+    if entry.profile is None:
         return None
-    path = Path(recorded)
-    if isinstance(recorded_root, str) and path.is_relative_to(recorded_root):
-        path = path.relative_to(recorded_root)
+    path = Path(entry.profile)
+    if record.sweep_dir is not None and path.is_relative_to(record.sweep_dir):
+        path = path.relative_to(record.sweep_dir)
     return inside(root, str(path))
 
 
 def read_point_profiles(
-    root: Path, record: dict[str, Any]
+    root: Path, record: SweepRecord
 ) -> tuple[dict[str, Profile], dict[str, str]]:
     """(profiles of the ok points by name, reasons for the ok points whose profile is lost)."""
     profiles: dict[str, Profile] = {}
     lost: dict[str, str] = {}
-    for name, entry in record.get("points", {}).items():
-        if entry.get("status") != "ok":
+    for name, entry in record.points.items():
+        if entry.status != "ok":
             continue
         path = point_profile_path(root, record, entry)
         if path is None:
-            lost[name] = f"profile not found inside the sweep folder: {entry.get('profile')}"
+            lost[name] = f"profile not found inside the sweep folder: {entry.profile}"
             continue
         try:
             profiles[name] = load(str(path), max_input_bytes=MAX_PROFILE_BYTES)

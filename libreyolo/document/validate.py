@@ -17,6 +17,9 @@ Rules, on the document as plain JSON data (after the type check):
   `latency_p50_ms <= latency_p90_ms <= latency_p99_ms`;
 * `run.config`, `verdict.evidence` and `legacy_v1` are free-form: finite numbers only.
 
+The sweep's files are checked by the field rules their structs declare (`rules.py`), on the same
+principle: a value no writer produces is one line naming its field.
+
 Pure and small: `get` runs `check_metrics` on every call, so this module imports nothing heavy.
 """
 

@@ -49,7 +49,8 @@ def analysed_trace(
 ) -> TraceAnalysis | None:
     """The recorder's trace, exported into `run` and analysed, with the synced phase walls
     attached; None (and a note) when there is none or it cannot be analysed, in which case no
-    trace file stays in the set."""
+    trace file stays in the set. What this says about recording the trace goes into `notes`,
+    the run's own list (`assemble_profile`): the trace keeps only its analyser's caveats."""
     path = run.path(TRACE_NAME)
     trace = None
     if recorder.export(path):
@@ -68,7 +69,7 @@ def analysed_trace(
     if trace is None:
         path.unlink(missing_ok=True)
         return None
-    return attach_phase_walls(trace, phase_walls, notes)
+    return attach_phase_walls(trace, phase_walls)
 
 
 def no_gpu_activity_note(
@@ -105,10 +106,12 @@ def assemble_profile(
     trace: TraceAnalysis | None,
     host: Host | None,
     device_memory: Memory | None,
+    notes: Sequence[str],
 ) -> Profile:
     """The finalized profile (metrics, verdict) of one measurement; `device_memory` is the
     allocator's record of the window (`measure.memory.device_memory`), kept with or without a
-    trace."""
+    trace; `notes` is everything the run noted about itself, in the order it was noted (the
+    profile's one list of them, shown by every reader with or without a trace)."""
     return finalize(
         Profile(
             kind=kind,
@@ -121,6 +124,7 @@ def assemble_profile(
             host=host,
             trace=trace,
             device_memory=device_memory,
+            notes=list(notes),
             artifacts=Artifacts(trace=TRACE_NAME if trace is not None else None),
         )
     )

@@ -1,9 +1,10 @@
 """`--device` parsing and the device sync used by synced iterations.
 
 Role: turn a device string into a `torch.device` that exists on this machine, before any model
-is loaded, so a bad value is a one-line exit-2 error rather than a torch traceback (1.6.0 crashed
-on `--device 0` without CUDA, reference-behaviour.md §9.4). Must not fall back silently to
-another device, load models, or time anything.
+is loaded, so a bad value is a one-line exit-2 error rather than a torch traceback (libreyolo
+1.6.0 moved the model to `cuda:0` for its default `--device 0` on a machine without CUDA, and
+exited 1 with torch's traceback). Must not fall back silently to another device, load models, or
+time anything.
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ def synchronize(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     elif device.type == "mps":
-        torch.mps.synchronize()  # 1.6.0 never synced MPS (§15 item 13)
+        torch.mps.synchronize()  # 1.6.0 synced CUDA only: its MPS walls missed queued work
 
 
 def device_label(device: torch.device) -> str:

@@ -2,13 +2,14 @@
 
 Shared by the two entry points that measure (`libreyolo profile run|infer` and
 `libreyolo-sweep`), so both turn the same config into the same measurement.
+
+Must not: write to stdout or stderr: warnings and notes go to the `notice` its caller hands in.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import sys
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -30,19 +31,15 @@ class Note(UserWarning):
 Notice = Callable[[str, str], None]  # (label "warning" | "note", text): one line for people
 
 
-def _stderr_notice(label: str, text: str) -> None:
-    sys.stderr.write(f"{label}: {text}\n")  # the sweep's points: their stderr is point.log
-
-
 @contextlib.contextmanager
-def one_line_warnings(notice: Notice | None = None) -> Iterator[None]:
-    """Python warnings (e.g. random weights) handed to `notice` as one line each (default: a
-    `warning: ...` line on stderr). The profile records what they say, so a caller may drop
-    them (the CLI does under --json, where stderr holds at most the error object)."""
-    say = notice or _stderr_notice
+def one_line_warnings(notice: Notice) -> Iterator[None]:
+    """Python warnings (e.g. random weights) handed to `notice` as one line each: the caller's
+    `Output.notice` (the sweep's points: a line in `point.log`). The profile records what they
+    say, so a caller may drop them (the CLI does under --json, where stderr holds at most the
+    error object). Writing them is the caller's: this package never prints."""
 
     def show(message: Warning | str, category: type[Warning], *args: object, **kw: object) -> None:
-        say("note" if issubclass(category, Note) else "warning", str(message))
+        notice("note" if issubclass(category, Note) else "warning", str(message))
 
     with warnings.catch_warnings():
         warnings.simplefilter("default")
@@ -102,12 +99,9 @@ def with_config(
     cfg: ProfileConfig,
     overrides: list[str],
     held_device: str | None = None,
-    notes: list[str] | None = None,
 ) -> Profile:
-    """`profile` with the resolved config, the overrides, the held device and `notes` recorded."""
+    """`profile` with the resolved config, the overrides and the held device recorded."""
     config = dict(profile.run.config) | {"resolved": as_plain_dict(cfg)}
-    if notes:
-        config["notes"] = [*config.get("notes", []), *notes]
     run = dataclasses.replace(
         profile.run, config=config, overrides=list(overrides), held_device=held_device
     )
@@ -135,7 +129,8 @@ def measure_config(
     overrides: list[str],
     on_progress: Callable[[str, int, int], None] | None,
     held_device: str | None = None,
-    notice: Notice | None = None,
+    *,
+    notice: Notice,
 ) -> tuple[Profile, Path]:
     """`cfg.window.repeat` measurements of `cfg` (infer or run) into one staged set, committed
     once: `profile.json` is the last trial with its config, and with more than one trial the
@@ -154,7 +149,7 @@ def measure_config(
         with StagedRun(target, aggregate=num_trials > 1) as run:
             cfg, notes = rounded_imgsz(cfg)  # after the folder check: a refusal is one line
             trials = [
-                with_config(_collect(cfg, run, on_progress), cfg, overrides, held_device, notes)
+                with_config(_collect(cfg, run, on_progress, notes), cfg, overrides, held_device)
                 for _ in range(num_trials)
             ]
             documents = {PROFILE_NAME: trials[-1]}
@@ -167,12 +162,19 @@ def measure_config(
 
 
 def _collect(
-    cfg: ProfileConfig, run: StagedRun, on_progress: Callable[[str, int, int], None] | None
+    cfg: ProfileConfig,
+    run: StagedRun,
+    on_progress: Callable[[str, int, int], None] | None,
+    notes: list[str],
 ) -> Profile:
+    """One trial of `cfg` measured into `run`; `notes` (what composing it changed) open the
+    profile's own list of notes."""
     from libreyolo.measure import profile_inference, profile_training
 
     if cfg.mode.measures == Mode.INFER:
-        profile, _ = profile_inference(infer_settings(cfg), on_progress=on_progress, into=run)
+        settings = infer_settings(cfg)
+        profile, _ = profile_inference(settings, on_progress=on_progress, into=run, notes=notes)
     else:
-        profile, _ = profile_training(train_settings(cfg), on_progress=on_progress, into=run)
+        settings = train_settings(cfg)
+        profile, _ = profile_training(settings, on_progress=on_progress, into=run, notes=notes)
     return profile

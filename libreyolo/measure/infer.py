@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -110,17 +111,23 @@ def profile_inference(
     *,
     on_progress: Progress | None = None,
     into: StagedRun | None = None,
+    notes: Sequence[str] = (),
 ) -> tuple[Profile, Path]:
     """Measure inference, save `<project>/infer/profile.json`; returns (profile, its path).
 
     With `into`, measure into that staged set and leave the save and commit to its owner.
-    `settings.threads` holds for the whole measurement; torch's count is restored after."""
+    `notes` are the caller's own about this run (e.g. a rounded --imgsz): the profile's list
+    starts with them. `settings.threads` holds for the whole measurement; torch's count is
+    restored after."""
     with intra_op_threads(settings.threads):
-        return _profile_inference(settings, on_progress, into)
+        return _profile_inference(settings, on_progress, into, notes)
 
 
 def _profile_inference(
-    settings: InferSettings, on_progress: Progress | None, into: StagedRun | None
+    settings: InferSettings,
+    on_progress: Progress | None,
+    into: StagedRun | None,
+    prior_notes: Sequence[str],
 ) -> tuple[Profile, Path]:
     from libreyolo.workload import images as image_files
     from libreyolo.workload.api import load_workload_model
@@ -135,7 +142,7 @@ def _profile_inference(
         paths = image_files.load_images(settings.source)
         images = [image_files.decode_image(p) for p in paths]  # decoded once, outside the window
 
-    notes: list[str] = []
+    notes = list(prior_notes)
     warn_if_crowded(0, device, notes)  # inference runs no loader workers
     with stage("load weights", on_progress, hint="check --weights and --size"):
         workload, model = load_workload_model(
@@ -193,7 +200,6 @@ def _profile_inference(
             "fused": bool(getattr(model, "is_fused", False)),
             "fuse": settings.fuse,
             "model_family": workload.name,
-            "notes": list(notes),
         }
         info = RunInfo(
             mode=Mode.INFER.noun,
@@ -220,5 +226,6 @@ def _profile_inference(
             trace=trace,
             host=window.host,
             device_memory=window_memory,
+            notes=notes,
         )
         return profile, conclude(run, profile, commit=into is None)

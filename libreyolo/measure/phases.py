@@ -63,13 +63,12 @@ class PhaseTimer:
                 self._seconds[name] = self._seconds.get(name, 0.0) + time.perf_counter() - start
 
 
-def attach_phase_walls(
-    trace: TraceAnalysis, walls: Mapping[str, Sequence[float]], notes: Sequence[str] = ()
-) -> TraceAnalysis:
+def attach_phase_walls(trace: TraceAnalysis, walls: Mapping[str, Sequence[float]]) -> TraceAnalysis:
     """`trace` with each phase's synced wall per step (median over the synced samples).
 
     Filled for traced and untraced runs alike, so readers always see the composition (1.6.0 left
-    it null in traced inference profiles, §15 item 10). The median resists the odd spike (item 19).
+    it null in traced inference profiles and filled it only without a trace). The median resists
+    the odd spike, which 1.6.0's stage means did not.
     """
     phases = []
     for phase in trace.phases:
@@ -79,7 +78,7 @@ def attach_phase_walls(
     for name, samples in walls.items():
         if name not in present and samples:
             phases.append(PhaseStat(name=name, wall_ms_per_step=_round(stats.median(samples))))
-    return dataclasses.replace(trace, phases=phases, notes=[*trace.notes, *notes])
+    return dataclasses.replace(trace, phases=phases)
 
 
 def _round(value: float | None) -> float | None:

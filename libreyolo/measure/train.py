@@ -22,7 +22,7 @@ import dataclasses
 import os
 import time
 import warnings
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -206,17 +206,23 @@ def profile_training(
     *,
     on_progress: Progress | None = None,
     into: StagedRun | None = None,
+    notes: Sequence[str] = (),
 ) -> tuple[Profile, Path]:
     """Measure training, save `<project>/run/profile.json`; returns (profile, its path).
 
     With `into`, measure into that staged set and leave the save and commit to its owner.
-    `settings.threads` holds for the whole measurement; torch's count is restored after."""
+    `notes` are the caller's own about this run (e.g. a rounded --imgsz): the profile's list
+    starts with them. `settings.threads` holds for the whole measurement; torch's count is
+    restored after."""
     with intra_op_threads(settings.threads):
-        return _profile_training(settings, on_progress, into)
+        return _profile_training(settings, on_progress, into, notes)
 
 
 def _profile_training(
-    settings: TrainSettings, on_progress: Progress | None, into: StagedRun | None
+    settings: TrainSettings,
+    on_progress: Progress | None,
+    into: StagedRun | None,
+    prior_notes: Sequence[str],
 ) -> tuple[Profile, Path]:
     from libreyolo.workload.api import load_workload_model
     from libreyolo.workload.data.dataset_config import resolve_dataset
@@ -261,7 +267,8 @@ def _profile_training(
     workers, workers_note = capped_workers(settings.workers, plan)
     settings = dataclasses.replace(settings, workers=workers)  # the profile records the used
 
-    notes = [f"dataset: skipped {line}" for line in getattr(dataset, "issues", [])[:5]]
+    notes = [*prior_notes]
+    notes += [f"dataset: skipped {line}" for line in getattr(dataset, "issues", [])[:5]]
     if calibration_note:
         notes.append(calibration_note)
     if fitted_note:
@@ -339,7 +346,6 @@ def _profile_training(
             "amp_effective": trainer.amp_effective,
             "random_init": random_init,
             "model_family": workload.name,
-            "notes": list(notes),
         }
         info = RunInfo(
             mode=Mode.TRAIN.noun,
@@ -361,5 +367,6 @@ def _profile_training(
             trace=trace,
             host=window.host,
             device_memory=window_memory,
+            notes=notes,
         )
         return profile, conclude(run, profile, commit=into is None)

@@ -1,17 +1,17 @@
 """The measured window: warmup, then unsynced iterations and synced ones.
 
 Role: plan how many iterations run and which are timed how. The honest-timing design of
-libreyolo 1.6.0 (reference-behaviour.md §4) stays: **the verdict comes from unsynced steps,
-phase composition from synced steps.** Unsynced iterations add no device syncs, so their wall
-time shows real CPU/GPU overlap (latency, step time, img/s, dataload stall); synced ones sync
-around each phase and give its wall time (composition only). Training (`--steps N`) splits its
-N measured steps in half, as 1.6.0 did. Inference (`--runs N`) measures N unsynced runs, every
-one a latency sample (so the default 100 gives a p99 from 100 samples, and the trace holds all
-of them), then `min(N // 2, MAX_STAGE_SPLIT)` (at least 1) synced runs for the stage split:
-medians of a few stage walls are settled long before percentiles of the latency are.
+libreyolo 1.6.0 stays: **the verdict comes from unsynced steps, phase composition from synced
+steps.** Unsynced iterations add no device syncs, so their wall time shows real CPU/GPU overlap
+(latency, step time, img/s, dataload stall); synced ones sync around each phase and give its
+wall time (composition only). Training (`--steps N`) splits its N measured steps in half, as
+1.6.0 did. Inference (`--runs N`) measures N unsynced runs, every one a latency sample (so the
+default 100 gives a p99 from 100 samples, and the trace holds all of them), then
+`min(N // 2, MAX_STAGE_SPLIT)` (at least 1) synced runs for the stage split: medians of a few
+stage walls are settled long before percentiles of the latency are.
 
-The torch profiler records exactly the unsynced half (profiler-definitions.md §2: analyse all
-steps of the unsynced half, not 1.6.0's markers 2..8), so the trace's utilisation is not
+The torch profiler records exactly the unsynced half, and the analyser uses all of its steps
+(1.6.0 analysed only step markers 2..8, about three steps), so the trace's utilisation is not
 diluted by the idle gaps the syncs create. When it does, `num_bare` more unsynced iterations
 follow with the profiler off: their wall times, beside the traced ones of the same run, measure
 what the profiler itself added (the overhead calibration stored in every profile). Must not run
@@ -121,8 +121,9 @@ class WindowPlan:
 def plan_window(
     warmup: int, measured: int, *, measured_flag: str = "--runs", traced: bool = True
 ) -> WindowPlan:
-    """A WindowPlan, or UsageError for counts 1.6.0 silently clamped (§15 item 14). A traced
-    plan carries bare iterations to calibrate the profiler's overhead against."""
+    """A WindowPlan, or UsageError for counts 1.6.0 silently clamped (a negative warmup, fewer
+    than two measured iterations). A traced plan carries bare iterations to calibrate the
+    profiler's overhead against."""
     if warmup < 0:
         raise UsageError(f"--warmup must be 0 or more; got {warmup}")
     if measured < MIN_MEASURED:

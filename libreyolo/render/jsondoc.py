@@ -371,6 +371,7 @@ def _(result: Summary, source: ReadFrom) -> Any:
         "has_gpu": result.has_gpu,
         "num_trials": result.num_trials,
         "notes": list(result.notes),
+        "trace_notes": list(result.trace_notes),
         "run": _run_header(result.run),
         "trials": [{"index": t.index, "bound": t.bound, **t.metrics} for t in result.trials],
         "trial_spread": {
@@ -418,7 +419,10 @@ def _memory(mem: MemoryView) -> JsonObject:
 
 @_view(ResultKind.SWEEP)
 def _(result: SweepView, source: ReadFrom) -> Any:
-    return result.data  # the sweep.json object as the sweep wrote it
+    from libreyolo.document.convert import to_plain
+
+    # the sweep.json object as the sweep writes it: every object's keys sorted
+    return to_plain(result.record, sort_keys=True)
 
 
 @_view(ResultKind.OUTCOME)
@@ -450,6 +454,7 @@ def _(result: MeasurementOutcome, source: ReadFrom) -> Any:
                 "contended": m.get("contended"),
                 "quiet_bound": result.quiet_bound,
                 "notes": list(result.notes),
+                "trace_notes": list(result.trace_notes),
             }
         )
     return (
@@ -465,6 +470,7 @@ def _(result: MeasurementOutcome, source: ReadFrom) -> Any:
             "contended": m.get("contended"),
             "quiet_bound": result.quiet_bound,
             "notes": list(result.notes),
+            "trace_notes": list(result.trace_notes),
         }
     )
 

@@ -4,7 +4,7 @@ Names in a profile, trace or sweep file (kernels, ops, the model, the verdict's 
 sweep points) are data, and a terminal obeys the control characters in them: ESC sequences clear
 the screen or set the window title, CR and BS overwrite what was printed, and a newline inside a
 name prints a line of its own (a fake `>> COMPUTE:` verdict). The text views pass every such
-string through `safe_text`; `to_lines` and `cli/output.py` apply it once more to every line, so
+string through `safe_text`; `to_lines` and `boundary/output.py` apply it once more to every line, so
 nothing a view forgets reaches the terminal raw.
 
 The rule: C0 (U+0000-U+001F), DEL (U+007F) and C1 (U+0080-U+009F) controls, the Unicode line

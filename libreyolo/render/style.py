@@ -14,6 +14,7 @@ LINE_STYLES = (
     (">> ", "bold yellow"),
     ("warning:", "yellow"),
     ("note", "dim"),
+    ("trace note", "dim"),
     ("   levers:", "cyan"),
     ("kernel mix:", "bold"),
     ("top kernels/step:", "bold"),

@@ -6,6 +6,7 @@ they would print zeros or `?` that mean nothing. Pure: a Summary in, lines out; 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from libreyolo.document.phases import FORWARD, POSTPROCESS, PREPROCESS
@@ -21,6 +22,16 @@ MEMORY_PRESSURE_LINE = (
 CONTENDED_LINE = (
     "** CONTENDED: the measured threads queued for CPUs; every time here is inflated **"
 )
+# The label of a caveat the trace analyser found, kept apart from `note:` (what the run noted
+# about itself, or what reading it found) so a reader can tell the two sources apart.
+TRACE_NOTE_LABEL = "trace note"
+
+
+def note_lines(notes: Sequence[str], trace_notes: Sequence[str]) -> list[str]:
+    """`note: ...` for each note, then `trace note: ...` for each of the trace's caveats."""
+    return [f"note: {safe_text(note)}" for note in notes] + [
+        f"{TRACE_NOTE_LABEL}: {safe_text(note)}" for note in trace_notes
+    ]
 
 
 def _num(value: object) -> float:
@@ -188,5 +199,5 @@ def summary_lines(s: Summary) -> list[str]:
         lines.append(f"trials   {s.num_trials}: scalar metrics are means over the trials")
     lines += _mix_lines(s)
     lines += _op_mix_lines(s)
-    lines += [f"note: {safe_text(note)}" for note in s.notes]
+    lines += note_lines(s.notes, s.trace_notes)
     return lines

@@ -9,15 +9,18 @@ Plain lines; `render/style.py` colours them on a terminal. Pure: no I/O.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-from libreyolo.analysis.sweep import by_throughput, counts
+from libreyolo.analysis.sweep import Points, by_throughput, counts
 from libreyolo.render.safe import safe_text, short_name
+
+if TYPE_CHECKING:
+    from libreyolo.document.sweep_model import SweepRecord, SweepRow
 
 HEADER = ("point", "status", "img/s", "peak MB", "thrash", "contended", "verdict")
 
 
-def _fmt(value: Any, digits: int = 1) -> str:
+def _fmt(value: float | bool | None, digits: int = 1) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, int | float):
@@ -25,49 +28,41 @@ def _fmt(value: Any, digits: int = 1) -> str:
     return "-"
 
 
-def _object(data: dict[str, Any], key: str) -> dict[str, Any]:
-    value = data.get(key)
-    return value if isinstance(value, dict) else {}
-
-
-def _row(name: str, entry: dict[str, Any]) -> tuple[str, ...]:
-    metrics = _object(entry, "metrics")
-    status = str(entry.get("status", "failed"))
+def _row(name: str, entry: SweepRow) -> tuple[str, ...]:
+    metrics = entry.metrics
+    status: str = entry.status
     if status == "ok":
-        verdict = str(entry.get("verdict") or "-")
-        status = "reused" if entry.get("reused") is True else status
+        verdict = entry.verdict or "-"
+        status = "reused" if entry.reused is True else status
     else:
-        verdict = f"{entry.get('code') or 'failed'}: {entry.get('reason') or ''}".strip()
+        verdict = f"{entry.code or 'failed'}: {entry.reason or ''}".strip()
     return (  # names, statuses and reasons come from the sweep's files: escaped
         short_name(name),
         short_name(status),
-        _fmt(metrics.get("img_per_s")),
-        _fmt(metrics.get("peak_vram_mb")),
-        _fmt(metrics.get("memory_pressure")),
-        _fmt(metrics.get("contended")),
+        _fmt(metrics.img_per_s),
+        _fmt(metrics.peak_vram_mb),
+        _fmt(metrics.memory_pressure),
+        _fmt(metrics.contended),
         safe_text(verdict),
     )
 
 
-def sweep_lines(data: dict[str, Any]) -> list[str]:
-    """The table lines of a sweep record (`sweep.json`'s object)."""
-    # A sweep.json read back is checked to hold a points map, not what is inside: a row that
-    # is not an object shows as a failed point rather than crashing the table.
-    points = {n: e if isinstance(e, dict) else {} for n, e in data["points"].items()}
+def sweep_lines(record: SweepRecord) -> list[str]:
+    """The table lines of a sweep record (`sweep.json`)."""
+    points = record.points
     rows = [HEADER, *(_row(name, points[name]) for name in by_throughput(points))]
     widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER) - 1)]
     lines = [
         "  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1]
         for r in rows
     ]
-    recommended = _object(data, "recommended")
     lines += [
         f"recommended for imgsz {short_name(imgsz)}: {short_name(name)}"
-        for imgsz, name in recommended.items()
+        for imgsz, name in record.recommended.items()
     ]
-    if not recommended:
+    if not record.recommended:
         lines.append("recommended: none (no point finished without failure, thrash or contention)")
-    contended = sum(_object(e, "metrics").get("contended") is True for e in points.values())
+    contended = sum(e.metrics.contended is True for e in points.values())
     if contended:
         noun = "point was" if contended == 1 else "points were"
         lines.append(
@@ -78,7 +73,7 @@ def sweep_lines(data: dict[str, Any]) -> list[str]:
     return lines
 
 
-def count_line(points: dict[str, dict[str, Any]]) -> str:
+def count_line(points: Points) -> str:
     """`all 4 points ok`, `1 of 4 points failed`, `2 of 4 points ok, 1 interrupted, 1 missing`;
     `, 2 reused` when a resumed sweep kept ok points."""
     tally, total = counts(points), len(points)
@@ -92,6 +87,6 @@ def count_line(points: dict[str, dict[str, Any]]) -> str:
     return f"{tally['ok']} of {total} {noun} ok, {', '.join(short)}{reused}"
 
 
-def sweep_table(data: dict[str, Any]) -> str:
+def sweep_table(record: SweepRecord) -> str:
     """The table as one text block (no trailing newline)."""
-    return "\n".join(sweep_lines(data))
+    return "\n".join(sweep_lines(record))

@@ -16,7 +16,7 @@ from libreyolo.analysis.result_kind import ResultKind, kind_of
 from libreyolo.document.mode import Mode
 from libreyolo.render.diff_text import diff_lines
 from libreyolo.render.safe import safe_text, short_name
-from libreyolo.render.summary_text import quiet_verdict_line, summary_lines
+from libreyolo.render.summary_text import note_lines, quiet_verdict_line, summary_lines
 from libreyolo.render.units import (
     fmt_count,
     fmt_or_unknown,
@@ -246,6 +246,9 @@ def _(result: MeasurementOutcome) -> Lines:
             lines.append(f">> CONTENDED: {safe_text(result.why)}")
     if result.quiet_why is not None:
         lines.append(quiet_verdict_line(result.quiet_bound, result.quiet_why))
+    # Beside the numbers they qualify (random weights, a flag that had no effect), with or
+    # without a trace; the path and the next commands stay the last lines.
+    lines += note_lines(result.notes, result.trace_notes)
     path = safe_text(result.profile_path)
     return [
         *lines,
@@ -259,7 +262,7 @@ def _(result: MeasurementOutcome) -> Lines:
 def _(result: SweepView) -> Lines:
     from libreyolo.render.sweep_text import sweep_lines  # sweeps only: profile readers skip it
 
-    return sweep_lines(result.data)
+    return sweep_lines(result.record)
 
 
 @_view(ResultKind.SWEEP_COMPARE)

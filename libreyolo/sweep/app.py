@@ -8,7 +8,8 @@ its output folder (`hydra.sweep.subdir`, e.g. `b4_s640_amp1`) to `run_point`, wh
 point's device lease and measures (in a fresh child process unless `sweep.isolate=false`), or
 keeps the point a previous run into the same folder already measured (`sweep.resume`). After
 the multirun, `main` writes `sweep.json` at the sweep root over the planned grid, prints the
-table and exits 0 when every point is ok, 1 otherwise (the counts are printed).
+table and exits 0 when every point is ok, 1 otherwise (the counts are printed): the status is
+mapped and set by `libreyolo.boundary.status`, like every entry point's, Hydra's own exits too.
 
 Stop: SIGINT (Ctrl-C, to the process group or to this process alone) or SIGTERM stops the point
 in flight (its child is terminated, the point recorded `interrupted`), starts no other, writes
@@ -16,8 +17,9 @@ in flight (its child is terminated, the point recorded `interrupted`), starts no
 128 + the signal (130, 143) with one line on stderr and no traceback.
 
 Must not: parse `sys.argv` itself (Hydra does, hydra-notes §4.4), raise for an expected point
-failure, or keep state in the task beyond the list of points this process ran (launchers
-pickle the task with the globals it touches, hydra-notes §9.6).
+failure, print or exit but through `libreyolo.boundary`, or keep state in the task beyond the
+list of points this process ran (launchers pickle the task with the globals it touches,
+hydra-notes §9.6).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import shlex
 import signal
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -35,9 +37,11 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
+from libreyolo.boundary.output import Output
+from libreyolo.boundary.status import exit_process, exit_status
 from libreyolo.config.compose import as_plain_dict
 from libreyolo.config.schema import DeviceConfig, ProfileConfig, SweepConfig, register_schemas
-from libreyolo.errors import UsageError
+from libreyolo.errors import ExitStatus, UsageError
 from libreyolo.sweep.lease import check_lease_timeout, cuda_index, device_label, usable_lock_dir
 from libreyolo.sweep.naming import name_swept_keys
 from libreyolo.sweep.owned import refuse_foreign
@@ -115,9 +119,10 @@ def _plan(config: DictConfig) -> dict[str, list[str]] | None:
     except UsageError:
         raise
     except Exception as err:
-        sys.stderr.write(
-            f"warning: no sweep plan ({type(err).__name__}: {err}): points "
-            "that never run will not be listed as missing\n"
+        Output.plain().notice(
+            "warning",
+            f"no sweep plan ({type(err).__name__}: {err}): points "
+            "that never run will not be listed as missing",
         )
         return None
 
@@ -138,31 +143,25 @@ def sweep_task(cfg: DictConfig) -> None:
     except KeyboardInterrupt:  # recorded as interrupted; the report still lists it
         _RAN.append((root, point_dir, "interrupted"))
         raise
-    _RAN.append((root, point_dir, record["status"]))
-    shown = "reused" if record.get("reused") else record["status"]
-    detail = f": {record['reason']}" if record["status"] != "ok" else ""
-    print(f"{point_dir.name}: {shown}{detail}", flush=True)
-
-
-def _line(err: UsageError) -> str:
-    """The one stderr line of a refusal: the message and its hint."""
-    return f"{err.message} ({err.hint})" if err.hint else err.message
-
-
-def _fail(message: str, status: int) -> NoReturn:
-    sys.stderr.write(message + "\n")
-    sys.exit(status)
+    _RAN.append((root, point_dir, record.status))
+    shown = "reused" if record.reused else record.status
+    detail = f": {record.reason}" if record.status != "ok" else ""
+    Output.plain().lines(f"{point_dir.name}: {shown}{detail}")
 
 
 def main() -> None:
-    """Console-script entry: check what the config would make Hydra run (`trust.py`), run the
-    Hydra app, then report and set the exit status."""
+    """Console-script entry: the sweep (`_sweep`) through the one status map, then its exit.
+    A crash shows its traceback: Hydra owns the command line, so there is no --debug."""
+    out = Output.plain()
+    exit_process(exit_status(lambda: _sweep(out), out, crash_traceback=True), out)
+
+
+def _sweep(out: Output) -> ExitStatus:
+    """Check what the config would make Hydra run (`trust.py`), run the Hydra app, then report;
+    a refusal is raised (one line, exit 2), a stop is its line and 128 + the signal."""
     register_schemas()
-    try:
-        trust, sys.argv[1:] = split_trust_flags(sys.argv[1:])
-        check_sweep_config(sys.argv[1:], trust)
-    except UsageError as err:
-        _fail(_line(err), err.status)
+    trust, sys.argv[1:] = split_trust_flags(sys.argv[1:])
+    check_sweep_config(sys.argv[1:], trust)
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # ray_gpus: no ~/.ray/auth_token
     _RAN.clear()
     _ROOTS.clear()
@@ -174,13 +173,15 @@ def main() -> None:
     except KeyboardInterrupt as stop:
         stopped = signal_of(stop)
     except Refused as refused:
-        _fail(_line(refused.error), refused.error.status)
+        raise refused.error from None
     with signals_ignored():
-        report = _report()
+        report = _report(out)
     if stopped is not None:
-        _fail(_stopped_line(report), 128 + stopped)
-    if report is not None:
-        sys.exit(0 if report.complete else 1)
+        out.error_line("interrupted", _stopped_line(report))
+        return ExitStatus(128 + stopped)
+    if report is not None and not report.complete:
+        return ExitStatus.FAILED
+    return ExitStatus.OK
 
 
 def _stopped_line(report: SweepResult | None) -> str:
@@ -196,19 +197,17 @@ def _stopped_line(report: SweepResult | None) -> str:
     return f"interrupted: {done} points done; {again}"
 
 
-def _report() -> SweepResult | None:
+def _report(out: Output) -> SweepResult | None:
     """Write and print the report of the sweep this process ran; None when nothing ran
-    (`--help`, `--cfg`, a stop before the first job)."""
+    (`--help`, `--cfg`, a stop before the first job). A folder it must not write into raises
+    its `UsageError`."""
     only = [point for _, point, _ in _RAN] or None
     root = _ROOTS[0] if _ROOTS else _RAN[0][0] if _RAN else None
     if root is None:
         return None
-    try:
-        report = write_report(root, only=only)
-    except UsageError as err:
-        _fail(_line(err), err.status)
-    print(report.table)
-    print(f"sweep: {report.path}")
+    report = write_report(root, only=only, out=out)
+    out.lines(report.table)
+    out.lines(f"sweep: {report.path}")
     return report
 
 

@@ -7,17 +7,16 @@ matplotlib is optional (`pip install 'libreyolo[chart]'`) and imported only here
 and the sweep goes on. The PNG carries `Software: libreyolo-sweep` (`is_our_chart`), so a sweep
 replaces only a chart it drew, and lands atomically.
 
-Must not: fail a sweep because the chart cannot be drawn.
+Must not: fail a sweep because the chart cannot be drawn, or write but through `Output`.
 """
 
 from __future__ import annotations
 
 import io
-import sys
 from pathlib import Path
-from typing import Any, TextIO
 
-from libreyolo.analysis.sweep import chart_series, powers_of_two, series_label
+from libreyolo.analysis.sweep import Points, chart_series, powers_of_two, series_label
+from libreyolo.boundary.output import Output
 from libreyolo.document.files import write_atomic
 from libreyolo.document.limits import open_regular
 from libreyolo.errors import ProfileError
@@ -30,10 +29,9 @@ INSTALL_HINT = "pip install 'libreyolo[chart]'"
 SKIPPED = f"chart skipped: matplotlib is not installed ({INSTALL_HINT} gets it)"
 
 
-def write_chart(
-    points: dict[str, dict[str, Any]], path: Path, *, stderr: TextIO | None = None
-) -> Path | None:
-    """Draw the chart of `points` at `path`; None when skipped (no matplotlib, nothing ok)."""
+def write_chart(points: Points, path: Path, *, out: Output | None = None) -> Path | None:
+    """Draw the chart of `points` at `path`; None when skipped (no matplotlib, nothing ok;
+    the first with one line on `out`, default the real streams)."""
     series = chart_series(points)
     if not series:
         return None
@@ -43,7 +41,7 @@ def write_chart(
         matplotlib.use("Agg")
         from matplotlib import pyplot as plt
     except ImportError:
-        (stderr or sys.stderr).write(SKIPPED + "\n")
+        (out or Output.plain()).say(SKIPPED)
         return None
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)
     try:

@@ -14,7 +14,6 @@ imported only when a plan is made, so a Hydra that moved it costs the plan, not 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from hydra.core.global_hydra import GlobalHydra
@@ -22,8 +21,10 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from libreyolo.document.codec import document_bytes
 from libreyolo.document.files import write_atomic
-from libreyolo.document.sweep_files import PLAN_FILE, PLAN_SCHEMA
+from libreyolo.document.sweep_files import PLAN_FILE
+from libreyolo.document.sweep_model import PLAN_SCHEMA, SweepPlan
 from libreyolo.errors import UsageError
 from libreyolo.sweep.naming import SUBDIR_HINT
 
@@ -94,5 +95,6 @@ def write_plan(root: Path, plan: Plan | None) -> None:
     if plan is None:
         path.unlink(missing_ok=True)
         return
-    data = {"schema": PLAN_SCHEMA, "points": plan}
-    write_atomic(path, (json.dumps(data, indent=2) + "\n").encode("utf-8"))
+    document = SweepPlan(schema=PLAN_SCHEMA, points=plan)
+    # the points stay in launch order: the order is data (the report lists them so)
+    write_atomic(path, document_bytes(document, sort_keys=False))

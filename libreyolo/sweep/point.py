@@ -20,7 +20,9 @@ measures stops the child (SIGTERM, SIGKILL after `STOP_GRACE_S`), records the po
 Must not: raise for an expected failure (a `ProfileError` such as a bad value or a dataset too
 small, or out of memory): it is recorded as `failed` with its reason and the sweep goes on.
 Must not hand a `DictConfig` to the child (the request is plain JSON), nor replace files in a
-point folder that this tool did not write (that point fails, nothing is written).
+point folder that this tool did not write (that point fails, nothing is written), nor print or
+exit but through `libreyolo.boundary` (the child and `python -m libreyolo.sweep.point
+POINT_JSON`, which measures a point again from its request, are entry points of their own).
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from libreyolo.boundary.output import Output
+from libreyolo.boundary.status import exit_process, exit_status
 from libreyolo.config.schema import (
     AmpDtype,
     DatasetConfig,
@@ -48,16 +52,19 @@ from libreyolo.config.schema import (
     SweepConfig,
     WindowConfig,
 )
+from libreyolo.document.codec import document_bytes
+from libreyolo.document.convert import convert
 from libreyolo.document.files import write_atomic
+from libreyolo.document.json_value import JsonObject
 from libreyolo.document.mode import Mode
 from libreyolo.document.sweep_files import (
     LOG_FILE,
     REQUEST_FILE,
     STATUS_FILE,
-    is_status,
-    read_json,
+    read_status,
 )
-from libreyolo.errors import OutOfMemoryError, ProfileError
+from libreyolo.document.sweep_model import PointRequest, PointStatus, Status
+from libreyolo.errors import ExitStatus, OutOfMemoryError, ProfileError, UsageError
 from libreyolo.measure.failures import is_out_of_memory
 from libreyolo.sweep.child_log import exit_text, last_error, relayed
 from libreyolo.sweep.lease import Lease, device_lease
@@ -88,41 +95,40 @@ _NESTED: dict[str, type[Any]] = {
     "window": WindowConfig,
     "sweep": SweepConfig,
 }
-# Filled in by the measuring process (pid, measure_s) and by run_point (the rest).
-TIMING_KEYS = (
-    "pid",
-    "held_device",
-    "lease_acquired_at",
-    "lease_released_at",
-    "lease_wait_s",
-    "measure_s",
-    "window_s",
-    "point_s",
-)
 
 
-def config_from_dict(data: dict[str, Any]) -> ProfileConfig:
+def config_from_dict(data: JsonObject) -> ProfileConfig:
     """Rebuild the frozen `ProfileConfig` from `as_plain_dict` output."""
-    kwargs = {k: _NESTED[k](**v) if k in _NESTED else v for k, v in data.items()}
-    kwargs["mode"] = ModeOption(kwargs.get("mode", ModeOption.run))
-    kwargs["amp_dtype"] = AmpDtype(kwargs.get("amp_dtype", AmpDtype.float16))
-    return ProfileConfig(**kwargs)
+    kwargs: dict[str, object] = {}
+    for key, value in data.items():
+        nested = _NESTED.get(key)
+        kwargs[key] = nested(**value) if nested is not None and isinstance(value, dict) else value
+    kwargs["mode"] = ModeOption(str(data.get("mode", ModeOption.run.value)))
+    kwargs["amp_dtype"] = AmpDtype(str(data.get("amp_dtype", AmpDtype.float16.value)))
+    return ProfileConfig(**kwargs)  # type: ignore[arg-type]  # as_plain_dict's own keys
 
 
-def _write_json(path: Path, data: dict[str, Any]) -> None:
-    write_atomic(path, (json.dumps(data, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+def _write(path: Path, document: PointRequest | PointStatus) -> None:
+    write_atomic(path, document_bytes(document))
 
 
 def _status(
-    request: dict[str, Any], status: str, *, reason: str = "", code: str = "", profile: str = ""
-) -> dict[str, Any]:
-    return {
-        "status": status,
-        "reason": reason,
-        "code": code,
-        "overrides": list(request.get("overrides", [])),
-        "profile": profile or None,
-    } | dict.fromkeys(TIMING_KEYS)
+    request: PointRequest,
+    status: Status,
+    *,
+    reason: str = "",
+    code: str = "",
+    profile: str = "",
+) -> PointStatus:
+    """A point's status record; the measuring process fills in its pid and times (`pid`,
+    `measure_s`, `window_s`), `run_point` the lease's and the whole point's."""
+    return PointStatus(
+        status=status,
+        reason=reason,
+        code=code,
+        overrides=list(request.overrides),
+        profile=profile or None,
+    )
 
 
 def _reason(err: ProfileError) -> str:
@@ -138,14 +144,16 @@ def _is_oom(err: BaseException | None) -> bool:
     return err is not None and is_out_of_memory(err)
 
 
-def measure_request(request_path: Path) -> dict[str, Any]:
+def measure_request(request_path: Path) -> PointStatus:
     """Measure the point described by `request_path`; write and return its status record."""
     for module in CHILD_PRELOAD:  # torch and the collectors: imported before the clock starts
         importlib.import_module(module)
     preload_builtins()
 
-    request = json.loads(request_path.read_text(encoding="utf-8"))
     point_dir = request_path.parent
+    # The sweep wrote it just before: one damaged since fails here, and the point is recorded
+    # as crashed with this error.
+    request = convert(json.loads(request_path.read_text(encoding="utf-8")), PointRequest)
     clock = WindowClock()
     try:
         record = _measure(request, point_dir, clock)
@@ -157,13 +165,14 @@ def measure_request(request_path: Path) -> dict[str, Any]:
             raise
         record = _status(request, "failed", reason=f"out of memory: {err}", code="oom")
     started = clock.started
-    record |= {
-        "pid": os.getpid(),
-        "held_device": request.get("held_device"),
-        "measure_s": None if started is None else time.perf_counter() - started,
-        "window_s": clock.window_s if started is not None else None,
-    }
-    _write_json(point_dir / STATUS_FILE, record)
+    record = dataclasses.replace(
+        record,
+        pid=os.getpid(),
+        held_device=request.held_device,
+        measure_s=None if started is None else time.perf_counter() - started,
+        window_s=clock.window_s if started is not None else None,
+    )
+    _write(point_dir / STATUS_FILE, record)
     return record
 
 
@@ -195,29 +204,46 @@ class WindowClock:
         return self._closed_s
 
 
-def _measure(request: dict[str, Any], point_dir: Path, clock: WindowClock) -> dict[str, Any]:
+def _measure(request: PointRequest, point_dir: Path, clock: WindowClock) -> PointStatus:
     from libreyolo.measure.from_config import measure_config
 
-    cfg = config_from_dict(request["config"])
+    cfg = config_from_dict(request.config)
     cfg = dataclasses.replace(cfg, project=str(point_dir))
-    if request.get("device"):  # the leased GPU as this process numbers it
-        cfg = dataclasses.replace(cfg, device=DeviceConfig(name=request["device"]))
+    if request.device:  # the leased GPU as this process numbers it
+        cfg = dataclasses.replace(cfg, device=DeviceConfig(name=request.device))
     if cfg.mode.measures == Mode.INFER:
         cfg = dataclasses.replace(cfg, half=cfg.amp)  # a sweep's `amp` means --half for infer
     clock.started = time.perf_counter()
     _, path = measure_config(
-        cfg, list(request.get("overrides", [])), clock, held_device=request.get("held_device")
+        cfg,
+        list(request.overrides),
+        clock,
+        held_device=request.held_device,
+        notice=Output.plain().notice,  # this process's stderr: point.log in a point's child
     )
     return _status(request, "ok", profile=str(path.relative_to(point_dir)))
 
 
+def _device_name(cfg_dict: JsonObject) -> str:
+    """The config's `device.name` ("0" when it names none)."""
+    device = cfg_dict.get("device")
+    name = device.get("name", DeviceConfig.name) if isinstance(device, dict) else DeviceConfig.name
+    return str(name)
+
+
+def _sweep_settings(cfg_dict: JsonObject) -> SweepConfig:
+    """The config's `sweep` group, typed (its defaults where the config has none)."""
+    sweep = cfg_dict.get("sweep")
+    return config_from_dict({"sweep": sweep} if isinstance(sweep, dict) else {}).sweep
+
+
 def run_point(
-    cfg_dict: dict[str, Any],
+    cfg_dict: JsonObject,
     point_dir: str | Path,
     *,
     isolate: bool | None = None,
     overrides: list[str] | None = None,
-) -> dict[str, Any]:
+) -> PointStatus:
     """Measure one point into `point_dir` under its device lease and return its status record
     (never raises for an expected failure; a `KeyboardInterrupt` is recorded and re-raised).
     `isolate` (default: the config's `sweep.isolate`) runs the measurement in a fresh child
@@ -225,9 +251,9 @@ def run_point(
     started = time.perf_counter()
     point_dir = Path(point_dir).resolve()
     point_dir.mkdir(parents=True, exist_ok=True)
-    sweep = SweepConfig(**cfg_dict.get("sweep", {}))
+    sweep = _sweep_settings(cfg_dict)
     isolate = sweep.isolate if isolate is None else isolate
-    request: dict[str, Any] = {"config": cfg_dict, "overrides": list(overrides or [])}
+    request = PointRequest(config=cfg_dict, overrides=list(overrides or []))
     foreign = foreign_point_file(point_dir)
     if foreign is not None:  # not ours to replace: record nothing there
         reason = f"refusing to replace {foreign}: libreyolo-sweep did not write it ({HINT})"
@@ -235,48 +261,47 @@ def run_point(
     status_path = point_dir / STATUS_FILE
     kept = reusable(point_dir, request) if sweep.resume else None
     if kept is not None:
-        kept["reused"] = True
-        _write_json(status_path, kept)
+        kept = dataclasses.replace(kept, reused=True)
+        _write(status_path, kept)
         return kept
     request_path = point_dir / REQUEST_FILE
-    _write_json(request_path, request)
+    _write(request_path, request)
     status_path.unlink(missing_ok=True)
-    device = str(cfg_dict.get("device", {}).get("name", "0"))
+    device = _device_name(cfg_dict)
     waiting = time.monotonic()
     try:
         with device_lease(
             device, lock_dir=sweep.lock_dir, timeout_s=sweep.lease_timeout_s, gpus=sweep.gpus
         ) as lease:
             record = _measure_leased(request, request_path, lease, device, isolate)
-        record |= {
-            "held_device": lease.held_device,
-            "lease_acquired_at": lease.acquired_at,
-            "lease_released_at": time.time(),
-            "lease_wait_s": lease.wait_s,
-        }
+        record = dataclasses.replace(
+            record,
+            held_device=lease.held_device,
+            lease_acquired_at=lease.acquired_at,
+            lease_released_at=time.time(),
+            lease_wait_s=lease.wait_s,
+        )
     except ProfileError as err:  # only the lease raises: measuring records its failures
         record = _status(request, "failed", reason=_reason(err), code=err.code)
-        record["lease_wait_s"] = time.monotonic() - waiting
+        record = dataclasses.replace(record, lease_wait_s=time.monotonic() - waiting)
     except KeyboardInterrupt as stop:
-        finished = read_json(status_path)  # the child may have finished as the signal came
-        if not is_status(finished):
+        if read_status(status_path) is None:  # the child may have finished as the signal came
             reason = f"stopped by {signal_of(stop).name}"
-            finished = _status(request, "interrupted", reason=reason)
-            finished["code"] = "interrupted"
-            finished["point_s"] = time.perf_counter() - started
-            _write_json(status_path, finished)
+            finished = _status(request, "interrupted", reason=reason, code="interrupted")
+            finished = dataclasses.replace(finished, point_s=time.perf_counter() - started)
+            _write(status_path, finished)
         raise
-    record["point_s"] = time.perf_counter() - started
-    _write_json(status_path, record)
+    record = dataclasses.replace(record, point_s=time.perf_counter() - started)
+    _write(status_path, record)
     return record
 
 
 def _measure_leased(
-    request: dict[str, Any], request_path: Path, lease: Lease, device: str, isolate: bool
-) -> dict[str, Any]:
-    request["held_device"] = lease.held_device
-    request["device"] = lease.child_device(device) if isolate else lease.in_process_device(device)
-    _write_json(request_path, request)
+    request: PointRequest, request_path: Path, lease: Lease, device: str, isolate: bool
+) -> PointStatus:
+    child_device = lease.child_device(device) if isolate else lease.in_process_device(device)
+    request = dataclasses.replace(request, held_device=lease.held_device, device=child_device)
+    _write(request_path, request)
     if not isolate:
         return measure_request(request_path)
     log_path = request_path.parent / LOG_FILE
@@ -292,18 +317,17 @@ def _measure_leased(
         _stop_child(child)
         raise
     log = log_path.read_text(encoding="utf-8", errors="replace") if log_path.is_file() else ""
-    sys.stderr.write(relayed(log))
-    status_path = request_path.parent / STATUS_FILE
-    if status_path.is_file():
-        return dict(json.loads(status_path.read_text(encoding="utf-8")))
+    Output.plain().relay(relayed(log))
+    written = read_status(request_path.parent / STATUS_FILE)
+    if written is not None:
+        return written
     record = _status(
         request,
         "failed",
         reason=f"child process exited {exit_text(child.exitcode)}: {last_error(log)}",
         code="crashed",
     )
-    record["pid"] = child.pid
-    return record
+    return dataclasses.replace(record, pid=child.pid)
 
 
 def _stop_child(child: multiprocessing.process.BaseProcess) -> None:
@@ -358,13 +382,39 @@ def _child_main(request_path: str, log_path: str, env: dict[str, str]) -> None:
     os.close(fd)
     signal.signal(signal.SIGTERM, raise_stopped)
     _stop_with_the_sweep()
+    out = Output.plain()  # after the dup2: its stderr is the point's log
+    exit_process(
+        exit_status(lambda: _measure_quietly(request_path), out, crash_traceback=True), out
+    )
+
+
+def _measure_quietly(request_path: str) -> ExitStatus:
+    """Measure; a stop ends the child with 128 + the signal and no line: the sweep that
+    stopped it records the point, and its log stays free of a traceback."""
     try:
         measure_request(Path(request_path))
     except KeyboardInterrupt as stop:
-        sys.exit(128 + signal_of(stop))
-    finally:
-        sys.stderr.flush()
+        return ExitStatus(128 + signal_of(stop))
+    return ExitStatus.OK
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m libreyolo.sweep.point POINT_JSON`: measure a point again from its request
+    (its `status.json` says how it went; the exit is 0 unless it crashed or was refused)."""
+    words = sys.argv[1:] if argv is None else argv
+    out = Output.plain()
+    exit_process(exit_status(lambda: _again(words), out, crash_traceback=True), out)
+
+
+def _again(words: list[str]) -> ExitStatus:
+    if len(words) != 1:
+        raise UsageError(
+            "python -m libreyolo.sweep.point takes one point.json",
+            hint="python -m libreyolo.sweep.point <point dir>/point.json",
+        )
+    measure_request(Path(words[0]))
+    return ExitStatus.OK
 
 
 if __name__ == "__main__":
-    measure_request(Path(sys.argv[1]))
+    main()

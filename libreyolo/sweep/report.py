@@ -8,27 +8,33 @@ matplotlib), writes `sweep.json` at the sweep root (atomically), then the sweep 
 and the ok points' profiles (`libreyolo.render.html.sweep_page`, the page `libreyolo profile
 report <sweep dir>` writes; one line on stderr when it cannot be drawn) and renders the table
 (`libreyolo.render.sweep_text`). `python -m libreyolo.sweep.report DIR` rebuilds the report of a
-sweep folder (exit 0 when every point is ok, 1 otherwise, 2 when it refuses).
+sweep folder (exit 0 when every point is ok, 1 otherwise, 2 when it refuses), its status set
+by `libreyolo.boundary.status`.
 
 Must not: import torch, Hydra or OmegaConf, measure anything, fail a sweep because its page
-cannot be drawn, or replace a `sweep.json`, `sweep.png` or `sweep.html` it did not write
-(`owned.refuse_foreign`: `UsageError`).
+cannot be drawn, replace a `sweep.json`, `sweep.png` or `sweep.html` it did not write
+(`owned.refuse_foreign`: `UsageError`), or write but through the `Output` it is handed.
 """
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
 
 from libreyolo.analysis.report import sweep_report
 from libreyolo.analysis.sweep import recommend, sweep_record
+from libreyolo.boundary.output import Output
+from libreyolo.boundary.status import exit_process, exit_status
+from libreyolo.document.codec import document_bytes
+from libreyolo.document.convert import to_plain
 from libreyolo.document.files import write_atomic
+from libreyolo.document.json_value import JsonObject
 from libreyolo.document.point_profiles import read_point_profiles
 from libreyolo.document.sweep_files import CHART_FILE, PAGE_FILE, SWEEP_FILE, collect_sweep
-from libreyolo.errors import UsageError
+from libreyolo.document.sweep_model import SweepRecord
+from libreyolo.errors import ExitStatus, UsageError
 from libreyolo.render.html.sweep_page import sweep_page
 from libreyolo.render.sweep_text import sweep_table as render_table
 from libreyolo.sweep.chart import write_chart
@@ -39,58 +45,86 @@ __all__ = ["SweepResult", "recommend", "render_table", "write_report"]
 
 @dataclass(frozen=True)
 class SweepResult:
-    """What a sweep produced: its JSON record, the table text and the failed count."""
+    """What a sweep produced: its record, the table text and the failed count."""
 
-    data: dict[str, Any]
+    record: SweepRecord
     table: str
     num_failed: int
     path: Path
 
     @property
+    def data(self) -> JsonObject:
+        """The record as `sweep.json` holds it (plain JSON)."""
+        plain = to_plain(self.record, sort_keys=True)
+        assert isinstance(plain, dict)
+        return plain
+
+    @property
     def complete(self) -> bool:
         """Whether every point of the sweep is ok."""
-        return bool(self.data["num_ok"] == self.data["num_points"])
+        return self.record.num_ok == self.record.num_points
 
 
-def write_report(sweep_dir: str | Path, only: list[Path] | None = None) -> SweepResult:
+def write_report(
+    sweep_dir: str | Path, only: list[Path] | None = None, *, out: Output | None = None
+) -> SweepResult:
     """Collect `sweep_dir`'s points (the planned grid, else `only`, else every folder holding a
-    `point.json`), draw `sweep.png`, write `sweep.json` there and return the report."""
+    `point.json`), draw `sweep.png`, write `sweep.json` there and return the report; a chart
+    or page skipped is one line on `out` (default: the real streams)."""
+    out = out or Output.plain()
     root = Path(sweep_dir).resolve()
     refuse_foreign(root)
-    data = sweep_record(str(root), collect_sweep(root, only))
+    record = sweep_record(str(root), collect_sweep(root, only))
     chart = root / CHART_FILE
-    if write_chart(data["points"], chart) is None:
+    if write_chart(record.points, chart, out=out) is None:
         chart.unlink(missing_ok=True)  # ours (refuse_foreign): not to outlive the data it drew
     else:
-        data["chart"] = CHART_FILE
+        record = dataclasses.replace(record, chart=CHART_FILE)
     path = root / SWEEP_FILE
-    write_atomic(path, (json.dumps(data, indent=2, sort_keys=True) + "\n").encode("utf-8"))
-    write_page(root, data)
+    write_atomic(path, document_bytes(record))
+    write_page(root, record, out=out)
     return SweepResult(
-        data=data, table=render_table(data), num_failed=data["num_failed"], path=path
+        record=record,
+        table=render_table(record),
+        num_failed=record.num_failed or 0,
+        path=path,
     )
 
 
-def write_page(root: Path, data: dict[str, Any], *, stderr: TextIO | None = None) -> Path | None:
-    """Write `sweep.html` for the record `data` of the sweep at `root`; None, with one line on
-    `stderr`, when it cannot be drawn (a stale page of ours is then removed)."""
+def write_page(root: Path, record: SweepRecord, *, out: Output | None = None) -> Path | None:
+    """Write `sweep.html` for the record of the sweep at `root`; None, with one line on `out`
+    (default: the real streams), when it cannot be drawn (a stale page of ours is then
+    removed)."""
     page = root / PAGE_FILE
     try:
-        profiles, lost = read_point_profiles(root, data)
-        html = sweep_page(sweep_report(data, str(root), profiles, lost))
+        profiles, lost = read_point_profiles(root, record)
+        html = sweep_page(sweep_report(record, str(root), profiles, lost))
         write_atomic(page, html.encode("utf-8"))
     except Exception as err:  # the page is a view: no fault in drawing it may cost the sweep
-        (stderr or sys.stderr).write(f"sweep page skipped: {type(err).__name__}: {err}\n")
+        (out or Output.plain()).say(f"sweep page skipped: {type(err).__name__}: {err}")
         page.unlink(missing_ok=True)  # ours (refuse_foreign): not to outlive the data it drew
         return None
     return page
 
 
+def main(argv: list[str] | None = None) -> None:
+    """`python -m libreyolo.sweep.report DIR`: rebuild the report, print its table, exit with
+    its status (`libreyolo.boundary.status`; a crash shows its traceback)."""
+    out = Output.plain()
+    words = sys.argv[1:] if argv is None else argv
+    exit_process(exit_status(lambda: _rebuild(words, out), out, crash_traceback=True), out)
+
+
+def _rebuild(words: list[str], out: Output) -> ExitStatus:
+    if len(words) != 1:
+        raise UsageError(
+            "python -m libreyolo.sweep.report takes one sweep folder",
+            hint="python -m libreyolo.sweep.report <sweep dir>",
+        )
+    report = write_report(words[0], out=out)
+    out.lines(report.table)
+    return ExitStatus.OK if report.complete else ExitStatus.FAILED
+
+
 if __name__ == "__main__":
-    try:
-        report = write_report(sys.argv[1])
-    except UsageError as err:
-        sys.stderr.write(f"{err.message} ({err.hint})\n")
-        sys.exit(err.status)
-    print(report.table)
-    sys.exit(0 if report.complete else 1)
+    main()

@@ -14,58 +14,63 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
+from libreyolo.document.json_value import JsonObject, JsonValue
 from libreyolo.document.limits import MAX_PROFILE_BYTES
 from libreyolo.document.sweep_files import (
     REQUEST_FILE,
     STATUS_FILE,
     inside,
-    is_request,
     point_entry,
     read_json,
+    read_request,
+    read_status,
 )
+from libreyolo.document.sweep_model import PointRequest, PointStatus
 
 RESUME_KEY = "sweep.resume"  # left out when matching a recorded point against a new one
 PER_POINT = ("project", "device", "sweep")  # set by run_point for where the point measures
 MAX_STRIDE = 64  # a recorded imgsz may exceed the requested one by less: rounded to the stride
 
 
-def _kept(overrides: object) -> list[str]:
+def _kept(overrides: JsonValue) -> list[str]:
     """`overrides` without `sweep.resume` (turning resume off or on changes no measurement)."""
     given = overrides if isinstance(overrides, list) else []
     return [str(o) for o in given if str(o).split("=", 1)[0] != RESUME_KEY]
 
 
-def matching_key(request: dict[str, Any]) -> str:
-    """What must match for a recorded point to stand for a new one: its config and overrides,
-    as JSON, without `sweep.resume`."""
-    config = dict(request.get("config") or {})
-    config["sweep"] = {k: v for k, v in (config.get("sweep") or {}).items() if k != "resume"}
-    kept = _kept(request.get("overrides"))
-    return json.dumps({"config": config, "overrides": kept}, sort_keys=True, default=str)
-
-
-def _object(value: object) -> dict[str, Any]:
+def _object(value: JsonValue) -> JsonObject:
     return value if isinstance(value, dict) else {}
 
 
-def _same_imgsz(requested: object, measured: object) -> bool:
+def matching_key(request: PointRequest) -> str:
+    """What must match for a recorded point to stand for a new one: its config and overrides,
+    as JSON, without `sweep.resume`."""
+    config = dict(request.config)
+    config["sweep"] = {k: v for k, v in _object(config.get("sweep")).items() if k != "resume"}
+    kept = _kept(list(request.overrides))
+    return json.dumps({"config": config, "overrides": kept}, sort_keys=True, default=str)
+
+
+def _same_imgsz(requested: JsonValue, measured: JsonValue) -> bool:
     if requested == measured:
         return True
-    valid = all(isinstance(v, int) and not isinstance(v, bool) for v in (requested, measured))
-    return valid and 0 < requested < measured < requested + MAX_STRIDE  # type: ignore[operator]
+    if isinstance(requested, bool) or isinstance(measured, bool):
+        return False
+    if not isinstance(requested, int) or not isinstance(measured, int):
+        return False
+    return 0 < requested < measured < requested + MAX_STRIDE
 
 
-def measured_as_requested(profile: dict[str, Any], request: dict[str, Any]) -> bool:
+def measured_as_requested(profile: JsonObject, request: PointRequest) -> bool:
     """Whether the raw `profile` records the settings `request` asks for (module docstring)."""
     run = _object(profile.get("run"))
     resolved = _object(run.get("config")).get("resolved")
     if not isinstance(resolved, dict) or _kept(run.get("overrides")) != _kept(
-        request.get("overrides")
+        list(request.overrides)
     ):
         return False
-    requested = request.get("config") or {}
+    requested = request.config
     skipped = PER_POINT + (("half",) if requested.get("mode") == "infer" else ())
     for key, value in requested.items():
         if key in skipped:
@@ -77,15 +82,17 @@ def measured_as_requested(profile: dict[str, Any], request: dict[str, Any]) -> b
     return True
 
 
-def reusable(point_dir: Path, request: dict[str, Any]) -> dict[str, Any] | None:
+def reusable(point_dir: Path, request: PointRequest) -> PointStatus | None:
     """The recorded status of `point_dir` when it was measured with `request`'s settings and
     its profile is complete (an ok status, a profile inside the folder that reads back)."""
-    recorded = read_json(point_dir / REQUEST_FILE)
-    if not is_request(recorded) or matching_key(recorded) != matching_key(request):
+    recorded = read_request(point_dir / REQUEST_FILE)
+    if recorded is None or matching_key(recorded) != matching_key(request):
         return None
-    if point_entry(point_dir)["status"] != "ok":
+    if point_entry(point_dir).status != "ok":
         return None
-    status = read_json(point_dir / STATUS_FILE)
-    profile_path = inside(point_dir, status.get("profile"))
+    status = read_status(point_dir / STATUS_FILE)
+    if status is None:
+        return None
+    profile_path = inside(point_dir, status.profile)
     profile = {} if profile_path is None else read_json(profile_path, MAX_PROFILE_BYTES)
     return status if measured_as_requested(profile, request) else None

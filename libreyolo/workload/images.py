@@ -17,7 +17,7 @@ from libreyolo.errors import MissingFileError, UsageError
 # Our own synthetic scene (scripts/make_sample_image.py, CC0); 1.6.0's photo is not shipped.
 SAMPLE_IMAGE: Path = Path(__file__).resolve().parents[1] / "assets" / "sample.jpg"
 
-# Directory sources yield children with these lower-cased suffixes (reference-behaviour.md §2.2).
+# Directory sources yield children with these lower-cased suffixes: libreyolo 1.6.0's list.
 IMAGE_SUFFIXES: frozenset[str] = frozenset(
     {".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff"}
 )

@@ -3,7 +3,8 @@
 Role: hold the model (train mode), its loss, SGD with libreyolo's three parameter groups, an
 optional linear warm-up, AMP (fp16 autocast + GradScaler, CUDA only) and the EMA copy, and run one
 optimisation step as `to_device`, `forward` (model + loss), `backward`, `optimizer` (scaler
-step/update, zero_grad, EMA update), each inside `phases(name)` (workload-notes.md §2.5-2.6).
+step/update, zero_grad, EMA update), each inside `phases(name)`: 1.6.0's trainer's settings and
+order, with its phase names.
 
 Must not: time, sync or profile anything itself (the caller's `phases` hook does that), load data,
 print, or read losses back to the host inside a step: the returned `StepLosses` converts its

@@ -19,10 +19,10 @@ from libreyolo.document.model import (
     Tool,
     TraceAnalysis,
 )
-from tests.conftest import SHARED_FIXTURES
+from tests.fixture_files import YOLO9T, fixture_file
 from tests.quiet import invoke_quietly
 
-CHECKPOINT = SHARED_FIXTURES / "libreyolo_v1_checkpoints" / "LibreYOLO9t_nc80_seed0.pt"
+CHECKPOINT = fixture_file(YOLO9T)
 BATCH_NORM_OPS = {"aten::batch_norm", "aten::_batch_norm_impl_index", "aten::native_batch_norm"}
 
 
@@ -217,8 +217,6 @@ def _measure(root: Path, name: str, *flags: str) -> Profile:
 
 @pytest.fixture(scope="module")
 def measured(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Profile]:
-    if not CHECKPOINT.is_file():
-        pytest.skip(f"fixture checkpoint not found at {CHECKPOINT}")
     root = tmp_path_factory.mktemp("diff")
     return {
         "128": _measure(root, "s128", "--imgsz", "128", "--fuse", "bn"),

@@ -14,6 +14,7 @@ from libreyolo.analysis.whatif import project
 from libreyolo.cli.sources import open_profile
 from libreyolo.document.codec import to_builtins
 from libreyolo.document.files import load, save
+from tests.fixture_files import fixture_dir
 
 A100 = "hta_a100_ddp_train_3steps.json.gz"
 V100 = "hta_v100_ddp_train_5steps_ns.json.gz"
@@ -32,9 +33,7 @@ EXPECTED = [
 
 @pytest.fixture(scope="module")
 def traced(request: pytest.FixtureRequest) -> dict[str, object]:
-    folder = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "gpu_traces"
-    if not folder.is_dir():
-        pytest.skip(f"GPU trace fixtures not found at {folder}")
+    folder = fixture_dir("gpu_traces")
     return {name: open_profile(str(folder / name)) for name, *_ in EXPECTED}
 
 

@@ -14,9 +14,10 @@ from libreyolo.analysis.verdict import UTIL_COMPUTE
 from libreyolo.analysis.whatif import NOT_CHECKED
 from libreyolo.cli.sources import open_profile
 from libreyolo.document.model import Profile
-from tests.conftest import SHARED_FIXTURES, invoke
+from tests.conftest import invoke
+from tests.fixture_files import fixture_dir
 
-FOLDER = SHARED_FIXTURES / "gpu_traces"
+FOLDER = fixture_dir("gpu_traces")
 A100 = "hta_a100_ddp_train_3steps.json.gz"  # host / launch, 3 steps
 H100 = "tracelens_h100_vit_infer_1step.json.gz"  # host / launch, 1 step
 V100 = "hta_v100_ddp_train_5steps_ns.json.gz"  # compute, 5 steps
@@ -24,8 +25,6 @@ V100 = "hta_v100_ddp_train_5steps_ns.json.gz"  # compute, 5 steps
 
 @pytest.fixture(scope="module")
 def profiles() -> dict[str, Profile]:
-    if not FOLDER.is_dir():
-        pytest.skip(f"GPU trace fixtures not found at {FOLDER}")
     return {name: open_profile(str(FOLDER / name)) for name in (A100, H100, V100)}
 
 

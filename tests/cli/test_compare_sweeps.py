@@ -240,10 +240,11 @@ def test_a_sweep_against_a_profile_exits_2(tmp_path: Path) -> None:
 def _record(root: Path) -> None:
     """Write `root`'s sweep.json as the sweep does at its end (absolute profile paths)."""
     from libreyolo.analysis.sweep import sweep_record
+    from libreyolo.document.convert import to_plain
     from libreyolo.document.sweep_files import collect_sweep
 
     record = sweep_record(str(root.resolve()), collect_sweep(root.resolve()))
-    (root / "sweep.json").write_text(json.dumps(record), encoding="utf-8")
+    (root / "sweep.json").write_text(json.dumps(to_plain(record)), encoding="utf-8")
 
 
 def test_a_copied_sweep_is_compared_with_its_own_files(tmp_path: Path) -> None:

@@ -8,18 +8,17 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from tests.conftest import SHARED_FIXTURES, invoke
+from tests.conftest import invoke
+from tests.fixture_files import YOLO9T, fixture_file
 from tests.quiet import invoke_quietly
 
-CHECKPOINT = SHARED_FIXTURES / "libreyolo_v1_checkpoints" / "LibreYOLO9t_nc80_seed0.pt"
+CHECKPOINT = fixture_file(YOLO9T)
 SCHEMA = Path(__file__).resolve().parents[2] / "libreyolo" / "document" / "profile.schema.json"
 TINY_INFER = ["--device", "cpu", "--warmup", "1", "--runs", "4", "--imgsz", "128"]
 
 
 @pytest.fixture
 def weights() -> str:
-    if not CHECKPOINT.is_file():
-        pytest.skip(f"checkpoint fixture not found at {CHECKPOINT}")
     return str(CHECKPOINT)
 
 
@@ -269,7 +268,7 @@ def test_unknown_config_file_exits_2(tmp_path: Path) -> None:
 def test_progress_is_shown_on_a_terminal_only() -> None:
     import io
 
-    from libreyolo.cli.output import Output
+    from libreyolo.boundary.output import Output
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:

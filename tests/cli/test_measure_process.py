@@ -13,16 +13,15 @@ from pathlib import Path
 import pytest
 
 from libreyolo.measure.artifacts import StagedRun
-from tests.conftest import ROOT, SHARED_FIXTURES
+from tests.conftest import ROOT
+from tests.fixture_files import YOLO9T, fixture_file
 
-CHECKPOINT = SHARED_FIXTURES / "libreyolo_v1_checkpoints" / "LibreYOLO9t_nc80_seed0.pt"
+CHECKPOINT = fixture_file(YOLO9T)
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
 def weights() -> str:
-    if not CHECKPOINT.is_file():
-        pytest.skip(f"checkpoint fixture not found at {CHECKPOINT}")
     return str(CHECKPOINT)
 
 

@@ -242,8 +242,8 @@ def test_get_lists_every_v1_metric_name(reference_v1: Path, monkeypatch) -> None
 def test_colour_terminal_output_is_styled(gpu_traces: Path) -> None:
     import io
 
+    from libreyolo.boundary.output import Output
     from libreyolo.cli.main import main
-    from libreyolo.cli.output import Output
 
     out, err = io.StringIO(), io.StringIO()
     name = str(gpu_traces / "hta_a100_ddp_train_3steps.json.gz")

@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import invoke
 from tests.quiet import sweep_quietly
-from tests.sweep.helpers import CHECKPOINT, tiny_sweep_argv
+from tests.sweep.helpers import tiny_sweep_argv
 from tests.sweep.test_report import RECORD_KEYS, make_sweep
 from tests.test_architecture import _run_blocked
 
@@ -112,8 +112,6 @@ def test_summary_of_a_sweep_runs_without_heavy_modules(sweep_dir: Path) -> None:
 
 @pytest.fixture(scope="module")
 def real_sweep(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not CHECKPOINT.is_file():
-        pytest.skip("fixture checkpoint absent")
     sweep_dir = tmp_path_factory.mktemp("real_sweep")
     argv = tiny_sweep_argv(sweep_dir, "batch=1,2", "imgsz=64")
     done = sweep_quietly(  # a contended point is never recommended: measure on a quiet host

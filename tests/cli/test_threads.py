@@ -11,9 +11,10 @@ import torch
 from libreyolo.cli.parser import build_parser
 from libreyolo.measure.host import usable_cpus
 from libreyolo.measure.threads import crowding_warning
-from tests.conftest import SHARED_FIXTURES, invoke
+from tests.conftest import invoke
+from tests.fixture_files import YOLO9T, fixture_file
 
-CHECKPOINT = SHARED_FIXTURES / "libreyolo_v1_checkpoints" / "LibreYOLO9t_nc80_seed0.pt"
+CHECKPOINT = fixture_file(YOLO9T)
 TINY = ["--device", "cpu", "--imgsz", "64", "--warmup", "1", "--runs", "2", "--no-trace"]
 
 
@@ -38,8 +39,6 @@ def test_a_bad_thread_count_exits_2(command: list[str], value: str, message: str
 def test_infer_runs_with_the_threads_asked_and_gives_torch_its_own_back(
     tmp_path: Path, two_threads: None
 ) -> None:
-    if not CHECKPOINT.is_file():
-        pytest.skip(f"checkpoint fixture not found at {CHECKPOINT}")
     project = tmp_path / "p"
     argv = ["profile", "infer", "--weights", str(CHECKPOINT), *TINY, "--threads", "1"]
     result = invoke([*argv, "--project", str(project), "--json"])
@@ -52,8 +51,6 @@ def test_infer_runs_with_the_threads_asked_and_gives_torch_its_own_back(
 
 
 def test_more_threads_than_cpus_is_one_warning_line_and_a_note(tmp_path: Path) -> None:
-    if not CHECKPOINT.is_file():
-        pytest.skip(f"checkpoint fixture not found at {CHECKPOINT}")
     threads = usable_cpus() + 1
     project = tmp_path / "p"
     argv = ["profile", "infer", "--weights", str(CHECKPOINT), *TINY, "--threads", str(threads)]
@@ -62,4 +59,4 @@ def test_more_threads_than_cpus_is_one_warning_line_and_a_note(tmp_path: Path) -
     line = crowding_warning(threads, 0, usable_cpus(), on_cpu=True)
     assert [w for w in result.stderr.splitlines() if "CPUs" in w] == [f"warning: {line}"]
     document = json.loads((project / "infer" / "profile.json").read_text())
-    assert line in document["run"]["config"]["notes"]
+    assert line in document["notes"] and "notes" not in document["run"]["config"]

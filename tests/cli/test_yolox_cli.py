@@ -11,18 +11,16 @@ import pytest
 import torch
 
 from libreyolo.config.compose import compose_config
-from tests.conftest import SHARED_FIXTURES, invoke
+from tests.conftest import invoke
+from tests.fixture_files import YOLOX_N, fixture_file
 from tests.quiet import invoke_quietly
 
-YOLOX_N = SHARED_FIXTURES / "libreyolo_v1_yolox" / "LibreYOLOXn_nc80_seed0.pt"
 TRAIN_PHASES = ["dataload", "to_device", "forward", "backward", "optimizer"]
 
 
 @pytest.fixture(scope="module")
 def yolox_n() -> Path:
-    if not YOLOX_N.is_file():
-        pytest.skip(f"shared fixture not found at {YOLOX_N}")
-    return YOLOX_N
+    return fixture_file(YOLOX_N)
 
 
 def test_infer_on_a_1_6_0_yolox_file(yolox_n: Path, tmp_path: Path) -> None:

@@ -22,17 +22,10 @@ from libreyolo.errors import (
     SchemaTooNewError,
     UsageError,
 )
+from tests.fixture_files import fixture_dir
 
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
 INVALID_HINT = "the file is not a valid libreyolo.profile/v2 document"
 E = TypeVar("E", bound=ProfileError)
-
-
-def _fixture_dir(name: str) -> Path:
-    path = FIXTURES / name
-    if not path.is_dir():
-        pytest.skip(f"shared fixtures not found at {path}")
-    return path
 
 
 def _profile(batch: int = 8) -> Profile:
@@ -146,7 +139,7 @@ def test_sniff_dash_is_profile() -> None:
 
 
 def test_sniff_gpu_traces_are_traces() -> None:
-    traces = sorted(_fixture_dir("gpu_traces").glob("*.json.gz"))
+    traces = sorted(fixture_dir("gpu_traces").glob("*.json.gz"))
     assert len(traces) == 4
     assert {path.name: files.sniff(str(path)) for path in traces} == {
         path.name: "trace" for path in traces
@@ -154,7 +147,7 @@ def test_sniff_gpu_traces_are_traces() -> None:
 
 
 def test_sniff_v1_and_v2_profiles_are_profiles(tmp_path: Path) -> None:
-    v1 = sorted(_fixture_dir("reference_v1").glob("*.json"))
+    v1 = sorted(fixture_dir("reference_v1").glob("*.json"))
     assert len(v1) == 4
     assert all(files.sniff(str(path)) == "profile" for path in v1)
     files.save(_profile(), tmp_path / "profile.json")
@@ -162,7 +155,7 @@ def test_sniff_v1_and_v2_profiles_are_profiles(tmp_path: Path) -> None:
 
 
 def test_load_does_not_rewrite_a_v1_file(tmp_path: Path) -> None:
-    source = _fixture_dir("reference_v1") / "infer_b1.profile.json"
+    source = fixture_dir("reference_v1") / "infer_b1.profile.json"
     copy = tmp_path / "profile.json"
     copy.write_bytes(source.read_bytes())
     files.load(str(copy))
@@ -203,7 +196,7 @@ def test_sniff_whitespace_only_file(tmp_path: Path) -> None:
 
 
 def test_load_truncated_json(tmp_path: Path) -> None:
-    source = _fixture_dir("reference_v1") / "infer_b1.profile.json"
+    source = fixture_dir("reference_v1") / "infer_b1.profile.json"
     path = _write(tmp_path, "truncated.json", source.read_bytes()[:5000])
     assert str(_load_error(path, AnalysisError)) == (
         f"failed to analyse {path}: not valid JSON "

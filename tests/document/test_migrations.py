@@ -19,10 +19,10 @@ from libreyolo.document.codec import from_builtins, to_builtins
 from libreyolo.document.migrations import CURRENT, schema_version, upgrade
 from libreyolo.document.model import SCHEMA, Profile
 from libreyolo.errors import AnalysisError
+from tests.fixture_files import fixture_file
 from tests.strategies import profiles
 
 ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = ROOT.parent / "shared" / "fixtures"
 SCHEMA_FILE = ROOT / "libreyolo" / "document" / "profile.schema.json"
 V1_FILES = (
     "infer_b1.profile.json",
@@ -35,10 +35,7 @@ PROPERTY = settings(max_examples=40, deadline=None, suppress_health_check=[Healt
 
 
 def _v1_path(name: str) -> Path:
-    path = FIXTURES / "reference_v1" / name
-    if not path.is_file():
-        pytest.skip(f"shared fixture not found at {path}")
-    return path
+    return fixture_file(f"reference_v1/{name}")
 
 
 def _v1_raw(name: str) -> dict[str, Any]:
@@ -112,7 +109,13 @@ def test_upgrade_v1_op_times_are_inclusive(name: str) -> None:
     assert trace is not None and trace.ops
     assert all(op.self_ms is None for op in trace.ops)
     assert all(c.self_ms is None for op in trace.ops for c in op.phases.values())
-    assert trace.notes == ["migrated from a libreyolo 1.6.0 profile: op times are inclusive"]
+
+
+@pytest.mark.parametrize("name", V1_FILES)
+def test_upgrade_v1_notes_are_the_profiles_not_the_traces(name: str) -> None:
+    profile = _migrated(name)
+    assert profile.notes == ["migrated from a libreyolo 1.6.0 profile: op times are inclusive"]
+    assert profile.trace is not None and profile.trace.notes == []
 
 
 @pytest.mark.parametrize("name", V1_FILES)
@@ -291,8 +294,27 @@ def test_upgrade_v1_without_a_trace_says_nothing_was_traced() -> None:
     from libreyolo.document.migrations import NO_TRACE_NOTE
 
     traced = upgrade(_v1_raw("infer_b1.profile.json"), origin="x")
-    assert NO_TRACE_NOTE not in traced["trace"]["notes"]
+    assert isinstance(traced["notes"], list) and NO_TRACE_NOTE not in traced["notes"]
     raw = _v1_raw("infer_b1.profile.json") | {"trace": None}  # a 1.6.0 --no-trace fallback
     untraced = upgrade(raw, origin="x")
-    assert NO_TRACE_NOTE in untraced["trace"]["notes"]
+    assert isinstance(untraced["notes"], list) and NO_TRACE_NOTE in untraced["notes"]
+    assert isinstance(untraced["artifacts"], dict)
     assert untraced["artifacts"]["trace"] is None
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "reason"),
+    [
+        ("kernels", 5, "expected a list, got int"),
+        ("ops", [None], "expected an object in a list, got NoneType"),
+        ("window", [1], "expected an object, got list"),
+        ("kernels_by_phase", {"forward": "x"}, "expected a list, got str"),
+    ],
+)
+def test_upgrade_v1_of_the_wrong_shape_names_what_it_expected(
+    key: str, value: object, reason: str
+) -> None:
+    raw = _v1_raw("infer_b1.profile.json") | {key: value}
+    with pytest.raises(AnalysisError) as caught:
+        upgrade(raw, origin="p.json")
+    assert str(caught.value) == f"failed to analyse p.json: invalid schema v1 profile ({reason})"

@@ -13,8 +13,9 @@ import pytest
 
 from libreyolo.document.model import TraceAnalysis
 from libreyolo.kineto import analyse_trace
+from tests.fixture_files import fixture_dir, fixture_file
 
-GPU_TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "gpu_traces"
+GPU_TRACES = fixture_dir("gpu_traces")
 A100 = "hta_a100_ddp_train_3steps.json.gz"
 V100 = "hta_v100_ddp_train_5steps_ns.json.gz"
 H100 = "tracelens_h100_vit_infer_1step.json.gz"
@@ -22,11 +23,8 @@ B200 = "tracelens_b200_vllm_eager_nosteps.json.gz"
 
 
 def fixture_path(name: str) -> Path:
-    """A real GPU trace from the shared fixtures; skips the test when they are absent."""
-    path = GPU_TRACES / name
-    if not path.is_file():
-        pytest.skip(f"GPU trace fixture not found at {path}")
-    return path
+    """A real GPU trace from tests/fixtures/gpu_traces."""
+    return fixture_file(f"gpu_traces/{name}")
 
 
 @cache

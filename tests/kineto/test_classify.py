@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from libreyolo.kineto import classify
+from tests.kineto.conftest import A100, B200, H100, V100, analysed
 
 KERNEL_NAMES = Path(__file__).resolve().parents[1] / "data" / "kernel_names.tsv"
 
@@ -33,6 +34,12 @@ def test_the_name_file_covers_every_category() -> None:
     categories = {name for name, _ in classify.KERNEL_CATEGORIES} | {classify.OTHER}
     assert {category for category, _, _ in ROWS} == categories
     assert len(ROWS) >= 40
+
+
+def test_every_name_in_the_file_occurs_in_a_gpu_fixture() -> None:
+    # The file claims real names: one copied wrong would test a kernel no GPU ever ran.
+    seen = {kernel.name for trace in (A100, B200, H100, V100) for kernel in analysed(trace).kernels}
+    assert [name for _, _, name in ROWS if name not in seen] == []
 
 
 @pytest.mark.parametrize(("major", "expected"), [(7, False), (8, True), (10, True), (None, True)])

@@ -8,16 +8,15 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from tests.fixture_files import YOLO9T, fixture_file
+
 ROOT = Path(__file__).resolve().parents[2]
-CHECKPOINT = ROOT.parent / "shared/fixtures/libreyolo_v1_checkpoints/LibreYOLO9t_nc80_seed0.pt"
 SCHEMA_FILE = ROOT / "libreyolo" / "document" / "profile.schema.json"
 
 
 @pytest.fixture(scope="session")
 def checkpoint() -> Path:
-    if not CHECKPOINT.is_file():
-        pytest.skip(f"fixture checkpoint not found at {CHECKPOINT}")
-    return CHECKPOINT
+    return fixture_file(YOLO9T)
 
 
 @pytest.fixture(scope="session")

@@ -7,15 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import SHARED_FIXTURES, invoke
+from tests.conftest import invoke
+from tests.fixture_files import YOLO9T, fixture_file
 
-CHECKPOINT = SHARED_FIXTURES / "libreyolo_v1_checkpoints" / "LibreYOLO9t_nc80_seed0.pt"
+CHECKPOINT = fixture_file(YOLO9T)
 
 
 def test_infer_trace_loads_in_hta(tmp_path: Path) -> None:
     trace_analysis = pytest.importorskip("hta.trace_analysis")
-    if not CHECKPOINT.is_file():
-        pytest.skip(f"checkpoint fixture not found at {CHECKPOINT}")
     result = invoke(
         [
             "profile",

@@ -100,7 +100,8 @@ def test_cpu_run_records_device_truth(
     assert run.imgsz == 128 and run.amp is False
     assert run.config["amp_effective"] is False and run.config["half"] is True
     assert run.config["random_init"] is False and run.config["fused"] is True
-    assert any("--half has no effect" in note for note in run.config["notes"])
+    assert any("--half has no effect" in note for note in profile.notes)
+    assert "notes" not in run.config  # one home for the notes: the profile's own list
     assert env.num_threads and env.torch and env.python and env.num_cpus
     assert profile.verdict is not None
 

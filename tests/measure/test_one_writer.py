@@ -11,16 +11,15 @@ import pytest
 
 from libreyolo.document import files
 from libreyolo.measure import assemble
-from tests.conftest import SHARED_FIXTURES, invoke
+from tests.conftest import invoke
+from tests.fixture_files import YOLO9T, fixture_file
 
-CHECKPOINT = SHARED_FIXTURES / "libreyolo_v1_checkpoints" / "LibreYOLO9t_nc80_seed0.pt"
+CHECKPOINT = fixture_file(YOLO9T)
 TINY = ["--device", "cpu", "--warmup", "0", "--runs", "2", "--imgsz", "64", "--no-trace"]
 
 
 @pytest.fixture
 def weights() -> str:
-    if not CHECKPOINT.is_file():
-        pytest.skip(f"checkpoint fixture not found at {CHECKPOINT}")
     return str(CHECKPOINT)
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from libreyolo.boundary.output import Output
 from libreyolo.cli.main import main
-from libreyolo.cli.output import Output
 from libreyolo.document.codec import to_builtins
 from libreyolo.document.model import Profile
 from libreyolo.errors import NoProfileError, ProfileError, UsageError
@@ -74,7 +74,7 @@ def test_training_profile_is_complete(
     assert profile.metrics["step_ms"] is not None
     # 6 batches per epoch: warmup takes one, and the 4 measured + 2 calibration steps need 6,
     # so the window starts a fresh epoch (noted).
-    assert any("new epoch" in note for note in profile.run.config["notes"])
+    assert any("new epoch" in note for note in profile.notes)
     trace = profile.trace
     assert trace is not None and trace.num_steps == 2
     phases = {p.name: p for p in trace.phases}
@@ -188,7 +188,7 @@ def test_the_profile_records_the_workers_that_ran(
         )
     assert profile.host is not None and profile.host.num_workers == 3
     assert profile.run.config["workers"] == 3
-    assert line in profile.run.config["notes"]
+    assert line in profile.notes
 
 
 def test_a_synthetic_window_too_large_is_refused_before_anything_is_drawn(

@@ -49,6 +49,7 @@ def make_hostile(raw: dict[str, Any]) -> dict[str, Any]:
     raw["verdict"]["bound"] = raw["metrics"]["bound"] = "bound" + HOSTILE
     raw["metrics"]["metric" + HOSTILE] = 1.0
     raw["verdict"]["levers"] = ["lever" + HOSTILE]
+    raw["notes"] = ["run note" + HOSTILE]
     trace = raw["trace"]
     trace["notes"] = ["note" + HOSTILE]
     trace["kernels"][0]["name"] = HOSTILE_WORD

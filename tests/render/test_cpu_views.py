@@ -19,7 +19,7 @@ KERNEL_PARTS = ("kernel mix:", "top kernels/step:")
 CPU_ONLY = (
     "device   CPU only: no GPU kernels (GPU util, Tensor Cores, VRAM and launches do not apply)"
 )
-# The GPU keys of libreyolo 1.6.0's `summary --json` (reference-behaviour.md §2.3).
+# The GPU keys of libreyolo 1.6.0's `summary --json`, in the order it printed them.
 V1_GPU_KEYS = (
     "gpu_util",
     "gpu_busy_ms_per_step",

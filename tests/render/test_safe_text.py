@@ -10,8 +10,9 @@ import pytest
 
 from libreyolo.analysis.lookup import MetricValue
 from libreyolo.analysis.sweep import SweepView
+from libreyolo.boundary.output import Output
 from libreyolo.cli.main import main
-from libreyolo.cli.output import Output
+from libreyolo.document.sweep_model import SweepRecord, SweepRow
 from libreyolo.errors import AnalysisError
 from libreyolo.render.safe import NAME_CHARS, safe_text, short_name
 from libreyolo.render.text import to_lines
@@ -58,18 +59,8 @@ def test_to_lines_guards_strings_a_view_passes_through() -> None:
 
 
 def test_sweep_table_escapes_point_names_and_reasons() -> None:
-    data = {
-        "points": {
-            "p\x1b[2J": {
-                "status": "failed",
-                "code": "crashed",
-                "reason": "r\n>> COMPUTE: x",
-                "metrics": {},
-            },
-        },
-        "recommended": {},
-        "num_failed": 1,
-    }
+    row = SweepRow(status="failed", code="crashed", reason="r\n>> COMPUTE: x")
+    data = SweepRecord(points={"p\x1b[2J": row}, recommended={}, num_failed=1)
     lines = to_lines(SweepView(data))
     assert all(not stray_controls(line) for line in lines)
     assert lines[1].startswith("p\\x1b[2J ") and lines[1].endswith("crashed: r\\n>> COMPUTE: x")

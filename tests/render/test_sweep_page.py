@@ -6,6 +6,7 @@ for the input its enclosing `data-input` names."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import math
 import re
@@ -20,7 +21,9 @@ import pytest
 
 from libreyolo.analysis.report import SweepReport, sweep_report
 from libreyolo.analysis.sweep import by_throughput, pareto_front
+from libreyolo.document.convert import convert
 from libreyolo.document.point_profiles import read_point_profiles
+from libreyolo.document.sweep_model import HeadlineMetrics, SweepRecord, SweepRow
 from libreyolo.render.html.ours import is_our_page
 from libreyolo.render.html.sweep_charts import CPU_MEMORY_LINE
 from libreyolo.render.html.sweep_page import sweep_page
@@ -201,7 +204,7 @@ def built_sweep(cpu_sweep: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
 
 
 def _report(root: Path) -> SweepReport:
-    record = _reader_json("summary", str(root))
+    record = convert(_reader_json("summary", str(root)), SweepRecord)
     profiles, lost = read_point_profiles(root, record)
     return sweep_report(record, str(root), profiles, lost)
 
@@ -283,8 +286,8 @@ def test_the_report_command_rewrites_the_sweeps_own_page(cpu_sweep: Path) -> Non
 
 def test_hostile_names_and_reasons_are_escaped() -> None:
     evil = '<img src=x onerror="alert(1)">'
-    entry = {"status": "failed", "reason": evil, "code": "<b>", "batch": 1, "imgsz": 64}
-    record = {"points": {evil: entry}, "num_points": 1, "num_failed": 1, "recommended": {}}
+    entry = SweepRow(status="failed", reason=evil, code="<b>", batch=1, imgsz=64)
+    record = SweepRecord(points={evil: entry}, num_points=1, num_failed=1, recommended={})
     page = sweep_page(SweepReport("/s<x>", record, {}, {}))
     assert evil not in page and "<b>" not in page.split("<main")[1]
     assert "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in page
@@ -300,9 +303,9 @@ def test_a_64_point_page_stays_under_3_mb(built_sweep: Path, tmp_path: Path) -> 
     for i in range(64):
         name = names[i % len(names)]
         copy_name = f"{name}_{i}"
-        points[copy_name] = record["points"][name]
+        points[copy_name] = record.points[name]
         profiles[copy_name] = report.points[name]
-    big = SweepReport(report.source, record | {"points": points}, profiles, {})
+    big = SweepReport(report.source, dataclasses.replace(record, points=points), profiles, {})
     start = time.perf_counter()
     page = sweep_page(big)
     elapsed = time.perf_counter() - start
@@ -315,10 +318,13 @@ def test_a_long_point_name_is_written_twice_however_many_numbers_it_has(built_sw
     every other place (sources, ids, links, tooltips, captions, headings) uses its index or a
     cut-short form, so long names do not bloat the page."""
     report = _report(built_sweep)
-    longer = {name: f"{name}_{'long' * 60}" for name in report.record["points"]}
+    longer = {name: f"{name}_{'long' * 60}" for name in report.record.points}
     record = copy.deepcopy(report.record)
-    record["points"] = {longer[n]: row for n, row in record["points"].items()}
-    record["recommended"] = {k: longer[v] for k, v in record["recommended"].items()}
+    record = dataclasses.replace(
+        record,
+        points={longer[n]: row for n, row in record.points.items()},
+        recommended={k: longer[v] for k, v in record.recommended.items()},
+    )
     page = sweep_page(
         SweepReport(
             report.source,
@@ -328,7 +334,7 @@ def test_a_long_point_name_is_written_twice_however_many_numbers_it_has(built_sw
         )
     )
     assert {name: page.count(name) for name in longer.values()} == dict.fromkeys(longer.values(), 2)
-    assert parse(page).names == by_throughput(record["points"])
+    assert parse(page).names == by_throughput(record.points)
     ids = re.findall(r'id="(point-[^"]*)"', page)
     assert ids == [f"point-{i}" for i in range(len(ids))] and len(ids) == 6  # ok points
 
@@ -349,12 +355,12 @@ def alarm() -> Iterator[None]:
 
 def test_two_points_a_rounding_apart_are_drawn_without_hanging(alarm: None) -> None:
     # their round ticks would be closer than floats tell apart: the tick loop never advanced
-    def point(ips: float) -> dict[str, Any]:
-        metrics = {"img_per_s": ips, "step_ms": 10.0}
-        return {"status": "ok", "batch": 1, "imgsz": 64, "amp": True, "metrics": metrics}
+    def point(ips: float) -> SweepRow:
+        metrics = HeadlineMetrics(img_per_s=ips, step_ms=10.0)
+        return SweepRow(status="ok", batch=1, imgsz=64, amp=True, metrics=metrics)
 
-    record = {"points": {"a": point(100.0), "b": point(math.nextafter(100.0, 200.0))}}
-    marks = parse(sweep_page(SweepReport("/s", record | {"recommended": {}}, {}, {})))
+    record = SweepRecord(points={"a": point(100.0), "b": point(math.nextafter(100.0, 200.0))})
+    marks = parse(sweep_page(SweepReport("/s", record, {}, {})))
     assert marks.marks["tradeoff"] == 2 and marks.marks["throughput"] == 2
 
 

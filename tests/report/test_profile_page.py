@@ -46,6 +46,8 @@ def _check(source: Path, out: Path) -> tuple[pagecheck.Page, dict]:
     assert summary["verdict"]["why"] in text
     for note in summary["notes"]:
         assert " ".join(note.split()) in text
+    for note in summary["trace_notes"]:  # labelled: a caveat about the trace, not the run
+        assert " ".join(f"trace note: {note}".split()) in text
     return page, summary
 
 

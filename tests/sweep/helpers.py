@@ -5,12 +5,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import pytest
+from tests.fixture_files import YOLO9T, fixture_file
 
-from tests.conftest import SHARED_FIXTURES
-
-CHECKPOINT = SHARED_FIXTURES / "libreyolo_v1_checkpoints" / "LibreYOLO9t_nc80_seed0.pt"
-needs_checkpoint = pytest.mark.skipif(not CHECKPOINT.is_file(), reason="fixture checkpoint absent")
+CHECKPOINT = fixture_file(YOLO9T)
 
 
 def tiny_sweep_argv(sweep_dir: Path, *overrides: str, isolate: bool = False) -> list[str]:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from libreyolo.document.convert import to_plain
 from libreyolo.document.sweep_files import PLAN_SCHEMA, collect_sweep, point_entry
 from tests.conftest import invoke
 from tests.sweep.test_report import make_point
@@ -46,7 +47,8 @@ def _outside_profiles(root: Path) -> dict[str, str]:
 @pytest.mark.parametrize("kind", ["dotdot", "absolute", "symlink"])
 def test_a_profile_path_leading_outside_fails_that_point_only(sweep: Path, kind: str) -> None:
     _point_to(sweep, _outside_profiles(sweep)[kind])
-    entry = point_entry(sweep / "b2_s64_amp1", sweep)
+    entry = to_plain(point_entry(sweep / "b2_s64_amp1", sweep))
+    assert isinstance(entry, dict)
     assert (entry["status"], entry["code"]) == ("failed", "outside")
     assert entry["reason"] == "profile path outside the sweep folder"
     assert entry["metrics"] == {} and entry["profile"] is None
@@ -62,7 +64,7 @@ def test_a_profile_path_leading_outside_fails_that_point_only(sweep: Path, kind:
 
 def test_a_profile_path_that_stays_inside_is_read(sweep: Path) -> None:
     _point_to(sweep, "infer/../infer/profile.json")
-    assert point_entry(sweep / "b2_s64_amp1", sweep)["metrics"]["img_per_s"] == 80.0
+    assert point_entry(sweep / "b2_s64_amp1", sweep).metrics.img_per_s == 80.0
 
 
 def test_a_status_json_linked_from_outside_is_not_read(sweep: Path, tmp_path: Path) -> None:
@@ -70,7 +72,7 @@ def test_a_status_json_linked_from_outside_is_not_read(sweep: Path, tmp_path: Pa
     status_path.unlink()
     status_path.symlink_to(tmp_path / "outside.json")
     entry = point_entry(sweep / "b2_s64_amp1", sweep)
-    assert (entry["status"], entry["reason"]) == ("failed", "status.json outside the sweep folder")
+    assert (entry.status, entry.reason) == ("failed", "status.json outside the sweep folder")
 
 
 @pytest.mark.parametrize("name", ["../outside", "/etc", "linked"])
@@ -80,9 +82,9 @@ def test_a_planned_point_outside_the_sweep_folder_is_not_read(sweep: Path, name:
     (sweep / "sweep_plan.json").write_text(json.dumps(plan), encoding="utf-8")
     points = collect_sweep(sweep)
     assert list(points) == ["b1_s64_amp1", name]
-    assert points["b1_s64_amp1"]["status"] == "ok"
-    assert (points[name]["status"], points[name]["code"]) == ("failed", "outside")
-    assert points[name]["reason"] == "point folder outside the sweep folder"
+    assert points["b1_s64_amp1"].status == "ok"
+    assert (points[name].status, points[name].code) == ("failed", "outside")
+    assert points[name].reason == "point folder outside the sweep folder"
 
 
 def _hung(signum: int, frame: object) -> None:
@@ -100,4 +102,4 @@ def test_a_fifo_in_a_point_folder_is_not_opened(sweep: Path) -> None:
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
-    assert (entry["status"], entry["code"]) == ("failed", "crashed")
+    assert (entry.status, entry.code) == ("failed", "crashed")

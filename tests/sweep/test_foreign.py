@@ -11,6 +11,7 @@ import pytest
 
 from libreyolo.config.compose import as_plain_dict
 from libreyolo.config.schema import ProfileConfig
+from libreyolo.document.convert import to_plain
 from libreyolo.errors import UsageError
 from libreyolo.sweep.chart import is_our_chart
 from libreyolo.sweep.point import run_point
@@ -102,7 +103,8 @@ def test_a_point_with_a_foreign_file_fails_and_writes_nothing(tmp_path: Path, na
     (folder / name).write_text("someone's notes", encoding="utf-8")
     cfg = as_plain_dict(ProfileConfig())
     cfg["sweep"] |= {"lock_dir": str(tmp_path / "locks")}
-    record = run_point(cfg, folder, isolate=False)
+    record = to_plain(run_point(cfg, folder, isolate=False))
+    assert isinstance(record, dict)
     assert (record["status"], record["code"]) == ("failed", "usage")
     assert record["reason"].startswith(f"refusing to replace {folder / name}")
     assert [p.name for p in folder.iterdir()] == [name]

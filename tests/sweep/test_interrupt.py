@@ -20,7 +20,7 @@ from libreyolo.document.sweep_files import collect_sweep
 from libreyolo.sweep import point as point_module
 from libreyolo.sweep.point import run_point
 from libreyolo.sweep.stop import Stopped
-from tests.sweep.helpers import needs_checkpoint, tiny_sweep_argv
+from tests.sweep.helpers import tiny_sweep_argv
 
 # Three points; the middle one measures for minutes unless stopped.
 GRID = ("imgsz=64", "window.runs=2,5000,2", "hydra.sweep.subdir=p${hydra.job.num}_r${window.runs}")
@@ -57,7 +57,6 @@ def _no_process_left(sid: int, timeout_s: float = 15.0) -> bool:
 
 
 @pytest.mark.slow
-@needs_checkpoint
 @pytest.mark.parametrize(
     ("to_group", "signum", "isolate"),
     [
@@ -138,7 +137,6 @@ def test_a_point_that_finished_as_the_signal_came_keeps_its_status(
 
 
 @pytest.mark.slow
-@needs_checkpoint
 def test_a_sweep_killed_outright_leaves_no_point_measuring(tmp_path: Path) -> None:
     argv = tiny_sweep_argv(tmp_path, *GRID, isolate=True)
     proc = subprocess.Popen(
@@ -156,8 +154,8 @@ def test_a_sweep_killed_outright_leaves_no_point_measuring(tmp_path: Path) -> No
     assert not (tmp_path / "p1_r5000" / "status.json").exists()
     assert "Traceback" not in (tmp_path / "p1_r5000" / "point.log").read_text(encoding="utf-8")
     data = collect_sweep(tmp_path.resolve())  # what summary shows: the plan knows the grid
-    assert [p["status"] for p in data.values()] == ["ok", "failed", "missing"]
-    assert data["p1_r5000"]["code"] == "crashed"
+    assert [p.status for p in data.values()] == ["ok", "failed", "missing"]
+    assert data["p1_r5000"].code == "crashed"
 
 
 @pytest.mark.parametrize("dated", [False, True])

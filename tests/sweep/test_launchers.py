@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.sweep.helpers import needs_checkpoint, tiny_sweep_argv
+from tests.sweep.helpers import tiny_sweep_argv
 
 
 def _sweep(sweep_dir: Path, *overrides: str) -> tuple[int, subprocess.CompletedProcess[str]]:
@@ -51,7 +51,6 @@ def _assert_serialised(statuses: list[dict[str, Any]]) -> None:
 
 
 @pytest.mark.slow
-@needs_checkpoint
 def test_ray_gpus_runs_each_point_in_its_own_fresh_worker(tmp_path: Path) -> None:
     pytest.importorskip("hydra_plugins.hydra_ray_launcher")
     names = ["b1_s64_amp1", "b2_s64_amp1", "b3_s64_amp1"]
@@ -73,7 +72,6 @@ def test_ray_gpus_runs_each_point_in_its_own_fresh_worker(tmp_path: Path) -> Non
 
 
 @pytest.mark.slow
-@needs_checkpoint
 def test_submitit_local_points_are_serialised_by_the_lease(tmp_path: Path) -> None:
     pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
     names = ["b1_s64_amp1", "b2_s64_amp1"]

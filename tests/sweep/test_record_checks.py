@@ -13,12 +13,14 @@ from typing import Any
 import pytest
 
 from libreyolo.analysis.sweep import recommend, sweep_record
+from libreyolo.document.convert import to_plain
 from libreyolo.document.sweep_files import (
     INVALID,
     collect_points,
     point_folders,
     read_sweep_record,
 )
+from libreyolo.document.sweep_model import HeadlineMetrics, SweepRow
 from libreyolo.document.sweep_validate import HINT, MAX_TEXT_CHARS, record_problem
 from libreyolo.sweep.report import write_report
 from tests.conftest import invoke
@@ -32,7 +34,9 @@ Edit = Callable[[dict[str, Any]], object]
 def record(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The record `libreyolo-sweep` writes for make_sweep's five points."""
     root = make_sweep(tmp_path_factory.mktemp("sweep"))
-    return sweep_record(str(root), collect_points(root, point_folders(root)))
+    plain = to_plain(sweep_record(str(root), collect_points(root, point_folders(root))))
+    assert isinstance(plain, dict)
+    return plain
 
 
 def _row(key: str, value: object) -> Edit:
@@ -267,7 +271,8 @@ def test_an_unusable_value_in_a_point_folder_fails_that_point_and_the_sweep_read
     make_point(tmp_path, 2, 64, 80.0)
     _edit_file(tmp_path / "b2_s64_amp1" / leaf, edit)
     rows = collect_points(tmp_path, point_folders(tmp_path))
-    bad = rows["b2_s64_amp1"]
+    bad = to_plain(rows["b2_s64_amp1"])
+    assert isinstance(bad, dict)
     assert (bad["status"], bad["code"], bad["reason"]) == ("failed", INVALID, reason)
     assert (bad["profile"], bad["metrics"], bad["verdict"]) == (None, {}, None)
     # the axes are carried once they passed: not when point.json itself is the problem
@@ -277,15 +282,15 @@ def test_an_unusable_value_in_a_point_folder_fails_that_point_and_the_sweep_read
     assert summary.stdout.splitlines()[2].endswith(f"{INVALID}: {reason}")
     page = invoke(["profile", "report", str(tmp_path), "-o", str(tmp_path / "page.html")])
     assert page.status == 0, page.stderr
-    written = write_report(tmp_path).data  # what the sweep writes, it reads back
+    written = write_report(tmp_path).record  # what the sweep writes, it reads back
     assert read_sweep_record(tmp_path / "sweep.json") == written
-    assert written["recommended"] == {"64": "b1_s64_amp1"}
+    assert written.recommended == {"64": "b1_s64_amp1"}
 
 
 def test_recommend_orders_imgsz_keys_that_are_no_ascii_number() -> None:
     # "²".isdigit() is true and int("²") fails: the order once crashed `summary`
-    points = {
-        name: {"status": "ok", "imgsz": imgsz, "metrics": {"img_per_s": 1.0}}
+    points = {  # built in memory: no reader gives a row such an imgsz, `recommend` copes
+        name: SweepRow(status="ok", imgsz=imgsz, metrics=HeadlineMetrics(img_per_s=1.0))  # type: ignore[arg-type]
         for name, imgsz in (("a", "²"), ("b", 640), ("c", 320))
     }
     assert list(recommend(points).items()) == [("²", "a"), ("320", "c"), ("640", "b")]
@@ -294,7 +299,7 @@ def test_recommend_orders_imgsz_keys_that_are_no_ascii_number() -> None:
 def test_an_auto_fit_batch_is_a_batch_a_sweep_writes(tmp_path: Path) -> None:
     make_point(tmp_path, 1, 64, 50.0)
     _edit_file(tmp_path / "b1_s64_amp1" / "point.json", _set("config", "batch", -1))
-    written = write_report(tmp_path).data
-    assert (written["points"]["b1_s64_amp1"]["status"], written["num_ok"]) == ("ok", 1)
-    assert written["points"]["b1_s64_amp1"]["batch"] == -1
+    written = write_report(tmp_path).record
+    assert (written.points["b1_s64_amp1"].status, written.num_ok) == ("ok", 1)
+    assert written.points["b1_s64_amp1"].batch == -1
     assert read_sweep_record(tmp_path / "sweep.json") == written

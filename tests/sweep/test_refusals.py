@@ -11,9 +11,10 @@ import pytest
 
 from libreyolo.config.compose import as_plain_dict
 from libreyolo.config.schema import ProfileConfig
+from libreyolo.document.convert import to_plain
 from libreyolo.measure import memory_check
 from libreyolo.sweep.point import run_point
-from tests.sweep.helpers import CHECKPOINT, needs_checkpoint
+from tests.sweep.helpers import CHECKPOINT
 
 
 def _cfg(tmp_path: Path, **changes: Any) -> dict[str, Any]:
@@ -25,27 +26,26 @@ def _cfg(tmp_path: Path, **changes: Any) -> dict[str, Any]:
     return cfg | changes
 
 
-def _failed(record: dict[str, Any], folder: Path) -> str:
+def _failed(record: object, folder: Path) -> str:
+    assert isinstance(record, dict)
     assert (record["status"], record["code"]) == ("failed", "usage")
     assert json.loads((folder / "status.json").read_text(encoding="utf-8")) == record
     assert not (folder / "infer").exists()
     return str(record["reason"])
 
 
-@needs_checkpoint
 def test_a_point_with_too_many_threads_fails_as_usage(tmp_path: Path) -> None:
     folder = tmp_path / "t9999"
-    record = run_point(_cfg(tmp_path, threads=9999), folder, isolate=False)
+    record = to_plain(run_point(_cfg(tmp_path, threads=9999), folder, isolate=False))
     assert _failed(record, folder).startswith("--threads 9999 exceeds 4 threads for each of the ")
 
 
-@needs_checkpoint
 def test_a_point_the_host_memory_cannot_hold_fails_as_usage(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(memory_check, "read_available_bytes", lambda: 100_000_000)
     folder = tmp_path / "b512"
-    record = run_point(_cfg(tmp_path, batch=512), folder, isolate=False)
+    record = to_plain(run_point(_cfg(tmp_path, batch=512), folder, isolate=False))
     reason = _failed(record, folder)
     assert reason.startswith("--batch 512 at --imgsz 64 needs about ")
     assert "; 0.1 GB are available (lower --batch to about " in reason  # and the way out

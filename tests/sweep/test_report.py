@@ -18,7 +18,9 @@ from libreyolo.analysis.sweep import (
     sweep_record,
 )
 from libreyolo.cli.sources import open_sweep
+from libreyolo.document.convert import to_plain
 from libreyolo.document.sweep_files import SWEEP_SCHEMA, collect_points, point_folders
+from libreyolo.document.sweep_model import SweepRecord, SweepRow
 from libreyolo.render.sweep_text import sweep_lines
 from libreyolo.sweep.chart import INSTALL_HINT
 from libreyolo.sweep.report import write_report
@@ -156,7 +158,7 @@ def test_chart_series_drops_failed_points_and_sorts_by_batch(tmp_path: Path) -> 
     data = sweep_record(
         str(tmp_path), collect_points(tmp_path, point_folders(make_sweep(tmp_path)))
     )
-    assert chart_series(data["points"]) == {
+    assert chart_series(data.points) == {
         (64, True, None): [(1, 50.0), (2, 80.0), (4, 120.0)],
         (96, True, None): [(1, 30.0)],
     }
@@ -167,7 +169,7 @@ def test_chart_labels_say_when_amp_had_no_effect(tmp_path: Path) -> None:
     make_point(tmp_path, 1, 64, 51.0, amp=False)
     make_point(tmp_path, 1, 96, 40.0, amp=True)
     points = collect_points(tmp_path, point_folders(tmp_path))
-    assert points["b1_s64_amp1"]["amp_effective"] is False
+    assert points["b1_s64_amp1"].amp_effective is False
     assert series_label(points, 64, True) == "imgsz 64, amp on (no effect)"
     assert series_label(points, 64, False) == "imgsz 64, amp off"
     assert series_label(points, 96, True) == "imgsz 96, amp on"
@@ -221,8 +223,8 @@ def test_point_folders_skip_hidden_folders_and_stop_at_the_depth_limit(tmp_path:
 
 
 def test_table_lines_sort_by_throughput_and_end_with_the_counts(tmp_path: Path) -> None:
-    data = write_report(make_sweep(tmp_path)).data
-    lines = sweep_lines(data)
+    record = write_report(make_sweep(tmp_path)).record
+    lines = sweep_lines(record)
     header = ["point", "status", "img/s", "peak", "MB", "thrash", "contended", "verdict"]
     assert lines[0].split() == header
     names = [line.split()[0] for line in lines[1:6]]
@@ -239,10 +241,11 @@ def test_table_lines_sort_by_throughput_and_end_with_the_counts(tmp_path: Path) 
 def test_a_contended_point_is_marked_and_never_recommended(tmp_path: Path) -> None:
     make_point(tmp_path, 1, 64, 50.0)
     make_point(tmp_path, 2, 64, 90.0, contended=True)  # fastest, but measured on a busy host
-    data = write_report(tmp_path).data
+    report = write_report(tmp_path)
+    data = report.data
     assert data["recommended"] == {"64": "b1_s64_amp1"}
     assert data["points"]["b2_s64_amp1"]["metrics"]["contended"] is True
-    lines = sweep_lines(data)
+    lines = sweep_lines(report.record)
     assert lines[1].split()[:7] == ["b2_s64_amp1", "ok", "90.0", "200.0", "no", "yes", "contended"]
     assert lines[-2:] == [
         "contended: 1 point was measured on a busy host and never recommended; measure again "
@@ -254,11 +257,11 @@ def test_a_contended_point_is_marked_and_never_recommended(tmp_path: Path) -> No
 
 def test_when_every_point_is_contended_none_is_recommended(tmp_path: Path) -> None:
     make_point(tmp_path, 1, 64, 50.0, contended=True)
-    data = write_report(tmp_path).data
-    assert data["recommended"] == {}
+    report = write_report(tmp_path)
+    assert report.data["recommended"] == {}
     assert (
         "recommended: none (no point finished without failure, thrash or contention)"
-        in sweep_lines(data)
+        in sweep_lines(report.record)
     )
 
 
@@ -272,7 +275,8 @@ def test_open_sweep_collects_point_folders_when_there_is_no_sweep_json(tmp_path:
     make_sweep(tmp_path)
     view = open_sweep(str(tmp_path))
     assert view is not None
-    data = view.data
+    data = to_plain(view.record)
+    assert isinstance(data, dict)
     assert set(data) == RECORD_KEYS
     assert data["chart"] is None and data["num_points"] == 5
     assert not (tmp_path / "sweep.json").exists()  # reading writes nothing
@@ -338,15 +342,14 @@ def test_the_count_line_never_calls_an_incomplete_sweep_all_ok(
     statuses: list[str], line: str
 ) -> None:
     points = {
-        f"p{i}": {
-            "status": "ok" if s == "reused" else s,
-            "reused": s == "reused",
-            "metrics": {},
-            "imgsz": 64,
-        }
+        f"p{i}": SweepRow(
+            status="ok" if s == "reused" else s,  # type: ignore[arg-type]
+            reused=s == "reused",
+            imgsz=64,
+        )
         for i, s in enumerate(statuses)
     }
-    data = {"points": points, "recommended": {}}
+    data = SweepRecord(points=points, recommended={})
     assert sweep_lines(data)[-1] == line
 
 
@@ -354,8 +357,8 @@ def test_an_ok_point_whose_profile_is_gone_is_not_ok(tmp_path: Path) -> None:
     make_point(tmp_path, 1, 64, 50.0)
     (tmp_path / "b1_s64_amp1" / "infer" / "profile.json").unlink()
     entry = collect_points(tmp_path, point_folders(tmp_path))["b1_s64_amp1"]
-    assert (entry["status"], entry["code"]) == ("failed", "no_profile")
-    assert entry["reason"] == "profile missing or unreadable: infer/profile.json"
+    assert (entry.status, entry.code) == ("failed", "no_profile")
+    assert entry.reason == "profile missing or unreadable: infer/profile.json"
 
 
 @pytest.mark.parametrize(

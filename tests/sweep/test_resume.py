@@ -11,9 +11,11 @@ import pytest
 
 from libreyolo.config.compose import as_plain_dict
 from libreyolo.config.schema import ProfileConfig
+from libreyolo.document.convert import to_plain
+from libreyolo.document.sweep_model import PointStatus
 from libreyolo.sweep import point as point_module
 from libreyolo.sweep.point import run_point
-from tests.sweep.helpers import needs_checkpoint, tiny_sweep_argv
+from tests.sweep.helpers import tiny_sweep_argv
 from tests.sweep.test_report import make_point
 
 NAMES = ("b1_s64_amp1", "b2_s64_amp1")
@@ -33,7 +35,6 @@ def _measured(before: dict[str, Any], after: dict[str, Any]) -> bool:
 
 
 @pytest.mark.slow
-@needs_checkpoint
 def test_rerunning_a_sweep_reuses_complete_points_and_measures_the_rest(tmp_path: Path) -> None:
     assert _sweep(tmp_path).returncode == 0
     first = {name: _status(tmp_path, name) for name in NAMES}
@@ -100,9 +101,9 @@ def measured(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     """Stands in for a measurement: records which points would have been measured."""
     calls: list[Path] = []
 
-    def fake(request_path: Path) -> dict[str, Any]:
+    def fake(request_path: Path) -> PointStatus:
         calls.append(request_path.parent)
-        return {"status": "ok", "reason": "", "code": "", "profile": "infer/profile.json"}
+        return PointStatus(status="ok", reason="", code="", profile="infer/profile.json")
 
     monkeypatch.setattr(point_module, "measure_request", fake)
     return calls
@@ -129,7 +130,10 @@ def test_a_recorded_point_is_reused_only_when_it_matches_and_is_complete(
     reused: bool,
 ) -> None:
     folder = _recorded_point(tmp_path, _cfg(tmp_path), overrides, **status)
-    record = run_point(_cfg(tmp_path, **changes), folder, isolate=False, overrides=["batch=1"])
+    record = to_plain(
+        run_point(_cfg(tmp_path, **changes), folder, isolate=False, overrides=["batch=1"])
+    )
+    assert isinstance(record, dict)
     assert measured == ([] if reused else [folder])
     assert record.get("reused", False) is reused
     assert json.loads((folder / "status.json").read_text(encoding="utf-8")) == record
@@ -149,7 +153,8 @@ def test_a_profile_measured_with_other_settings_than_point_json_claims_is_not_re
     cfg = _cfg(tmp_path)
     changes, overrides = measured_with
     folder = _recorded_point(tmp_path, cfg, ["batch=1"], measured=(cfg | changes, overrides))
-    record = run_point(cfg, folder, isolate=False, overrides=["batch=1"])
+    record = to_plain(run_point(cfg, folder, isolate=False, overrides=["batch=1"]))
+    assert isinstance(record, dict)
     assert measured == [folder] and "reused" not in record
 
 
@@ -172,7 +177,7 @@ def test_an_imgsz_rounded_to_the_stride_still_matches(tmp_path: Path, measured: 
         tmp_path, cfg, ["batch=1"], measured=(cfg | {"imgsz": 128}, ["batch=1"])
     )
     record = run_point(cfg, folder, isolate=False, overrides=["batch=1"])
-    assert measured == [] and record["reused"] is True
+    assert measured == [] and record.reused is True
 
 
 def test_resume_false_measures_a_complete_point_again(tmp_path: Path, measured: list[Path]) -> None:

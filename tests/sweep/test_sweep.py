@@ -11,9 +11,11 @@ from typing import Any
 
 import pytest
 
+from libreyolo.document.convert import to_plain
+from libreyolo.document.sweep_model import HeadlineMetrics, PointRequest, SweepRecord, SweepRow
 from libreyolo.sweep.report import recommend, render_table
 from tests.quiet import sweep_quietly
-from tests.sweep.helpers import needs_checkpoint, tiny_sweep_argv
+from tests.sweep.helpers import tiny_sweep_argv
 
 
 def _sweep(
@@ -27,7 +29,6 @@ def _load(sweep_dir: Path) -> dict[str, Any]:
     return json.loads((sweep_dir / "sweep.json").read_text(encoding="utf-8"))
 
 
-@needs_checkpoint
 def test_grid_writes_one_folder_per_point_and_a_recommendation(tmp_path: Path) -> None:
     done = sweep_quietly(lambda: _sweep(tmp_path, "batch=1,2", "imgsz=64,96"), tmp_path)
     assert done.returncode == 0, done.stderr
@@ -54,7 +55,6 @@ def test_grid_writes_one_folder_per_point_and_a_recommendation(tmp_path: Path) -
     assert (tmp_path / "sweep.png").read_bytes().startswith(b"\x89PNG")
 
 
-@needs_checkpoint
 def test_a_failing_point_is_recorded_and_the_others_still_run(tmp_path: Path) -> None:
     done = sweep_quietly(lambda: _sweep(tmp_path, "batch=-5,1", "imgsz=64"), tmp_path)
     assert done.returncode == 1
@@ -70,7 +70,6 @@ def test_a_failing_point_is_recorded_and_the_others_still_run(tmp_path: Path) ->
     assert status["status"] == "failed" and "batch=-5" in status["overrides"]
 
 
-@needs_checkpoint
 def test_an_isolated_point_measures_in_a_child_process(tmp_path: Path) -> None:
     done = _sweep(tmp_path, "batch=1", "imgsz=64", "amp=false", isolate=True)
     assert done.returncode == 0, done.stderr
@@ -112,7 +111,6 @@ def test_an_isolated_point_measures_in_a_child_process(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@needs_checkpoint
 def test_repeat_records_the_aggregate_profile(tmp_path: Path) -> None:
     done = _sweep(tmp_path, "batch=1", "imgsz=64", "window.repeat=3")
     assert done.returncode == 0, done.stderr
@@ -138,7 +136,8 @@ def test_a_point_whose_lease_times_out_fails_with_the_reason(tmp_path: Path) -> 
     cfg["device"] = {"name": "cpu"}
     cfg["sweep"] |= {"lock_dir": str(tmp_path / "locks"), "lease_timeout_s": 0.3}
     with device_lease("cpu", lock_dir=tmp_path / "locks"):  # another measurement holds the CPU
-        record = run_point(cfg, tmp_path / "p", isolate=False)
+        record = to_plain(run_point(cfg, tmp_path / "p", isolate=False))
+    assert isinstance(record, dict)
     assert (record["status"], record["code"]) == ("failed", "no_profile")
     assert "no lease on cpu within 0.3 s" in record["reason"]
     assert record["pid"] is None and record["held_device"] is None
@@ -148,16 +147,16 @@ def test_a_point_whose_lease_times_out_fails_with_the_reason(tmp_path: Path) -> 
 
 
 def test_recommendation_skips_thrash_and_failures() -> None:
-    def entry(status: str, imgsz: int, ips: float, thrash: bool = False) -> dict[str, Any]:
-        metrics = {"img_per_s": ips, "memory_pressure": thrash, "peak_vram_mb": 10.0}
-        return {
-            "status": status,
-            "imgsz": imgsz,
-            "metrics": metrics,
-            "verdict": "compute",
-            "code": None if status == "ok" else "oom",
-            "reason": "boom",
-        }
+    def entry(status: str, imgsz: int, ips: float, thrash: bool = False) -> SweepRow:
+        metrics = HeadlineMetrics(img_per_s=ips, memory_pressure=thrash, peak_vram_mb=10.0)
+        return SweepRow(
+            status=status,  # type: ignore[arg-type]
+            imgsz=imgsz,
+            metrics=metrics,
+            verdict="compute",
+            code=None if status == "ok" else "oom",
+            reason="boom",
+        )
 
     points = {
         "a": entry("ok", 640, 100.0),
@@ -166,7 +165,7 @@ def test_recommendation_skips_thrash_and_failures() -> None:
         "d": entry("ok", 320, 50.0),
     }
     assert recommend(points) == {"320": "d", "640": "a"}
-    data = {"points": points, "recommended": recommend(points), "num_failed": 1}
+    data = SweepRecord(points=points, recommended=recommend(points), num_failed=1)
     lines = render_table(data).splitlines()
     assert [line.split()[0] for line in lines[1:5]] == ["b", "a", "d", "c"]
     assert "oom: boom" in lines[4]
@@ -179,9 +178,12 @@ def test_a_crashed_child_is_recorded_with_the_last_line_of_its_log(
     from libreyolo.sweep.lease import device_lease
 
     # The child reads point.json back: garbage there makes it die with a traceback.
-    monkeypatch.setattr(point_module, "_write_json", lambda path, data: path.write_text("{x"))
+    monkeypatch.setattr(point_module, "_write", lambda path, data: path.write_text("{x"))
     with device_lease("cpu", lock_dir=tmp_path / "locks") as lease:
-        record = point_module._measure_leased({}, tmp_path / "point.json", lease, "cpu", True)
+        request = PointRequest(config={})
+        status = point_module._measure_leased(request, tmp_path / "point.json", lease, "cpu", True)
+    record = to_plain(status)
+    assert isinstance(record, dict)
     assert (record["status"], record["code"]) == ("failed", "crashed")
     assert record["reason"].startswith("child process exited 1: json.decoder.JSONDecodeError")
     assert isinstance(record["pid"], int) and record["pid"] != os.getpid()

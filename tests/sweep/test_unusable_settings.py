@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from libreyolo.document.convert import to_plain
 from libreyolo.errors import UsageError
 from libreyolo.sweep.lease import device_lease
 from libreyolo.sweep.point import run_point
@@ -89,7 +90,8 @@ def test_a_point_whose_lock_folder_cannot_be_used_fails_with_the_reason(tmp_path
     cfg = _cfg(tmp_path)
     cfg["sweep"] |= {"lock_dir": str(blocker / "locks")}
     folder = tmp_path / "b1_s64_amp1"
-    record = run_point(cfg, folder, isolate=False, overrides=["batch=1"])
+    record = to_plain(run_point(cfg, folder, isolate=False, overrides=["batch=1"]))
+    assert isinstance(record, dict)
     assert record["status"] == "failed" and record["code"] == "usage"
     assert record["reason"] == (
         f"cannot use the lock folder {blocker}/locks: Not a directory (set sweep.lock_dir to a "

@@ -265,8 +265,8 @@ def run_scenario(
 ) -> Outcome:
     """Measure `scenario` into `project` through the CLI (in-process; inputs built once under
     `inputs`) and read its profile back. `device` "0" repeats it on CUDA."""
+    from libreyolo.boundary.output import Output
     from libreyolo.cli.main import main
-    from libreyolo.cli.output import Output
 
     inputs.mkdir(parents=True, exist_ok=True)
     argv = [

@@ -18,11 +18,12 @@ from typing import Any
 import pytest
 
 from libreyolo.workload.yolox import loss as yolox_loss
-from tests.conftest import SHARED_FIXTURES, CliResult, invoke
+from tests.conftest import CliResult, invoke
+from tests.fixture_files import YOLOX_N, fixture_file
 from tests.quiet import quietly, read_json, starved
 
 pytestmark = pytest.mark.slow
-YOLOX_N = SHARED_FIXTURES / "libreyolo_v1_yolox" / "LibreYOLOXn_nc80_seed0.pt"
+CHECKPOINT = fixture_file(YOLOX_N)
 BATCH, STEPS, WARMUP = 4, 6, 1
 
 
@@ -40,8 +41,6 @@ def _timed(func: Callable[..., Any], calls: list[float]) -> Callable[..., Any]:
 def test_yolox_step_shows_the_assigner_and_its_host_syncs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if not YOLOX_N.is_file():
-        pytest.skip(f"shared fixture not found at {YOLOX_N}")
     calls: list[float] = []
     monkeypatch.setattr(yolox_loss, "simota_assign", _timed(yolox_loss.simota_assign, calls))
     argv = [
@@ -49,7 +48,7 @@ def test_yolox_step_shows_the_assigner_and_its_host_syncs(
         "run",
         "synthetic",
         "--weights",
-        str(YOLOX_N),
+        str(CHECKPOINT),
         "--device",
         "cpu",
         "--batch",

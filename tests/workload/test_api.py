@@ -17,17 +17,13 @@ from libreyolo.workload.yolo9.predict import (
     postprocess,
     preprocess,
 )
+from tests.fixture_files import YOLO9T, fixture_file
 
-CHECKPOINT = (
-    Path(__file__).resolve().parents[2].parent
-    / "shared/fixtures/libreyolo_v1_checkpoints/LibreYOLO9t_nc80_seed0.pt"
-)
+CHECKPOINT = fixture_file(YOLO9T)
 
 
 @pytest.fixture(scope="module")
 def fixture_model() -> torch.nn.Module:
-    if not CHECKPOINT.is_file():
-        pytest.skip(f"checkpoint fixture not found at {CHECKPOINT}")
     return libreyolo.load_model(str(CHECKPOINT))
 
 

@@ -20,9 +20,8 @@ from libreyolo.workload.yolo9.checkpoint import (
     size_from_filename,
 )
 from libreyolo.workload.yolo9.model import YOLOv9
+from tests.fixture_files import YOLO9T, fixture_file
 
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
-CKPT_DIR = FIXTURES / "libreyolo_v1_checkpoints"
 V1_KEYS = {
     "model", "schema_version", "libreyolo_version", "model_family", "size", "task", "nc",
     "names", "imgsz", "letterbox_pad",
@@ -35,10 +34,7 @@ class NotAllowed:
 
 @pytest.fixture(scope="module")
 def fixture_pt() -> Path:
-    path = CKPT_DIR / "LibreYOLO9t_nc80_seed0.pt"
-    if not path.is_file():
-        pytest.skip(f"checkpoint fixture not found at {path}")
-    return path
+    return fixture_file(YOLO9T)
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from libreyolo.workload.yolo9.model import (
     make_anchors,
 )
 
-# Measured on libreyolo 1.6.0's own nn.py (workload-notes.md §1.3-1.4), nc = 80.
+# Counted on models built by libreyolo 1.6.0's own nn.py, nc = 80.
 PARAMS = {"t": 2_036_544, "s": 7_226_192, "m": 20_123_984, "c": 25_498_736}
 PARAMS_AUX = {"t": 2_905_488, "s": 9_804_480, "m": 27_606_704, "c": 35_740_192}
 STATE_KEYS = {"t": 1338, "s": 1338, "m": 906, "c": 936}

@@ -11,11 +11,9 @@ from libreyolo.errors import CheckpointError, UsageError
 from libreyolo.workload import registry
 from libreyolo.workload.family import Workload
 from libreyolo.workload.yolo9.model import YOLOv9
+from tests.fixture_files import YOLO9T, fixture_file
 
-FIXTURE = (
-    Path(__file__).resolve().parents[2].parent
-    / "shared/fixtures/libreyolo_v1_checkpoints/LibreYOLO9t_nc80_seed0.pt"
-)
+FIXTURE = fixture_file(YOLO9T)
 
 
 def test_yolo9_is_built_in_and_a_workload() -> None:
@@ -60,7 +58,6 @@ def test_detect_by_metadata_name_and_keys(tmp_path: Path) -> None:
         assert (found.name, size, nc) == ("yolo9", *expected), path
 
 
-@pytest.mark.skipif(not FIXTURE.is_file(), reason="checkpoint fixture missing")
 def test_detect_the_v1_fixture() -> None:
     found, size, nc = registry.detect_file(FIXTURE)
     assert (found.name, size, nc) == ("yolo9", "t", 80)

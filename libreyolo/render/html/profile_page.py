@@ -35,6 +35,7 @@ from libreyolo.render.html.page import document
 from libreyolo.render.summary_text import (
     CONTENDED_LINE,
     MEMORY_PRESSURE_LINE,
+    TRACE_NOTE_LABEL,
     weak_percentiles_note,
 )
 
@@ -516,7 +517,7 @@ def memory_block(s: Summary) -> str:
 
 
 def notes(s: Summary) -> list[str]:
-    """Every note the text summary prints, in its order."""
+    """Every note the text summary prints, in its order, the trace's caveats labelled."""
     weak = weak_percentiles_note(s)
     out = [weak] if weak else []
     if s.contention_unknown is not None:
@@ -526,7 +527,7 @@ def notes(s: Summary) -> list[str]:
             f"step #{row.index}{' (synced)' if row.synced else ''} waited {row.cpu_wait_ms:.1f} ms "
             f"for a CPU ({row.cpu_wait_frac * 100:.0f}% of its runnable time)"
         )
-    return out + list(s.notes)
+    return out + list(s.notes) + [f"{TRACE_NOTE_LABEL}: {note}" for note in s.trace_notes]
 
 
 def trace_help(s: Summary, source: str) -> str:

@@ -12,9 +12,10 @@ Pure: points in, SVG and HTML text out. The series, the front and the latency me
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from libreyolo.analysis.sweep import (
+    Points,
     latency_metric,
     pareto_front,
     powers_of_two,
@@ -25,6 +26,9 @@ from libreyolo.render.html import svg
 from libreyolo.render.html.markup import Src, esc, num
 from libreyolo.render.safe import short_name
 
+if TYPE_CHECKING:
+    from libreyolo.document.sweep_model import SweepRow
+
 LATENCY_LABELS = {"latency_p50_ms": "latency p50 (ms)", "step_ms": "step time (ms)"}
 CPU_MEMORY_LINE = (
     "Peak memory is measured on CUDA only: no point of this sweep recorded a peak VRAM."
@@ -34,7 +38,6 @@ SHORT_CHARS = 40  # a point's name in a tooltip, a link or a caption: head…tai
 # Round ticks need values this far apart relative to their size: closer ones (a last-bit
 # difference) would make the tick step smaller than the floats can tell apart.
 MIN_TICK_SPREAD = 1e-9
-Points = dict[str, dict[str, Any]]
 Index = dict[str, int]  # point name -> its place in the page's `data-points` list
 
 
@@ -48,22 +51,24 @@ def short_point(name: str) -> str:
     return esc(short_name(name, SHORT_CHARS))
 
 
-def metric(entry: dict[str, Any], key: str) -> float | None:
-    """A point's headline metric as a number; None when it has none."""
-    metrics = entry.get("metrics")
-    value = metrics.get(key) if isinstance(metrics, dict) else None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value)
+# The headline metrics a chart or a table cell draws, by name.
+METRICS = ("img_per_s", "step_ms", "latency_p50_ms", "peak_vram_mb", "cpu_wait_frac")
 
 
-def contended(entry: dict[str, Any]) -> bool:
+def metric(entry: SweepRow, key: str) -> float | None:
+    """A point's headline metric `key` (one of METRICS) as a number; None when it has none."""
+    m = entry.metrics
+    values = (m.img_per_s, m.step_ms, m.latency_p50_ms, m.peak_vram_mb, m.cpu_wait_frac)
+    value = dict(zip(METRICS, values, strict=True))[key]
+    return None if value is None else float(value)
+
+
+def contended(entry: SweepRow) -> bool:
     """Whether the point was measured on a contended host."""
-    metrics = entry.get("metrics")
-    return isinstance(metrics, dict) and metrics.get("contended") is True
+    return entry.metrics.contended is True
 
 
-def _tip(name: str, entry: dict[str, Any], what: str) -> str:
+def _tip(name: str, entry: SweepRow, what: str) -> str:
     shown = short_name(name, SHORT_CHARS)  # esc() runs on the whole tip in svg.py
     return f"{shown}: {what}" + (" (measured on a contended host)" if contended(entry) else "")
 
@@ -80,7 +85,7 @@ def _series(
             if y is not None:
                 tip = _tip(n, points[n], fmt.format(y))
                 src = point_src(index[n], "metrics", y_key)
-                marks.append(svg.XYPoint(points[n]["batch"], y, src, tip))
+                marks.append(svg.XYPoint(points[n].batch or 0, y, src, tip))
         if marks:
             out.append(svg.XYSeries(series_label(points, imgsz, amp, threads), tuple(marks)))
             labels.append(series_label(points, imgsz, amp, threads))
@@ -160,8 +165,8 @@ def memory_chart(points: Points, index: Index) -> str:
         return f'<p class="intro">{esc(CPU_MEMORY_LINE)}</p>'
     limits: dict[float, str] = {}
     for name, entry in points.items():
-        value = entry.get("device_memory_mb")
-        if entry.get("status") == "ok" and isinstance(value, int | float):
+        value = entry.device_memory_mb
+        if entry.status == "ok" and value is not None:
             limits.setdefault(float(value), name)
     top = max(p.y for s in series for p in s.points)
     drawn = {mb: n for mb, n in limits.items() if mb <= GUIDE_RANGE * top}

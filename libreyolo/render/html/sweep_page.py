@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 from pathlib import PurePath
-from typing import Any
+from typing import TYPE_CHECKING
 
 from libreyolo.analysis.report import ProfileReport, SweepReport
 from libreyolo.analysis.sweep import by_throughput, latency_metric, pareto_front
@@ -53,6 +53,9 @@ from libreyolo.render.html.sweep_charts import (
     tradeoff_chart,
 )
 
+if TYPE_CHECKING:
+    from libreyolo.document.sweep_model import SweepRecord, SweepRow
+
 # A point's per-step chart costs ~300 bytes a mark: past this many steps (a long window) its
 # section shows the phase table instead, so 64 points stay well under 3 MB.
 MAX_STEPS_DRAWN = 24
@@ -63,20 +66,20 @@ def _anchor(index: int) -> str:
     return f"point-{index}"
 
 
-def overview(record: dict[str, Any], index: Index) -> str:
+def overview(record: SweepRecord, index: Index) -> str:
     """The counts and the recommended point per imgsz."""
-    points: Points = record["points"]
+    points: Points = record.points
     counts = [
-        ("points", "num_points"),
-        ("ok", "num_ok"),
-        ("failed", "num_failed"),
-        ("interrupted", "num_interrupted"),
-        ("missing", "num_missing"),
-        ("reused", "num_reused"),
+        ("points", "num_points", record.num_points),
+        ("ok", "num_ok", record.num_ok),
+        ("failed", "num_failed", record.num_failed),
+        ("interrupted", "num_interrupted", record.num_interrupted),
+        ("missing", "num_missing", record.num_missing),
+        ("reused", "num_reused", record.num_reused),
     ]
-    items = [card(label, num(record.get(key), ("summary", key), digits=0)) for label, key in counts]
+    items = [card(label, num(value, ("summary", key), digits=0)) for label, key, value in counts]
     best = []
-    for imgsz, name in (record.get("recommended") or {}).items():
+    for imgsz, name in record.recommended.items():
         if name not in index:  # the record is checked when read: only a hand-made one
             continue
         i = index[name]
@@ -113,55 +116,53 @@ TABLE_COLUMNS = (
 METRIC_CELLS = (("img_per_s", 1), ("step_ms", 2), ("latency_p50_ms", 2), ("peak_vram_mb", 1))
 
 
-def _tags(name: str, entry: dict[str, Any], best: set[str], front: set[str]) -> str:
-    metrics = entry.get("metrics")
-    thrash = isinstance(metrics, dict) and bool(metrics.get("memory_pressure"))
+def _tags(name: str, entry: SweepRow, best: set[str], front: set[str]) -> str:
+    thrash = bool(entry.metrics.memory_pressure)
     tags = [
         ("ok", "recommended", name in best),
         ("", "Pareto", name in front),
         ("bad", "contended", contended(entry)),
         ("bad", "thrash", thrash),
-        ("", "reused", entry.get("reused") is True),
+        ("", "reused", entry.reused is True),
     ]
     return "".join(f'<span class="tag {cls}">{text}</span>' for cls, text, on in tags if on)
 
 
-def _int_cell(entry: dict[str, Any], i: int, key: str) -> str:
-    value = entry.get(key)
+def _int_cell(value: int | None, i: int, key: str) -> str:
     return num(value, point_src(i, key), digits=0) if value is not None else "–"
 
 
-def _why(entry: dict[str, Any]) -> str:
-    reason = entry.get("reason") or "no reason recorded"
-    code = entry.get("code")
+def _why(entry: SweepRow) -> str:
+    reason = entry.reason or "no reason recorded"
+    code = entry.code
     return esc(f"{code}: {reason}" if code else reason)
 
 
 def points_table(report: SweepReport, index: Index, front: set[str]) -> str:
     """Every point, by img/s: the one place on the page that shows its name in full."""
-    points: Points = report.record["points"]
-    best = set((report.record.get("recommended") or {}).values())
+    points: Points = report.record.points
+    best = set(report.record.recommended.values())
     by_name = {name: rank for rank, name in enumerate(sorted(points))}
     rows, keys, classes = [], [], []
     for name, i in index.items():
         entry = points[name]
-        ok = entry.get("status") == "ok"
+        ok = entry.status == "ok"
         label = f'<a href="#{_anchor(i)}">{esc(name)}</a>' if ok else esc(name)
         cells = [
             label + _tags(name, entry, best, front),
-            _int_cell(entry, i, "batch"),
-            _int_cell(entry, i, "imgsz"),
-            "–" if entry.get("amp") is None else ("on" if entry.get("amp") else "off"),
-            _int_cell(entry, i, "threads"),
-            esc(entry.get("status")),
+            _int_cell(entry.batch, i, "batch"),
+            _int_cell(entry.imgsz, i, "imgsz"),
+            "–" if entry.amp is None else ("on" if entry.amp else "off"),
+            _int_cell(entry.threads, i, "threads"),
+            esc(entry.status),
         ]
         key: list[object] = [
             f"{by_name[name]:08d}",  # the name's rank: sorts as the names do, without them
-            entry.get("batch"),
-            entry.get("imgsz"),
-            str(entry.get("amp")),
-            entry.get("threads"),
-            entry.get("status"),
+            entry.batch,
+            entry.imgsz,
+            str(entry.amp),
+            entry.threads,
+            entry.status,
         ]
         for key_name, digits in METRIC_CELLS:
             value = metric(entry, key_name)
@@ -170,8 +171,8 @@ def points_table(report: SweepReport, index: Index, front: set[str]) -> str:
         wait = metric(entry, "cpu_wait_frac")
         cells.append(num(wait, point_src(i, "metrics", "cpu_wait_frac"), scale=100))
         key.append(wait)
-        cells.append(esc(entry.get("verdict") or "–") if ok else _why(entry))
-        key.append(entry.get("verdict") if ok else entry.get("reason"))
+        cells.append(esc(entry.verdict or "–") if ok else _why(entry))
+        key.append(entry.verdict if ok else entry.reason)
         rows.append(cells)
         keys.append(key)
         classes.append("best" if name in best else ("" if ok else "bad"))
@@ -181,9 +182,9 @@ def points_table(report: SweepReport, index: Index, front: set[str]) -> str:
 def profile_input(report: SweepReport, name: str) -> str:
     """Where point `name`'s profile lies now: its recorded path rebased from the recorded sweep
     folder onto the page's (as `read_point_profiles` reads it)."""
-    recorded = PurePath(str(report.record["points"][name].get("profile")))
-    root = report.record.get("sweep_dir")
-    if isinstance(root, str) and recorded.is_relative_to(root):
+    recorded = PurePath(str(report.record.points[name].profile))
+    root = report.record.sweep_dir
+    if root is not None and recorded.is_relative_to(root):
         recorded = recorded.relative_to(root)
     return str(PurePath(report.source) / recorded)
 
@@ -211,10 +212,10 @@ def point_section(report: SweepReport, name: str, point: ProfileReport) -> str:
 
 
 def point_sections(report: SweepReport, index: Index) -> str:
-    points: Points = report.record["points"]
+    points: Points = report.record.points
     parts = []
     for name, i in index.items():
-        if points[name].get("status") != "ok":
+        if points[name].status != "ok":
             continue
         if name in report.points:
             body = point_section(report, name, report.points[name])
@@ -237,13 +238,13 @@ def _model(report: SweepReport) -> str | None:
 def sweep_page(report: SweepReport) -> str:
     """The whole page for one sweep."""
     record = report.record
-    points: Points = record["points"]
+    points: Points = record.points
     index = {name: i for i, name in enumerate(by_throughput(points))}
     lat_key = latency_metric(points)
     pairs = {
         n: (lat, ips)
         for n, e in points.items()
-        if e.get("status") == "ok"
+        if e.status == "ok"
         and (lat := metric(e, lat_key)) is not None
         and (ips := metric(e, "img_per_s")) is not None
     }

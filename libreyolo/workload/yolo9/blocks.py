@@ -1,7 +1,8 @@
 """YOLOv9 building blocks with libreyolo 1.6.0's module and state-dict names, plus inference fusion.
 
-Every sub-module name here is part of the checkpoint format (workload-notes.md §1.1, §1.6): renaming
-an attribute breaks loading real `LibreYOLO9*.pt` files. This module builds layers only; it must not
+Every sub-module name here is part of the checkpoint format (state-dict keys such as
+`backbone.elan2.cv2.0.m.0.cv1.conv1.conv.weight` spell them out): renaming an attribute breaks
+loading real `LibreYOLO9*.pt` files. This module builds layers only; it must not
 know about sizes, heads, checkpoints or files.
 """
 

@@ -1,8 +1,9 @@
-"""Read and write libreyolo v1 YOLOv9 checkpoints (and the older forms the notes list).
+"""Read and write libreyolo v1 YOLOv9 checkpoints (and the older forms 1.6.0 also loads).
 
 Reading accepts the v1.0 wrapper (`model` + metadata), `state_dict`/`ema` wrappers, bare state
-dicts, `module.` prefixes, `detect.*` head keys and a stored DFL vector (workload-notes.md
-§1.6-1.7). Every unusable file becomes one `CheckpointError` line; files are only ever opened with
+dicts, `module.` prefixes (DDP), `detect.*` head keys (renamed `head.*`) and a stored DFL vector
+(ignored), as libreyolo 1.6.0 does; without `size` metadata the size is read off the tensors.
+Every unusable file becomes one `CheckpointError` line; files are only ever opened with
 `torch.load(weights_only=True)`. Upstream MTL numbered-key files are refused, not converted.
 This module must not resolve model names or download anything (that is `api.resolve_weights`).
 """
@@ -80,7 +81,8 @@ def sniff_family(state: dict[str, Tensor]) -> str | None:
 
 
 def _sniff_size(state: dict[str, Tensor]) -> str | None:
-    """Size from the stem and first-block widths (workload-notes.md §1.7)."""
+    """Size from the stem and first-block widths, as 1.6.0 sniffs it: stem 16 -> t, 64 -> c,
+    32 -> s or m by the first block's 64 or 128 channels."""
     conv0 = state.get("backbone.conv0.conv.weight")
     first = state.get("backbone.elan1.cv1.conv.weight")
     stem = int(conv0.shape[0]) if conv0 is not None else None

@@ -2,8 +2,10 @@
 
 Role: turn the raw head maps of one train-mode forward (main head and, with PGI, the aux head)
 and the batch's real target rows into one scalar loss plus detached parts, with the values
-libreyolo 1.6.0 (the MultimediaTechLab port) computes (workload-notes.md §2.2-2.4). Anchor
-centres come from `yolo9.model.make_anchors`, the one definition the predict path also uses.
+libreyolo 1.6.0 (the MultimediaTechLab port) computes: task-aligned assignment, then BCE over
+all anchors and classes, CIoU and DFL on the assigned ones, weighted box 7.5, DFL 1.5, cls 0.5
+(and, with PGI, the aux head's loss at 0.25). Anchor centres come from
+`yolo9.model.make_anchors`, the one definition the predict path also uses.
 
 Three changes keep the reference's values but not its cost: targets are padded per image only to
 the batch's largest real count, not to 300 rows; the candidate mask (a function of targets and
@@ -111,7 +113,9 @@ def assign(
     alpha: float = 0.5,
     beta: float = 6.0,
 ) -> TaskAlignedAssignment:
-    """Task-aligned assignment (workload-notes.md §2.3) on detached predictions.
+    """Task-aligned assignment on detached predictions: score = IoU**beta * prob**alpha, the top
+    `topk` candidates per target, a target left without one gets its best anchor, and an anchor
+    claimed twice keeps the target it overlaps most.
 
     `cls_logits` (B, A, nc), `boxes` (B, A, 4) predicted xyxy in pixels, `gt` (B, T, 5) padded
     targets in pixels, `candidates` from `candidate_mask`.

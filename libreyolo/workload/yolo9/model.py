@@ -55,7 +55,7 @@ REG_MAX = 16
 
 @dataclass(frozen=True)
 class Yolo9SizeSpec:
-    """Widths of one size (workload-notes.md §1.2).
+    """Widths of one size (libreyolo 1.6.0's size table: stem, first block, B3..B5, depth).
 
     The neck mirrors the backbone: N4 and P4 are B4 wide, P3 is B3's part width, P5 is B5 wide;
     every RepNCSPELAN other than the first block and B3 has part = out.

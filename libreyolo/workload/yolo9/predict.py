@@ -3,8 +3,9 @@
 Two separable stages around the forward, so the profiler can time each one: `preprocess`
 (letterbox + normalise + move to the device) and `postprocess` (confidence filter, class-aware
 NMS, undo the letterbox). Finding and decoding files is `workload.images` (re-exported here).
-Semantics follow libreyolo 1.6.0 (workload-notes.md §4; reference-behaviour.md §2.2).
-This module must not build or run the model, time anything, print, or exit: errors
+Semantics follow libreyolo 1.6.0: letterbox with pad 114 (top-left unless the checkpoint says
+centre), every (anchor, class) pair over `conf` a candidate, class-aware NMS, at most `max_det`
+boxes an image. This module must not build or run the model, time anything, print, or exit: errors
 are raised as `UsageError` subclasses and the CLI decides what to do with them.
 """
 
@@ -57,7 +58,8 @@ def preprocess(
 
     Each image crosses to the device as uint8 (a quarter of float32's bytes) and is resized there
     with bilinear, align_corners=False, no antialias, rounded back to 0..255: this tracks OpenCV's
-    INTER_LINEAR on uint8, which 1.6.0 uses (workload-notes.md §7).
+    INTER_LINEAR on uint8, which 1.6.0 uses (PIL's bilinear resize antialiases when it shrinks,
+    and so gives other pixels).
     """
     if not images:
         raise UsageError("preprocess needs at least one image")

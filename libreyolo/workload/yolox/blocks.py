@@ -2,7 +2,7 @@
 
 Every attribute name here, and the order modules are registered in, is part of the checkpoint
 format: libreyolo 1.6.0 and official YOLOX write `backbone.backbone.stem.conv.conv.weight`,
-`head.cls_convs.0.0.dconv...`, `head.stems.2.bn.running_var` and so on (workload-notes.md §6).
+`head.cls_convs.0.0.dconv...`, `head.stems.2.bn.running_var` and so on.
 Renaming or reordering an attribute breaks loading real `LibreYOLOX*.pt` files. This module builds
 layers only; it must not know about sizes, checkpoints or files.
 """

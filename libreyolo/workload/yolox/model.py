@@ -29,7 +29,7 @@ PRIOR_PROB = 0.01
 
 @dataclass(frozen=True)
 class YoloxSizeSpec:
-    """Multipliers of one size (workload-notes.md §6): depth and width on YOLOX-l's network."""
+    """Multipliers of one size, official YOLOX's (`SIZES`): depth and width on YOLOX-l's network."""
 
     depth: float
     width: float

@@ -2,11 +2,11 @@
 
 Two separable stages, so the profiler can time each one: `preprocess` (resize + letterbox + move
 to the device) and `postprocess` (decode, score filter, class-aware NMS, undo the letterbox).
-Semantics follow libreyolo 1.6.0's `preprocess/yolox.py` and `postprocess/yolox.py`
-(workload-notes.md §6): the input is BGR in 0..255 (no division), the image is resized with PIL's
-bilinear filter to floor(side × ratio) and pasted at the top-left of a grey (114) square, and a
-box scores objectness × its best class (one label per anchor). Image loading is shared with
-YOLOv9 (`yolo9.predict.load_images`/`decode_image`).
+Semantics follow libreyolo 1.6.0's `preprocess/yolox.py` and `postprocess/yolox.py`: the input
+is BGR in 0..255 (no division), the image is resized with PIL's bilinear filter to floor(side ×
+ratio) and pasted at the top-left of a grey (114) square, and a box scores objectness × its best
+class (one label per anchor). Image loading is shared with YOLOv9
+(`yolo9.predict.load_images`/`decode_image`).
 
 Must not: build or run the model, time anything, print, or exit (errors are `UsageError`s).
 """

@@ -13,14 +13,7 @@ from libreyolo.errors import CheckpointError, ExitStatus, MissingFileError, Usag
 from libreyolo.workload.yolo9.model import YOLOv9
 from libreyolo.workload.yolox.checkpoint import detect, load_checkpoint, save_checkpoint
 from libreyolo.workload.yolox.model import YOLOX
-
-FIXTURE = (
-    Path(__file__).resolve().parents[3].parent
-    / "shared"
-    / "fixtures"
-    / "libreyolo_v1_yolox"
-    / "LibreYOLOXn_nc80_seed0.pt"
-)
+from tests.fixture_files import YOLOX_N, fixture_file
 
 
 class NotAllowed:
@@ -29,9 +22,7 @@ class NotAllowed:
 
 @pytest.fixture(scope="module")
 def fixture_pt() -> Path:
-    if not FIXTURE.is_file():
-        pytest.skip(f"YOLOX fixture not found at {FIXTURE}")
-    return FIXTURE
+    return fixture_file(YOLOX_N)
 
 
 @pytest.fixture(scope="module")

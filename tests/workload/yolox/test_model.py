@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,16 +13,11 @@ from libreyolo.errors import UsageError
 from libreyolo.workload.yolox.blocks import BN_EPS, BN_MOMENTUM, DWConv
 from libreyolo.workload.yolox.checkpoint import STEM_KEY
 from libreyolo.workload.yolox.model import SIZES, YOLOX
+from tests.fixture_files import YOLOX_N, fixture_file
 
-FIXTURE = (
-    Path(__file__).resolve().parents[3].parent
-    / "shared"
-    / "fixtures"
-    / "libreyolo_v1_yolox"
-    / "LibreYOLOXn_nc80_seed0.pt"
-)
+FIXTURE = fixture_file(YOLOX_N)
 # Trainable parameters (BatchNorm buffers excluded): n counted on the 1.6.0 fixture, t and s as
-# 1.6.0 reports for its random-init LibreYOLOXt/s.pt (workload-notes.md §6).
+# 1.6.0 reports for its random-init LibreYOLOXt/s.pt.
 PARAMS = {"n": 912_159, "t": 5_055_855, "s": 8_968_255}
 STATE_TENSORS = {"n": 642, "t": 462, "s": 462}  # state_dict() entries, buffers included
 
@@ -34,8 +28,6 @@ def _params(model: nn.Module) -> int:
 
 @pytest.fixture(scope="module")
 def fixture_state() -> dict[str, torch.Tensor]:
-    if not FIXTURE.is_file():
-        pytest.skip(f"YOLOX fixture not found at {FIXTURE}")
     return torch.load(FIXTURE, map_location="cpu", weights_only=True)["model"]
 
 

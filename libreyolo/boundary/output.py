@@ -1,5 +1,9 @@
-"""The only place that writes to stdout and stderr. Results go to stdout; people's messages to
+"""The only code that writes to stdout and stderr. Results go to stdout; people's messages to
 stderr, one line each. Under `--json` stdout carries exactly one JSON document.
+
+Every entry point makes one `Output` (the real streams, or the streams a test hands it) and
+writes through it; a test fails on any other `print(` or write to a standard stream.
+Must not: exit, or decide what a status is (`libreyolo.boundary.status` does both).
 """
 
 from __future__ import annotations
@@ -43,6 +47,12 @@ class Output:
         color = sys.stdout.isatty() and not no_color and "NO_COLOR" not in os.environ
         return cls(sys.stdout, sys.stderr, json_mode=json_mode, color=color)
 
+    @classmethod
+    def plain(cls) -> Output:
+        """The real streams as they are now, plain text: the sweep's entry points and a point's
+        child process, whose stderr is a log file as often as a terminal."""
+        return cls(sys.stdout, sys.stderr)
+
     def emit(self, result: object, source: str | tuple[str, str] | None) -> None:
         """Write one result to stdout, as JSON or as text (rich only where a view needs it)."""
         if self.json_mode:
@@ -62,6 +72,12 @@ class Output:
             file=self.stdout, highlight=False, soft_wrap=True, width=self.width, force_terminal=True
         )
         console.print(styled(lines))
+
+    def lines(self, text: str) -> None:
+        """Result text for stdout (a sweep's point line, its table), each line escaped and the
+        stream flushed, so a sweep piped into a file shows each point as it ends."""
+        self.stdout.write("".join(safe_text(line) + "\n" for line in text.split("\n")))
+        self.stdout.flush()
 
     def progress(self) -> Callable[[str, int, int], None] | None:
         """A live rich progress display on stderr (stage, i/N, ETA) for measurements; None, i.e.
@@ -106,8 +122,30 @@ class Output:
     def notice(self, label: str, text: str) -> None:
         """A `warning: ...` or `note: ...` line from a measurement, escaped; none under --json,
         where stderr carries at most the error object (the profile records what it said)."""
+        self.say(f"{label}: {text}")
+
+    def say(self, text: str) -> None:
+        """One line for people on stderr, escaped; none under --json (see `notice`)."""
         if not self.json_mode:
-            self.stderr.write(safe_text(f"{label}: {text}") + "\n")
+            self.stderr.write(safe_text(text) + "\n")
+
+    def relay(self, text: str) -> None:
+        """What another process wrote to its stderr (a sweep point's log), passed on as it is:
+        it was that process's own stream, already meant for the same reader."""
+        self.stderr.write(text)
+
+    def traceback(self, err: BaseException) -> None:
+        """A crash's traceback on stderr, as the interpreter would print it: where no `--debug`
+        flag exists (the sweep's entry points) it is the only way to the cause."""
+        import traceback
+
+        self.stderr.write("".join(traceback.format_exception(err)))
+
+    def flush(self) -> None:
+        """Flush both streams: the process is about to end (a child exits without its
+        interpreter's own clean-up)."""
+        for stream in (self.stdout, self.stderr):
+            stream.flush()
 
     def error(self, err: ProfileError) -> None:
         """One line on stderr: text (control characters escaped: messages quote file content
