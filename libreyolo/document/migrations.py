@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from libreyolo.document.run_facts import lift_run_facts
 from libreyolo.document.validate import check_numbers
 from libreyolo.document.version import SCHEMA
 from libreyolo.errors import AnalysisError, SchemaTooNewError
@@ -64,7 +65,7 @@ def upgrade(raw: dict[str, Any], *, origin: str) -> dict[str, Any]:
             raise AnalysisError(
                 f"failed to analyse {origin}: invalid schema v{step} profile ({err})"
             ) from err
-    return raw
+    return lift_run_facts(raw)
 
 
 def _num(value: object, default: float = 0.0) -> float:
