@@ -1,7 +1,9 @@
-"""From a composed ProfileConfig to collector settings, and back into the profile.
+"""From a composed ProfileConfig to a measurement: the collector of its mode, its trials, and
+what the run was given (overrides, the held device) recorded in the profile.
 
 Shared by the two entry points that measure (`libreyolo profile run|infer` and
-`libreyolo-sweep`), so both turn the same config into the same measurement.
+`libreyolo-sweep`), so both turn the same config into the same measurement. The collectors
+take the `ProfileConfig` itself (no settings copy) and store it, resolved, as `run.config`.
 """
 
 from __future__ import annotations
@@ -12,9 +14,8 @@ import sys
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from libreyolo.config.compose import as_plain_dict
 from libreyolo.config.schema import ProfileConfig
 from libreyolo.document.model import Profile
 
@@ -49,62 +50,15 @@ def one_line_warnings(notice: Notice | None = None) -> Iterator[None]:
         yield
 
 
-def infer_settings(cfg: ProfileConfig) -> Any:
-    from libreyolo.measure.infer import InferSettings
-
-    return InferSettings(
-        weights=cfg.model.weights,
-        size=cfg.model.size,
-        family=cfg.model.family,
-        source=cfg.source,
-        batch=cfg.batch,
-        imgsz=cfg.imgsz,
-        half=cfg.half,
-        amp_dtype=str(getattr(cfg.amp_dtype, "value", cfg.amp_dtype)),
-        warmup=cfg.window.warmup,
-        runs=cfg.window.runs,
-        conf=cfg.conf,
-        iou=cfg.iou,
-        max_det=cfg.max_det,
-        include_decode=cfg.include_decode,
-        fuse=cfg.model.fuse,
-        device=cfg.device.name,
-        trace=cfg.trace,
-        project=cfg.project,
-        threads=cfg.threads,
-    )
-
-
-def train_settings(cfg: ProfileConfig) -> Any:
-    from libreyolo.measure.train import TrainSettings
-
-    return TrainSettings(
-        data=str(cfg.dataset.name_or_path),
-        weights=cfg.model.weights,
-        size=cfg.model.size,
-        family=cfg.model.family,
-        batch=cfg.batch,
-        imgsz=cfg.imgsz,
-        workers=cfg.dataset.workers,
-        cache=cfg.dataset.cache,
-        amp=cfg.amp,
-        steps=cfg.window.steps,
-        warmup=cfg.window.warmup,
-        device=cfg.device.name,
-        project=cfg.project,
-        threads=cfg.threads,
-    )
-
-
 def with_config(
     profile: Profile,
-    cfg: ProfileConfig,
     overrides: list[str],
     held_device: str | None = None,
     notes: list[str] | None = None,
 ) -> Profile:
-    """`profile` with the resolved config, the overrides, the held device and `notes` recorded."""
-    config = dict(profile.run.config) | {"resolved": as_plain_dict(cfg)}
+    """`profile` with the overrides, the held device and `notes` recorded (the collector has
+    stored the resolved config itself)."""
+    config = dict(profile.run.config)
     if notes:
         config["notes"] = [*config.get("notes", []), *notes]
     run = dataclasses.replace(
@@ -153,7 +107,7 @@ def measure_config(
         with StagedRun(target, aggregate=num_trials > 1) as run:
             cfg, notes = rounded_imgsz(cfg)  # after the folder check: a refusal is one line
             trials = [
-                with_config(_collect(cfg, run, on_progress), cfg, overrides, held_device, notes)
+                with_config(_collect(cfg, run, on_progress), overrides, held_device, notes)
                 for _ in range(num_trials)
             ]
             documents = {PROFILE_NAME: trials[-1]}
@@ -171,7 +125,7 @@ def _collect(
     from libreyolo.measure import profile_inference, profile_training
 
     if cfg.mode.value == "infer":
-        profile, _ = profile_inference(infer_settings(cfg), on_progress=on_progress, into=run)
+        profile, _ = profile_inference(cfg, on_progress=on_progress, into=run)
     else:
-        profile, _ = profile_training(train_settings(cfg), on_progress=on_progress, into=run)
+        profile, _ = profile_training(cfg, on_progress=on_progress, into=run)
     return profile
