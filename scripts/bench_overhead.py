@@ -13,6 +13,7 @@ sampling < 1 % of a 10 ms step (100 us).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import subprocess
 import sys
@@ -27,9 +28,16 @@ from PIL import Image
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from libreyolo.config.schema import (  # noqa: E402
+    DatasetConfig,
+    DeviceConfig,
+    ModelConfig,
+    WindowConfig,
+    mode_defaults,
+)
 from libreyolo.measure.host import HostSampler  # noqa: E402
-from libreyolo.measure.infer import InferSettings, profile_inference  # noqa: E402
-from libreyolo.measure.train import TrainSettings, profile_training  # noqa: E402
+from libreyolo.measure.infer import profile_inference  # noqa: E402
+from libreyolo.measure.train import profile_training  # noqa: E402
 from libreyolo.workload.api import load_model  # noqa: E402
 from libreyolo.workload.data.synthetic import make_synthetic  # noqa: E402
 from libreyolo.workload.infer import InferStep  # noqa: E402
@@ -109,16 +117,16 @@ def print_sampler_cost() -> None:
 
 def profiled_p50(weights: str, imgsz: int, warmup: int, runs: int, trace: bool) -> float:
     with tempfile.TemporaryDirectory() as project:
-        settings = InferSettings(
-            weights=weights,
+        cfg = dataclasses.replace(
+            mode_defaults("infer"),
+            model=ModelConfig(weights=weights),
             imgsz=imgsz,
-            warmup=warmup,
-            runs=runs,
-            device="cpu",
+            window=WindowConfig(warmup=warmup, runs=runs),
+            device=DeviceConfig(name="cpu"),
             trace=trace,
             project=project,
         )
-        profile, _ = profile_inference(settings)
+        profile, _ = profile_inference(cfg)
     return float(profile.metrics["latency_p50_ms"])
 
 
@@ -157,18 +165,17 @@ def main() -> None:
     print_sampler_cost()
     with tempfile.TemporaryDirectory() as tmp:
         data = make_synthetic(Path(tmp) / "data", num_train=64, num_val=4, imgsz=320)
-        settings = TrainSettings(
-            data=str(data),
-            weights=weights,
+        cfg = dataclasses.replace(
+            mode_defaults("run"),
+            dataset=DatasetConfig(name_or_path=str(data), workers=0),
+            model=ModelConfig(weights=weights),
             batch=4,
             imgsz=320,
-            workers=0,
-            steps=10,
-            warmup=2,
-            device="cpu",
+            window=WindowConfig(steps=10, warmup=2),
+            device=DeviceConfig(name="cpu"),
             project=str(Path(tmp) / "p"),
         )
-        profile, _ = profile_training(settings)
+        profile, _ = profile_training(cfg)
     ips = float(profile.metrics["img_per_s"])
     print(
         f"profile run, synthetic, batch 4, imgsz 320, workers 0: {ips:.2f} img/s "

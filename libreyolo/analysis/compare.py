@@ -241,8 +241,7 @@ def _contended(profile: Profile, side: str) -> tuple[str, ...]:
 
 
 def _setting(profile: Profile, name: str) -> object:
-    value = getattr(profile.run, name)
-    return value if value is not None else profile.run.config.get(name)
+    return getattr(profile.run, name)
 
 
 def _ms_per_image(profile: Profile) -> float | None:

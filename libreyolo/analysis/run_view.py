@@ -66,12 +66,11 @@ class MemoryView:
 def run_header(profile: Profile) -> RunHeader:
     """The run's identity: model, device, settings, window, tool and time."""
     run, window = profile.run, profile.window
-    random_init = run.config.get("random_init")
     return RunHeader(
         mode=profile.kind,
         model=run.model,
         weights=run.weights,
-        random_init=random_init if isinstance(random_init, bool) else None,
+        random_init=run.random_init,
         device=run.device,
         device_name=profile.environment.device_name,
         batch=run.batch,

@@ -108,10 +108,9 @@ _NAMED_FAMILIES = (
 
 
 def model_family(profile: Profile) -> str | None:
-    """The profile's `model_family`, else the family its 1.6.0 model name implies, else None."""
-    recorded = profile.run.config.get("model_family")
-    if isinstance(recorded, str) and recorded:
-        return recorded
+    """The profile's `run.family`, else the family its 1.6.0 model name implies, else None."""
+    if profile.run.family:
+        return profile.run.family
     name = (profile.run.model or profile.run.weights or "").rsplit("/", 1)[-1].lower()
     return next((fam for prefix, fam in _NAMED_FAMILIES if name.startswith(prefix)), None)
 

@@ -68,8 +68,7 @@ def _cpu_verdict(profile: Profile, evidence: dict[str, Scalar]) -> Verdict:
 
 def ran_on_cuda(profile: Profile) -> bool:
     """Whether the profile measured a CUDA device (its resolved run device)."""
-    device = profile.run.device or str(profile.run.config.get("device_resolved") or "")
-    return device.startswith("cuda")
+    return (profile.run.device or "").startswith("cuda")
 
 
 def _no_gpu_trace_verdict(profile: Profile, evidence: dict[str, Scalar]) -> Verdict:

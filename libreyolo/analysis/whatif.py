@@ -99,7 +99,7 @@ def _finish(
     category: str | None = None,
 ) -> Projection:
     step = float(profile.metrics.get("step_ms") or 0.0)
-    batch = profile.run.batch or profile.run.config.get("batch")
+    batch = profile.run.batch
     now = profile.metrics.get("img_per_s")
     projected_ips = (
         round(batch * 1000 / projected, 1) if isinstance(batch, int) and projected > 0 else None

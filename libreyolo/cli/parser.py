@@ -1,9 +1,12 @@
 """The argparse tree: `libreyolo profile {run,infer,summary,get,phases,kernels,ops,...}`.
 
-Flags, defaults and help follow the interface specification (libreyolo 1.6.0's names). Parse
-errors raise UsageError instead of exiting, so `main` decides the status and the stderr format.
-No parser takes an abbreviation (`--war` for `--warmup`): a flag is spelled in full or refused,
-and `typed_dests` learns what was typed from argparse itself, never from the spelling.
+Flags, defaults and help follow the interface specification (libreyolo 1.6.0's names); the
+defaults of `run` and `infer` are `libreyolo.defaults`'s, the names the config schema uses, so
+`--help` shows what a run without the flag measures. Parse errors raise UsageError instead of
+exiting, so `main` decides the status and the stderr format. No parser takes an abbreviation
+(`--war` for `--warmup`): a flag is spelled in full or refused, and `typed_dests` learns what was
+typed from argparse itself, never from the spelling. Must not import the config package, Hydra
+or torch: every reader imports this module.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import re
 from collections.abc import Callable
 from typing import Any, NoReturn
 
+from libreyolo import defaults
 from libreyolo.cli import commands
 from libreyolo.cli.flags import (
     byte_size,
@@ -106,52 +110,81 @@ def _add_config_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _show_defaults(parser: argparse.ArgumentParser) -> None:
+    """Append `(default: ...)` to the help of each option that has a default and whose help
+    does not state it yet: a switch shows its spelling (`--amp`, `--no-trace`), a value its
+    value. Plain on/off flags (`--json`) and options without a default are left as they are."""
+    for action in parser._actions:
+        if not action.option_strings or action.help is None or "default" in action.help:
+            continue
+        if action.default in (None, argparse.SUPPRESS):
+            continue
+        if isinstance(action, argparse.BooleanOptionalAction):
+            name = action.option_strings[0].removeprefix("--")
+            shown = f"--{name}" if action.default else f"--no-{name}"
+        elif action.nargs == 0:
+            continue
+        else:
+            shown = str(action.default).replace("%", "%%")  # help is %-formatted
+        action.help += f" (default: {shown})"
+
+
 def _add_run(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
     p = _add(sub, "run", commands.run, common)
     _add_config_flags(p)
     p.add_argument("data", help="Dataset yaml/name (e.g. coco128)")
-    p.add_argument("--weights", default="LibreYOLO9t.pt", help="Model weights file / name")
+    p.add_argument("--weights", default=defaults.WEIGHTS, help="Model weights file / name")
     p.add_argument("--size", default=None, help=SIZE_HELP)
     p.add_argument(
         "--batch",
         type=positive_or_auto,
-        default=16,
+        default=defaults.RUN_BATCH,
         help="Micro-batch; -1 auto-fits ~70%% of device memory (CUDA only)",
     )
-    p.add_argument("--imgsz", type=positive_int, default=640, help="Training image size")
-    p.add_argument("--workers", type=non_negative_int, default=8, help="DataLoader workers")
+    p.add_argument(
+        "--imgsz", type=positive_int, default=defaults.RUN_IMGSZ, help="Training image size"
+    )
+    p.add_argument(
+        "--workers", type=non_negative_int, default=defaults.WORKERS, help="DataLoader workers"
+    )
     p.add_argument(
         "--cache",
         action=argparse.BooleanOptionalAction,
-        default=False,
+        default=defaults.CACHE,
         help="Decode and resize every image once before measuring, keep it in RAM",
     )
     p.add_argument(
         "--amp",
         action=argparse.BooleanOptionalAction,
-        default=True,
+        default=defaults.AMP,
         help="Use the family's AMP path (CUDA; no effect on CPU)",
     )
-    p.add_argument("--steps", type=positive_int, default=20, help="Profiled (measured) steps")
     p.add_argument(
-        "--warmup", type=non_negative_int, default=5, help="Warmup steps before measuring"
+        "--steps", type=positive_int, default=defaults.RUN_STEPS, help="Profiled (measured) steps"
+    )
+    p.add_argument(
+        "--warmup",
+        type=non_negative_int,
+        default=defaults.RUN_WARMUP,
+        help="Warmup steps before measuring",
     )
     p.add_argument(
         "--repeat",
         type=positive_int,
-        default=1,
+        default=defaults.REPEAT,
         help="Repeat N times for mean +/- stdev (a single run lies when launch-bound)",
     )
-    p.add_argument("--device", default="0", help="CUDA device index, or cpu")
-    p.add_argument("--project", default="runs/profile", help="Output root directory")
+    p.add_argument("--device", default=defaults.DEVICE, help="CUDA device index, or cpu")
+    p.add_argument("--project", default=defaults.PROJECT, help="Output root directory")
     _add_threads(p)
+    _show_defaults(p)
 
 
 def _add_threads(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--threads",
         type=positive_int,
-        default=None,
+        default=defaults.THREADS,
         help="torch's intra-op CPU threads while measuring (default: torch's own choice)",
     )
 
@@ -162,62 +195,73 @@ def _add_infer(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
     p.add_argument(
         "source", nargs="?", default=None, help="Image or directory (default: bundled sample image)"
     )
-    p.add_argument("--weights", default="LibreYOLO9t.pt", help="Model weights file / name")
+    p.add_argument("--weights", default=defaults.WEIGHTS, help="Model weights file / name")
     p.add_argument("--size", default=None, help=SIZE_HELP)
-    p.add_argument("--batch", type=positive_int, default=1, help="Images per forward pass")
+    p.add_argument(
+        "--batch", type=positive_int, default=defaults.INFER_BATCH, help="Images per forward pass"
+    )
     p.add_argument(
         "--imgsz",
         type=positive_int,
-        default=0,  # schema.INFER_IMGSZ (not imported: it would slow every reader's start)
+        default=defaults.INFER_IMGSZ,
         help="Input image size (default: the model's own: 640 for YOLOv9, 416 for YOLOX n/t, "
         "640 for YOLOX s and larger)",
     )
     p.add_argument(
         "--half",
         action=argparse.BooleanOptionalAction,
-        default=False,
+        default=defaults.HALF,
         help="Autocast forward (CUDA only)",
     )
     p.add_argument(
         "--amp-dtype",
-        choices=("float16", "bfloat16"),
-        default="float16",
+        choices=defaults.AMP_DTYPES,
+        default=defaults.AMP_DTYPE,
         type=lambda v: {"fp16": "float16", "bf16": "bfloat16"}.get(
             v.strip().lower(), v.strip().lower()
         ),
         help="CUDA autocast dtype: float16 or bfloat16",
     )
     p.add_argument(
-        "--warmup", type=non_negative_int, default=20, help="Warmup iterations before measuring"
+        "--warmup",
+        type=non_negative_int,
+        default=defaults.INFER_WARMUP,
+        help="Warmup iterations before measuring",
     )
     p.add_argument(
         "--runs",
         type=positive_int,
-        default=100,
+        default=defaults.INFER_RUNS,
         help="Measured iterations, each a latency sample (p50/p90/p99, img/s; all traced); "
         "then up to 20 more with device syncs time the stage split",
     )
     p.add_argument(
         "--repeat",
         type=positive_int,
-        default=1,
+        default=defaults.REPEAT,
         help="Repeat N times for mean +/- stdev throughput (needed for a significant compare)",
     )
     p.add_argument(
-        "--conf", type=probability, default=0.25, help="Confidence threshold (affects NMS work)"
+        "--conf",
+        type=probability,
+        default=defaults.CONF,
+        help="Confidence threshold (affects NMS work)",
     )
-    p.add_argument("--iou", type=probability, default=0.45, help="NMS IoU threshold")
+    p.add_argument("--iou", type=probability, default=defaults.IOU, help="NMS IoU threshold")
     p.add_argument(
-        "--max-det", type=positive_int, default=300, help="Max detections/image (affects NMS work)"
+        "--max-det",
+        type=positive_int,
+        default=defaults.MAX_DET,
+        help="Max detections/image (affects NMS work)",
     )
-    p.add_argument("--device", default="0", help="CUDA device index, or cpu")
+    p.add_argument("--device", default=defaults.DEVICE, help="CUDA device index, or cpu")
     p.add_argument(
         "--trace",
         action=argparse.BooleanOptionalAction,
-        default=True,
+        default=defaults.TRACE,
         help="Emit a Chrome trace for kernel/op drill-down",
     )
-    p.add_argument("--project", default="runs/profile", help="Output root directory")
+    p.add_argument("--project", default=defaults.PROJECT, help="Output root directory")
     p.add_argument(
         "--include-decode",
         action="store_true",
@@ -226,12 +270,13 @@ def _add_infer(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
     )
     p.add_argument(
         "--fuse",
-        choices=("full", "bn", "none"),
-        default="full",
+        choices=defaults.FUSE_MODES,
+        default=defaults.FUSE,
         help="Model fusion: full (BN folded, RepConvN merged, channels-last), bn (BN folded "
         "only), none",
     )
     _add_threads(p)
+    _show_defaults(p)
 
 
 def _reader_common(common: Parser) -> Parser:

@@ -3,7 +3,9 @@
 Role: the one description of what `libreyolo profile run|infer` (and `libreyolo-sweep`) accept.
 Packaged YAML in `libreyolo/conf/` pulls these schemas into each option's defaults list, so a typo
 or a wrong type fails at composition. Names of models and datasets are plain strings resolved
-later by the workload registry; no `_target_` here.
+later by the workload registry; no `_target_` here. Every default is a name in
+`libreyolo.defaults` (the POSIX flags read the same names); `mode_defaults` is what each mode
+composes to.
 
 Must not: import torch or anything from the measuring layers, or hand `DictConfig` objects out
 (`register_schemas` is the only function touching Hydra, and it returns nothing).
@@ -15,21 +17,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from libreyolo import defaults
 from libreyolo.document.mode import Mode
 
 SCHEMA_GROUP = "schema"
-
-# The batch and window each mode's file (conf/mode/run.yaml, conf/mode/infer.yaml) sets, and so
-# the defaults of `libreyolo profile run|infer` and of the collectors' settings. The schema's own
-# fields carry the training values (`batch`, `warmup`, `steps`) and inference's `runs`.
-RUN_BATCH = 16
-RUN_WARMUP = 5
-RUN_STEPS = 20
-INFER_BATCH = 1
-INFER_WARMUP = 20
-INFER_RUNS = 100
-# 0: the model's own input size (YOLOv9 640; YOLOX 416 for n/t, 640 for s and larger).
-INFER_IMGSZ = 0
 
 
 class ModeOption(StrEnum):
@@ -56,43 +47,46 @@ class AmpDtype(StrEnum):
     bfloat16 = "bfloat16"
 
 
+_AMP_DTYPE = AmpDtype(defaults.AMP_DTYPE)  # one instance: a dataclass default is shared
+
+
 @dataclass(frozen=True)
 class ModelConfig:
     """Which network: a registry family, its size variant (when given) and a weights file or
     name."""
 
-    family: str = "yolo9"
+    family: str = defaults.FAMILY
     # None: the checkpoint's own size, else the weights name's, else the family's default (t).
     # A size given here (--size) must match the checkpoint: a default never overrides a file.
     size: str | None = None
-    weights: str = "LibreYOLO9t.pt"
-    fuse: str = "full"  # infer: full (BN folded, RepConvN merged, channels-last), bn, none
+    weights: str = defaults.WEIGHTS
+    fuse: str = defaults.FUSE  # infer: one of defaults.FUSE_MODES
 
 
 @dataclass(frozen=True)
 class DatasetConfig:
     """Training data: a registry name (`synthetic`, `coco128`) or a dataset YAML path."""
 
-    name_or_path: str = "synthetic"
-    workers: int = 8
-    cache: bool = False  # decode and resize every image once, before the window (RAM)
+    name_or_path: str = defaults.DATASET
+    workers: int = defaults.WORKERS
+    cache: bool = defaults.CACHE  # decode and resize every image once, before the window (RAM)
 
 
 @dataclass(frozen=True)
 class DeviceConfig:
     """Where to measure: a CUDA index ("0"), "cpu" or a torch device string ("cuda:1")."""
 
-    name: str = "0"
+    name: str = defaults.DEVICE
 
 
 @dataclass(frozen=True)
 class WindowConfig:
     """The measurement window: warmup, measured training steps, measured inference runs, repeats."""
 
-    warmup: int = RUN_WARMUP
-    steps: int = RUN_STEPS
-    runs: int = INFER_RUNS
-    repeat: int = 1
+    warmup: int = defaults.RUN_WARMUP
+    steps: int = defaults.RUN_STEPS
+    runs: int = defaults.INFER_RUNS
+    repeat: int = defaults.REPEAT
 
 
 @dataclass(frozen=True)
@@ -126,19 +120,33 @@ class ProfileConfig:
     device: DeviceConfig = field(default_factory=DeviceConfig)
     window: WindowConfig = field(default_factory=WindowConfig)
     sweep: SweepConfig = field(default_factory=SweepConfig)
-    batch: int = RUN_BATCH
-    imgsz: int = 640
-    amp: bool = True
-    half: bool = False
-    amp_dtype: AmpDtype = AmpDtype.float16
-    conf: float = 0.25
-    iou: float = 0.45
-    max_det: int = 300
-    trace: bool = True
-    include_decode: bool = False  # infer: decode image files inside the window, not once before
-    source: str | None = None
-    project: str = "runs/profile"
-    threads: int | None = None  # torch's intra-op CPU threads (None: torch's own default)
+    batch: int = defaults.RUN_BATCH
+    imgsz: int = defaults.RUN_IMGSZ
+    amp: bool = defaults.AMP
+    half: bool = defaults.HALF
+    amp_dtype: AmpDtype = _AMP_DTYPE
+    conf: float = defaults.CONF
+    iou: float = defaults.IOU
+    max_det: int = defaults.MAX_DET
+    trace: bool = defaults.TRACE
+    include_decode: bool = defaults.INCLUDE_DECODE  # infer: decode inside the window
+    source: str | None = None  # infer: an image or a folder (None: the bundled sample image)
+    project: str = defaults.PROJECT
+    threads: int | None = defaults.THREADS  # torch's intra-op CPU threads (None: its default)
+
+
+def mode_defaults(mode: ModeOption | str) -> ProfileConfig:
+    """The config `libreyolo profile run|infer` composes with no flag: the schema's fields,
+    with infer's batch, input size and warmup where the mode is `infer` (what
+    conf/mode/infer.yaml sets). A direct caller of a collector starts from this."""
+    if ModeOption(mode) is ModeOption.run:
+        return ProfileConfig()
+    return ProfileConfig(
+        mode=ModeOption.infer,
+        batch=defaults.INFER_BATCH,
+        imgsz=defaults.INFER_IMGSZ,
+        window=WindowConfig(warmup=defaults.INFER_WARMUP),
+    )
 
 
 # Keys left unset (`???`) in the stored schemas although the Python classes have defaults: the

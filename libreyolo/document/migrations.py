@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from libreyolo.document.json_value import JsonObject, JsonValue
+from libreyolo.document.run_facts import lift_run_facts
 from libreyolo.document.validate import check_numbers
 from libreyolo.document.version import SCHEMA
 from libreyolo.errors import AnalysisError, SchemaTooNewError
@@ -71,7 +72,7 @@ def upgrade(raw: JsonObject, *, origin: str) -> JsonObject:
             raise AnalysisError(
                 f"failed to analyse {origin}: invalid schema v{step} profile ({err})"
             ) from err
-    return lift_notes(raw)
+    return lift_run_facts(lift_notes(raw))  # notes first: they leave run.config
 
 
 def lift_notes(raw: JsonObject) -> JsonObject:

@@ -53,15 +53,32 @@ class Environment:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunInfo:
-    """How the profile was made: mode, model and the fully resolved config."""
+    """How the profile was made: what the collector measured (the fields) and what it was
+    asked to measure (`config`, the resolved config, stored once).
+
+    The fields are facts of the run, which may differ from the config: `batch` is the one
+    AutoBatch fitted for `batch: -1`, `imgsz` the side rounded to the stride (infer's 0: the
+    model's own), `device` the resolved torch device, `amp` whether AMP or `--half` took
+    effect. None: not recorded (1.6.0 files, bare traces, or not this mode's)."""
 
     mode: RunMode  # the stored spelling of `Profile.kind` (Mode.noun); code reads `kind`
     model: str | None = None
+    family: str | None = None  # the registry family that built the model (`yolo9`, `yolox`)
     weights: str | None = None
+    random_init: bool | None = None  # no weights could be had: randomly initialised
+    fused: bool | None = None  # inference: the model ran fused (`model.fuse` took effect)
     device: str | None = None
     batch: int | None = None
     imgsz: int | None = None
     amp: bool | None = None
+    num_images: int | None = None  # images decoded (inference) or in the training set
+    dataset_yaml: str | None = None  # training: the dataset YAML the data came from
+    batches_per_epoch: int | None = None  # training: full batches one epoch holds
+    num_workers: int | None = None  # training: DataLoader workers started (config's, capped)
+    # The resolved config (`libreyolo.config.schema.ProfileConfig` as plain JSON). Files
+    # written before the typed fields above held a flat copy of the collector's settings here
+    # with those facts among them, and the composed config under `resolved`; reading lifts the
+    # facts into the fields (document/run_facts.py) and leaves this as it was written.
     config: dict[str, Any] = field(default_factory=dict)
     overrides: list[str] = field(default_factory=list)
     # The device held under an exclusive per-device lease while measuring (sweeps): "gpu1"

@@ -1,7 +1,9 @@
-"""From a composed ProfileConfig to collector settings, and back into the profile.
+"""From a composed ProfileConfig to a measurement: the collector of its mode, its trials, and
+what the run was given (overrides, the held device) recorded in the profile.
 
 Shared by the two entry points that measure (`libreyolo profile run|infer` and
-`libreyolo-sweep`), so both turn the same config into the same measurement.
+`libreyolo-sweep`), so both turn the same config into the same measurement. The collectors
+take the `ProfileConfig` itself (no settings copy) and store it, resolved, as `run.config`.
 
 Must not: write to stdout or stderr: warnings and notes go to the `notice` its caller hands in.
 """
@@ -13,9 +15,8 @@ import dataclasses
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from libreyolo.config.compose import as_plain_dict
 from libreyolo.config.schema import ProfileConfig
 from libreyolo.document.mode import Mode
 from libreyolo.document.model import Profile
@@ -47,64 +48,14 @@ def one_line_warnings(notice: Notice) -> Iterator[None]:
         yield
 
 
-def infer_settings(cfg: ProfileConfig) -> Any:
-    from libreyolo.measure.infer import InferSettings
-
-    return InferSettings(
-        weights=cfg.model.weights,
-        size=cfg.model.size,
-        family=cfg.model.family,
-        source=cfg.source,
-        batch=cfg.batch,
-        imgsz=cfg.imgsz,
-        half=cfg.half,
-        amp_dtype=str(getattr(cfg.amp_dtype, "value", cfg.amp_dtype)),
-        warmup=cfg.window.warmup,
-        runs=cfg.window.runs,
-        conf=cfg.conf,
-        iou=cfg.iou,
-        max_det=cfg.max_det,
-        include_decode=cfg.include_decode,
-        fuse=cfg.model.fuse,
-        device=cfg.device.name,
-        trace=cfg.trace,
-        project=cfg.project,
-        threads=cfg.threads,
-    )
-
-
-def train_settings(cfg: ProfileConfig) -> Any:
-    from libreyolo.measure.train import TrainSettings
-
-    return TrainSettings(
-        data=str(cfg.dataset.name_or_path),
-        weights=cfg.model.weights,
-        size=cfg.model.size,
-        family=cfg.model.family,
-        batch=cfg.batch,
-        imgsz=cfg.imgsz,
-        workers=cfg.dataset.workers,
-        cache=cfg.dataset.cache,
-        amp=cfg.amp,
-        steps=cfg.window.steps,
-        warmup=cfg.window.warmup,
-        device=cfg.device.name,
-        project=cfg.project,
-        threads=cfg.threads,
-    )
-
-
 def with_config(
     profile: Profile,
-    cfg: ProfileConfig,
     overrides: list[str],
     held_device: str | None = None,
 ) -> Profile:
-    """`profile` with the resolved config, the overrides and the held device recorded."""
-    config = dict(profile.run.config) | {"resolved": as_plain_dict(cfg)}
-    run = dataclasses.replace(
-        profile.run, config=config, overrides=list(overrides), held_device=held_device
-    )
+    """`profile` with the overrides and the held device recorded (the collector has stored the
+    resolved config itself)."""
+    run = dataclasses.replace(profile.run, overrides=list(overrides), held_device=held_device)
     return dataclasses.replace(profile, run=run)
 
 
@@ -149,7 +100,7 @@ def measure_config(
         with StagedRun(target, aggregate=num_trials > 1) as run:
             cfg, notes = rounded_imgsz(cfg)  # after the folder check: a refusal is one line
             trials = [
-                with_config(_collect(cfg, run, on_progress, notes), cfg, overrides, held_device)
+                with_config(_collect(cfg, run, on_progress, notes), overrides, held_device)
                 for _ in range(num_trials)
             ]
             documents = {PROFILE_NAME: trials[-1]}
@@ -172,9 +123,7 @@ def _collect(
     from libreyolo.measure import profile_inference, profile_training
 
     if cfg.mode.measures == Mode.INFER:
-        settings = infer_settings(cfg)
-        profile, _ = profile_inference(settings, on_progress=on_progress, into=run, notes=notes)
+        profile, _ = profile_inference(cfg, on_progress=on_progress, into=run, notes=notes)
     else:
-        settings = train_settings(cfg)
-        profile, _ = profile_training(settings, on_progress=on_progress, into=run, notes=notes)
+        profile, _ = profile_training(cfg, on_progress=on_progress, into=run, notes=notes)
     return profile

@@ -1,13 +1,14 @@
 """`libreyolo profile infer`: time the predict path (preprocess, forward, postprocess).
 
-Role: validate the settings, load the model through its family (`workload.registry`) and (by
-default) fuse it, decode the images once, run the window (loop.py) over the family's infer
-step (unsynced end-to-end latency, then synced per-stage walls; the unsynced runs recorded by
-the torch profiler), analyse the trace and save a finished Profile into `<project>/infer/`
-through a staged run directory. Images are decoded before the window, so preprocess times the
-letterbox and the host-to-device copy, not JPEG decoding (§15 item 19). A batch the host
-memory cannot hold at this size is refused once the model is loaded, before the window
-(memory_check.py).
+Role: validate the config (a `ProfileConfig` in mode infer: `config.schema.mode_defaults` gives
+the one a flagless `profile infer` composes), load the model through its family
+(`workload.registry`) and (by default) fuse it, decode the images once, run the window
+(loop.py) over the family's infer step (unsynced end-to-end latency, then synced per-stage
+walls; the unsynced runs recorded by the torch profiler), analyse the trace and save a finished
+Profile into `<project>/infer/` through a staged run directory. Images are decoded before the
+window, so preprocess times the letterbox and the host-to-device copy, not JPEG decoding (§15
+item 19). A batch the host memory cannot hold at this size is refused once the model is loaded,
+before the window (memory_check.py).
 Must not print or exit, nor derive metrics or verdicts (`analysis.build.finalize` does).
 """
 
@@ -16,21 +17,14 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
 
-from libreyolo.config.schema import (
-    INFER_BATCH,
-    INFER_IMGSZ,
-    INFER_RUNS,
-    INFER_WARMUP,
-    DeviceConfig,
-    ModelConfig,
-    ProfileConfig,
-)
+from libreyolo import defaults
+from libreyolo.config.compose import as_plain_dict
+from libreyolo.config.schema import ProfileConfig
 from libreyolo.document.mode import Mode
 from libreyolo.document.model import Profile, RunInfo, Samples
 from libreyolo.errors import UsageError
@@ -48,35 +42,9 @@ if TYPE_CHECKING:
     from libreyolo.workload.family import Workload
 
 # --fuse: the family's fusion mode, or None to measure the model as loaded.
-FUSE_CHOICES: dict[str, str | None] = {"full": "full", "bn": "bn", "none": None}
+FUSE_CHOICES: dict[str, str | None] = {mode: mode for mode in defaults.FUSE_MODES} | {"none": None}
 AMP_DTYPES = {"float16": torch.float16, "fp16": torch.float16}
 AMP_DTYPES |= {"bfloat16": torch.bfloat16, "bf16": torch.bfloat16}
-
-
-@dataclass(frozen=True, slots=True)
-class InferSettings:
-    """Everything `profile infer` needs; the CLI/Hydra layer fills it. Defaults are the config
-    schema's (`profile infer`'s own), so a direct caller measures what the CLI would."""
-
-    weights: str = ModelConfig.weights
-    size: str | None = None  # None: the checkpoint's own size (the config always names one)
-    family: str = ModelConfig.family  # measured when no checkpoint file names its own family
-    source: str | None = ProfileConfig.source  # None: the bundled sample image
-    batch: int = INFER_BATCH
-    imgsz: int = INFER_IMGSZ  # 0: the model's own (Workload.default_imgsz)
-    half: bool = ProfileConfig.half
-    amp_dtype: str = ProfileConfig.amp_dtype.value
-    warmup: int = INFER_WARMUP
-    runs: int = INFER_RUNS
-    conf: float = ProfileConfig.conf
-    iou: float = ProfileConfig.iou
-    max_det: int = ProfileConfig.max_det
-    device: str = DeviceConfig.name
-    trace: bool = ProfileConfig.trace
-    project: str = ProfileConfig.project
-    fuse: str = ModelConfig.fuse  # full (BN folded, RepConvN merged, channels-last), bn, none
-    include_decode: bool = ProfileConfig.include_decode  # decode files inside the window
-    threads: int | None = ProfileConfig.threads
 
 
 def parse_amp_dtype(value: str) -> torch.dtype:
@@ -88,7 +56,9 @@ def parse_amp_dtype(value: str) -> torch.dtype:
     return dtype
 
 
-def _validate(s: InferSettings) -> None:
+def _validate(s: ProfileConfig) -> None:
+    if s.mode.measures is not Mode.INFER:  # a caller's slip: the profile would record another mode
+        raise ValueError(f"profile_inference measures mode infer; the config says {s.mode}")
     if s.batch < 1:
         raise UsageError(f"--batch must be 1 or more; got {s.batch}")
     if s.imgsz < 0:
@@ -97,8 +67,10 @@ def _validate(s: InferSettings) -> None:
         raise UsageError(f"--conf and --iou must lie in 0..1; got {s.conf} and {s.iou}")
     if s.max_det < 1:
         raise UsageError(f"--max-det must be 1 or more; got {s.max_det}")
-    if s.fuse not in FUSE_CHOICES:
-        raise UsageError(f"model.fuse must be one of {', '.join(FUSE_CHOICES)}; got {s.fuse!r}")
+    if s.model.fuse not in FUSE_CHOICES:
+        raise UsageError(
+            f"model.fuse must be one of {', '.join(FUSE_CHOICES)}; got {s.model.fuse!r}"
+        )
 
 
 def _input_side(imgsz: int, workload: Workload) -> int:
@@ -107,24 +79,25 @@ def _input_side(imgsz: int, workload: Workload) -> int:
 
 
 def profile_inference(
-    settings: InferSettings,
+    cfg: ProfileConfig,
     *,
     on_progress: Progress | None = None,
     into: StagedRun | None = None,
     notes: Sequence[str] = (),
 ) -> tuple[Profile, Path]:
-    """Measure inference, save `<project>/infer/profile.json`; returns (profile, its path).
+    """Measure inference as `cfg` (mode infer) says, save `<project>/infer/profile.json`;
+    returns (profile, its path). The profile's `run.config` is `cfg`, resolved.
 
     With `into`, measure into that staged set and leave the save and commit to its owner.
     `notes` are the caller's own about this run (e.g. a rounded --imgsz): the profile's list
-    starts with them. `settings.threads` holds for the whole measurement; torch's count is
-    restored after."""
-    with intra_op_threads(settings.threads):
-        return _profile_inference(settings, on_progress, into, notes)
+    starts with them. `cfg.threads` holds for the whole measurement; torch's count is restored
+    after."""
+    with intra_op_threads(cfg.threads):
+        return _profile_inference(cfg, on_progress, into, notes)
 
 
 def _profile_inference(
-    settings: InferSettings,
+    settings: ProfileConfig,
     on_progress: Progress | None,
     into: StagedRun | None,
     prior_notes: Sequence[str],
@@ -134,9 +107,11 @@ def _profile_inference(
     from libreyolo.workload.infer import PHASES
 
     _validate(settings)
-    amp_dtype = parse_amp_dtype(settings.amp_dtype)
-    plan = plan_inference_window(settings.warmup, settings.runs, traced=settings.trace)
-    device = resolve_device(settings.device)
+    amp_dtype = parse_amp_dtype(str(settings.amp_dtype))
+    plan = plan_inference_window(
+        settings.window.warmup, settings.window.runs, traced=settings.trace
+    )
+    device = resolve_device(settings.device.name)
     select_device(device)
     with stage("load images", on_progress, hint="check the source images"):
         paths = image_files.load_images(settings.source)
@@ -146,13 +121,13 @@ def _profile_inference(
     warn_if_crowded(0, device, notes)  # inference runs no loader workers
     with stage("load weights", on_progress, hint="check --weights and --size"):
         workload, model = load_workload_model(
-            settings.weights, settings.size, device, notes, settings.family
+            settings.model.weights, settings.model.size, device, notes, settings.model.family
         )
         memory_before = reset_peaks(device)
         described = workload.describe(model)
         random_init = bool(getattr(model, "random_init", False))
         imgsz = _input_side(settings.imgsz or workload.default_imgsz(described.size), workload)
-        fuse_mode = FUSE_CHOICES[settings.fuse]
+        fuse_mode = FUSE_CHOICES[settings.model.fuse]
         if fuse_mode is not None and fuse_mode in workload.fuse_modes:
             model = workload.fuse(model, fuse_mode)
         elif fuse_mode is not None:
@@ -190,26 +165,19 @@ def _profile_inference(
             window = run_window(plan, device, step.step, recorder, on_progress, phases=PHASES)
             window_memory = device_memory(device, memory_before)
         trace = analysed_trace(recorder, run, window.phase_ms, device, notes)
-        config = asdict(settings) | {
-            "amp_dtype": str(amp_dtype).removeprefix("torch."),
-            "imgsz_input": imgsz,
-            "num_images": len(images),
-            "device_resolved": str(device),
-            "amp_effective": amp_effective,
-            "random_init": random_init,
-            "fused": bool(getattr(model, "is_fused", False)),
-            "fuse": settings.fuse,
-            "model_family": workload.name,
-        }
         info = RunInfo(
             mode=Mode.INFER.noun,
             model=workload.model_name(described.size),
-            weights=os.fspath(settings.weights),
+            family=workload.name,
+            weights=os.fspath(settings.model.weights),
+            random_init=random_init,
+            fused=bool(getattr(model, "is_fused", False)),
             device=str(device),
             batch=settings.batch,
             imgsz=imgsz,
             amp=amp_effective,
-            config=config,
+            num_images=len(images),
+            config=as_plain_dict(settings),
         )
         recorded = Samples(
             steps=window.steps,

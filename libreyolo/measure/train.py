@@ -1,6 +1,7 @@
 """`libreyolo profile run`: time real training steps of a model family on a dataset.
 
-Role: validate the settings; check that one epoch of the dataset holds the measured steps at
+Role: validate the config (a `ProfileConfig` in mode run, e.g. `config.schema.mode_defaults`
+with changes); check that one epoch of the dataset holds the measured steps at
 this batch (an epoch boundary inside the window would add loader restarts and reshuffles to
 `dataload`, §15 item 18; warmup may span epochs, and the window starts a fresh epoch when the
 current one cannot hold it, a restart noted in the profile). The built-in synthetic set is
@@ -18,26 +19,17 @@ inside the window. Must not print or exit, nor derive metrics or verdicts
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 import warnings
 from collections.abc import Callable, Generator, Iterable, Sequence
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
 
-from libreyolo.config.schema import (
-    RUN_BATCH,
-    RUN_STEPS,
-    RUN_WARMUP,
-    DatasetConfig,
-    DeviceConfig,
-    ModelConfig,
-    ProfileConfig,
-)
+from libreyolo.config.compose import as_plain_dict
+from libreyolo.config.schema import ProfileConfig
 from libreyolo.document.mode import Mode
 from libreyolo.document.model import Profile, RunInfo, Samples
 from libreyolo.document.phases import DATALOAD, TRAIN_PHASES
@@ -60,46 +52,25 @@ if TYPE_CHECKING:
 SEED = 0  # fixed shuffle and augmentation, so two runs see the same batches
 
 
-@dataclass(frozen=True, slots=True)
-class TrainSettings:
-    """Everything `profile run` needs; the CLI/Hydra layer fills it. Defaults are the config
-    schema's (`profile run`'s own), so a direct caller measures what the CLI would."""
-
-    data: str = DatasetConfig.name_or_path
-    weights: str = ModelConfig.weights
-    size: str | None = None  # None: the checkpoint's own size (the config always names one)
-    family: str = ModelConfig.family  # measured when no checkpoint file names its own family
-    batch: int = RUN_BATCH
-    imgsz: int = ProfileConfig.imgsz
-    workers: int = DatasetConfig.workers
-    cache: bool = DatasetConfig.cache  # decode + resize every image once before the window
-    amp: bool = ProfileConfig.amp
-    steps: int = RUN_STEPS
-    warmup: int = RUN_WARMUP
-    device: str = DeviceConfig.name
-    project: str = ProfileConfig.project
-    threads: int | None = ProfileConfig.threads
-
-
 def _fit_batch(
-    settings: TrainSettings,
+    settings: ProfileConfig,
     device: torch.device,
     plan: WindowPlan,
     memory: DeviceMemory | None = None,
-) -> tuple[TrainSettings, str]:
-    """Settings with the batch AutoBatch fits on `device`, probing the measured step itself:
+) -> tuple[int, str]:
+    """The batch AutoBatch fits on `device` and its note, probing the measured step itself:
     the same weights, size and classes, AMP and EMA, on probe batches as crowded with boxes as
     the densest training sample, capped so the dataset holds the run (see `autobatch`)."""
     from libreyolo.measure.autobatch import CudaMemory, autobatch, data_limits
     from libreyolo.workload.api import RandomWeightsWarning, load_workload_model
 
-    limits = data_limits(settings.data, plan)
+    limits = data_limits(settings.dataset.name_or_path, plan)
 
     def make_step() -> Callable[[int], object]:
         with warnings.catch_warnings():  # the measured load announces random weights
             warnings.simplefilter("ignore", RandomWeightsWarning)
             workload, model = load_workload_model(
-                settings.weights, settings.size, device, [], settings.family
+                settings.model.weights, settings.model.size, device, [], settings.model.family
             )
         if workload.describe(model).nc != limits.nc:
             workload.reset_classes(model, limits.nc, dict(enumerate(limits.names)))
@@ -109,11 +80,12 @@ def _fit_batch(
             workload.probe_batch(batch, settings.imgsz, limits.nc, boxes_per_image=boxes)
         )
 
-    batch, note = autobatch(make_step, memory or CudaMemory(device), limits.cap)
-    return dataclasses.replace(settings, batch=batch), note
+    return autobatch(make_step, memory or CudaMemory(device), limits.cap)
 
 
-def _validate(s: TrainSettings, device: torch.device) -> None:
+def _validate(s: ProfileConfig, device: torch.device) -> None:
+    if s.mode.measures is not Mode.TRAIN:  # a caller's slip: the profile would record another mode
+        raise ValueError(f"profile_training measures mode run; the config says {s.mode}")
     if s.batch == -1 and device.type != "cuda":
         raise UsageError(
             f"--batch -1 (AutoBatch) sizes the batch from GPU memory; {device.type} has none",
@@ -121,8 +93,8 @@ def _validate(s: TrainSettings, device: torch.device) -> None:
         )
     if s.batch < 1 and s.batch != -1:
         raise UsageError(f"--batch must be 1 or more (or -1 for AutoBatch); got {s.batch}")
-    if s.workers < 0:
-        raise UsageError(f"--workers must be 0 or more; got {s.workers}")
+    if s.dataset.workers < 0:
+        raise UsageError(f"--workers must be 0 or more; got {s.dataset.workers}")
     if s.imgsz < 32 or s.imgsz % 32:
         raise UsageError(f"--imgsz must be a multiple of 32, at least 32; got {s.imgsz}")
 
@@ -202,24 +174,26 @@ def _epoch_batches(
 
 
 def profile_training(
-    settings: TrainSettings,
+    cfg: ProfileConfig,
     *,
     on_progress: Progress | None = None,
     into: StagedRun | None = None,
     notes: Sequence[str] = (),
 ) -> tuple[Profile, Path]:
-    """Measure training, save `<project>/run/profile.json`; returns (profile, its path).
+    """Measure training as `cfg` (mode run) says, save `<project>/run/profile.json`; returns
+    (profile, its path). The profile's `run.config` is `cfg`, resolved; what the run made of
+    it (the batch AutoBatch fitted, the workers it capped) are the run's own fields.
 
     With `into`, measure into that staged set and leave the save and commit to its owner.
     `notes` are the caller's own about this run (e.g. a rounded --imgsz): the profile's list
-    starts with them. `settings.threads` holds for the whole measurement; torch's count is
-    restored after."""
-    with intra_op_threads(settings.threads):
-        return _profile_training(settings, on_progress, into, notes)
+    starts with them. `cfg.threads` holds for the whole measurement; torch's count is restored
+    after."""
+    with intra_op_threads(cfg.threads):
+        return _profile_training(cfg, on_progress, into, notes)
 
 
 def _profile_training(
-    settings: TrainSettings,
+    settings: ProfileConfig,
     on_progress: Progress | None,
     into: StagedRun | None,
     prior_notes: Sequence[str],
@@ -235,37 +209,42 @@ def _profile_training(
     )
     from libreyolo.workload.train import skipped_updates
 
-    plan = plan_window(settings.warmup, settings.steps, measured_flag="--steps")
-    device = resolve_device(settings.device)
+    plan = plan_window(settings.window.warmup, settings.window.steps, measured_flag="--steps")
+    device = resolve_device(settings.device.name)
     select_device(device)
     _validate(settings, device)
-    fitted_note = None
-    if settings.batch == -1:  # first: the synthetic set is generated to the fitted batch
+    fitted_note, batch, data = None, settings.batch, settings.dataset.name_or_path
+    if batch == -1:  # first: the synthetic set is generated to the fitted batch
         with stage("fit batch", on_progress, hint="pass an explicit --batch"):
-            settings, fitted_note = _fit_batch(settings, device, plan)
-    drawing = check_synthetic_window(settings.data, plan, settings.batch)
+            batch, fitted_note = _fit_batch(settings, device, plan)
+    drawing = check_synthetic_window(data, plan, batch)
     if drawing:
         warnings.warn(drawing, Note, stacklevel=2)
     with stage("build data", on_progress, hint="check the dataset YAML, images and labels"):
-        spec = resolve_dataset(settings.data, window_batches=plan.num_total, batch=settings.batch)
+        spec = resolve_dataset(data, window_batches=plan.num_total, batch=batch)
     # The family (from the file) decides the dataset's transforms, so the weights load first;
     # their notes keep their place after the data's.
     weight_notes: list[str] = []
     with stage("load weights", on_progress, hint="check --weights and --size"):
         workload, model = load_workload_model(
-            settings.weights, settings.size, device, weight_notes, settings.family
+            settings.model.weights,
+            settings.model.size,
+            device,
+            weight_notes,
+            settings.model.family,
         )
         memory_before = reset_peaks(device)
         described = workload.describe(model)
         random_init = bool(getattr(model, "random_init", False))
     with stage("build data", on_progress, hint="check the dataset YAML, images and labels"):
-        dataset = workload.train_dataset(spec, settings.imgsz, seed=SEED, cache=settings.cache)
+        dataset = workload.train_dataset(
+            spec, settings.imgsz, seed=SEED, cache=settings.dataset.cache
+        )
     num_images = len(dataset)  # type: ignore[arg-type]
-    available = batches_available(dataset, settings.batch)  # type: ignore[arg-type]
-    check_window_fits(num_images, available, plan, settings.batch)
+    available = batches_available(dataset, batch)  # type: ignore[arg-type]
+    check_window_fits(num_images, available, plan, batch)
     plan, calibration_note = fit_calibration(plan, available)
-    workers, workers_note = capped_workers(settings.workers, plan)
-    settings = dataclasses.replace(settings, workers=workers)  # the profile records the used
+    workers, workers_note = capped_workers(settings.dataset.workers, plan)
 
     notes = [*prior_notes]
     notes += [f"dataset: skipped {line}" for line in getattr(dataset, "issues", [])[:5]]
@@ -276,7 +255,7 @@ def _profile_training(
     if workers_note:
         notes.append(workers_note)
         warnings.warn(workers_note, Note, stacklevel=2)
-    warn_if_crowded(settings.workers, device, notes)
+    warn_if_crowded(workers, device, notes)
     notes += weight_notes
     with stage("load weights", on_progress, hint="check --weights and --size"):
         if described.nc != spec.nc:
@@ -288,9 +267,9 @@ def _profile_training(
             model,
             lambda side: workload.probe_batch(1, side, spec.nc).images.to(device),
             device=device,
-            batch=settings.batch,
+            batch=batch,
             imgsz=settings.imgsz,
-            workers=settings.workers,
+            workers=workers,
             prefetch_factor=PREFETCH_FACTOR,
             pinned=pins_for(device),
         )
@@ -298,9 +277,9 @@ def _profile_training(
         notes.append(f"AMP has no effect on {device.type}: the step ran in float32")
     loader = build_loader(
         dataset,
-        batch=settings.batch,
+        batch=batch,
         device=device,
-        workers=settings.workers,
+        workers=workers,
         seed=SEED,
         collate_fn=workload.collate,
     )
@@ -338,24 +317,21 @@ def _profile_training(
             notes.append(skipped_updates_note(len(skipped), plan.num_measured))
 
         trace = analysed_trace(recorder, run, window.phase_ms, device, notes)
-        config = asdict(settings) | {
-            "device_resolved": str(device),
-            "dataset_yaml": os.fspath(spec.yaml_path) if spec.yaml_path else None,
-            "num_images": num_images,
-            "batches_per_epoch": available,
-            "amp_effective": trainer.amp_effective,
-            "random_init": random_init,
-            "model_family": workload.name,
-        }
         info = RunInfo(
             mode=Mode.TRAIN.noun,
             model=workload.model_name(described.size),
-            weights=os.fspath(settings.weights),
+            family=workload.name,
+            weights=os.fspath(settings.model.weights),
+            random_init=random_init,
             device=str(device),
-            batch=settings.batch,
+            batch=batch,
             imgsz=settings.imgsz,
             amp=trainer.amp_effective,
-            config=config,
+            num_images=num_images,
+            dataset_yaml=os.fspath(spec.yaml_path) if spec.yaml_path else None,
+            batches_per_epoch=available,
+            num_workers=workers,
+            config=as_plain_dict(settings),
         )
         samples = Samples(steps=window.steps, bare_ms=window.bare_ms, amp_skipped_steps=skipped)
         profile = assemble_profile(

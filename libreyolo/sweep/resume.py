@@ -65,7 +65,10 @@ def _same_imgsz(requested: JsonValue, measured: JsonValue) -> bool:
 def measured_as_requested(profile: JsonObject, request: PointRequest) -> bool:
     """Whether the raw `profile` records the settings `request` asks for (module docstring)."""
     run = _object(profile.get("run"))
-    resolved = _object(run.get("config")).get("resolved")
+    config = _object(run.get("config"))
+    # `run.config` is the resolved config; files written before it was stored once kept it
+    # under `run.config.resolved`, beside a flat copy of the collector's settings.
+    resolved = config.get("resolved", config)
     if not isinstance(resolved, dict) or _kept(run.get("overrides")) != _kept(
         list(request.overrides)
     ):

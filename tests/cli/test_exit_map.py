@@ -189,7 +189,7 @@ def test_an_imgsz_off_the_stride_is_rounded_with_a_note_and_recorded(
     assert result.stderr == f"note: {note}\n"  # one line, through the CLI's Output
     document = json.loads((tmp_path / "infer" / "profile.json").read_text())
     assert document["run"]["imgsz"] == 128
-    assert document["run"]["config"]["resolved"]["imgsz"] == 128
+    assert document["run"]["config"]["imgsz"] == 128
     assert note in document["notes"] and "notes" not in document["run"]["config"]
 
 

@@ -45,7 +45,7 @@ def test_infer_writes_a_valid_profile_the_readers_read(weights: str, tmp_path: P
     assert path == tmp_path / "p" / "infer" / "profile.json" and out["mode"] == "inference"
     document = json.loads(path.read_text())
     jsonschema.validate(document, json.loads(SCHEMA.read_text()))
-    assert document["run"]["config"]["resolved"]["model"]["weights"] == weights
+    assert document["run"]["config"]["model"]["weights"] == weights
     assert document["run"]["overrides"][0] == "mode=infer"
     assert len(document["samples"]["latency_ms"]) == 4  # every one of the 4 runs
     assert invoke(["profile", "summary", str(path)]).status == 0

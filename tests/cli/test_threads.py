@@ -45,7 +45,7 @@ def test_infer_runs_with_the_threads_asked_and_gives_torch_its_own_back(
     assert result.status == 0, result.stderr
     document = json.loads((project / "infer" / "profile.json").read_text())
     assert document["environment"]["num_threads"] == 1
-    assert document["run"]["config"]["resolved"]["threads"] == 1
+    assert document["run"]["config"]["threads"] == 1
     assert "threads=1" in document["run"]["overrides"]
     assert torch.get_num_threads() == 2
 

@@ -43,7 +43,7 @@ def test_infer_on_a_1_6_0_yolox_file(yolox_n: Path, tmp_path: Path) -> None:
     assert result.status == 0, result.stderr
     assert result.stdout.splitlines()[3] == f"profile: {path}"
     doc = json.loads(path.read_text())
-    assert doc["run"]["model"] == "LibreYOLOXn" and doc["run"]["config"]["model_family"] == "yolox"
+    assert doc["run"]["model"] == "LibreYOLOXn" and doc["run"]["family"] == "yolox"
     assert doc["run"]["imgsz"] == 416  # YOLOX-n's own input size: no --imgsz given
     assert [p["name"] for p in doc["trace"]["phases"]] == ["preprocess", "forward", "postprocess"]
     summary = invoke(["profile", "summary", str(path)])
@@ -79,7 +79,7 @@ def test_run_synthetic_on_a_1_6_0_yolox_file_shows_the_assigners_host_syncs(
     assert result.status == 0, result.stderr
     path = tmp_path / "run" / "profile.json"
     doc = json.loads(path.read_text())
-    assert doc["run"]["config"]["model_family"] == "yolox"
+    assert doc["run"]["family"] == "yolox"
     assert [p["name"] for p in doc["trace"]["phases"]][:5] == TRAIN_PHASES
     ops = invoke(["profile", "ops", str(path), "--phase", "forward", "--top", "500", "--json"])
     rows = {row["op"]: row for row in ops.json()["ops"]}  # type: ignore[index]

@@ -13,6 +13,7 @@ import pytest
 import torch
 from torch import nn
 
+from libreyolo.config.schema import ProfileConfig
 from libreyolo.errors import NoProfileError, ProfileError
 from libreyolo.measure import train
 from libreyolo.measure.autobatch import (
@@ -30,6 +31,7 @@ from libreyolo.measure.window import plan_window
 from libreyolo.workload.data import synthetic
 from libreyolo.workload.data.dataset import max_label_rows
 from libreyolo.workload.data.loader import batches_available
+from tests.configs import configured
 
 GB = 1_000_000_000
 NO_CAP = BatchCap(MAX_BATCH, "no cap")
@@ -237,22 +239,26 @@ def test_the_probe_is_the_measured_step(tmp_path: Path, monkeypatch: pytest.Monk
         return workload, nn.Linear(1, 1)
 
     monkeypatch.setattr("libreyolo.workload.api.load_workload_model", load)
-    settings = train.TrainSettings(data=str(yaml), weights="w.pt", size="s", batch=-1, amp=True)
+    settings = configured(
+        "run",
+        {"dataset.name_or_path": str(yaml), "model.weights": "w.pt", "model.size": "s"}
+        | {"batch": -1, "amp": True},
+    )
     plan = plan_window(2, 4, measured_flag="--steps")
     fitted, note = train._fit_batch(settings, torch.device("cpu"), plan, fake)
-    assert loads == [("w.pt", "s", settings.family)]  # the measured run's own load
+    assert loads == [("w.pt", "s", settings.model.family)]  # the measured run's own load
     assert workload.calls["train_step"] == {"amp": True, "ema": True}
     assert workload.calls["reset_classes"] == (2, {0: "a", 1: "b"})
     assert {c[3] for c in workload.calls["probe_batch"]} == {MOSAIC_TILES * 3}
-    assert fitted.batch == 15 and "capped at 15 so the 4 measured steps" in note
+    assert fitted == 15 and "capped at 15 so the 4 measured steps" in note
 
 
 def test_autobatch_fits_before_the_synthetic_set_is_made(monkeypatch: pytest.MonkeyPatch) -> None:
     order: list[str] = []
 
-    def fit(settings: train.TrainSettings, device: Any, plan: Any) -> Any:
+    def fit(settings: ProfileConfig, device: Any, plan: Any) -> Any:
         order.append("fit")
-        return train.dataclasses.replace(settings, batch=48), "fitted"
+        return 48, "fitted"
 
     class Stop(ProfileError):
         """Ends the run once the dataset is asked for."""
@@ -266,7 +272,7 @@ def test_autobatch_fits_before_the_synthetic_set_is_made(monkeypatch: pytest.Mon
     monkeypatch.setattr(train, "_fit_batch", fit)
     monkeypatch.setattr("libreyolo.workload.data.dataset_config.resolve_dataset", resolve)
     with pytest.raises(Stop):
-        train.profile_training(train.TrainSettings(data="synthetic", batch=-1))
+        train.profile_training(configured("run", {"batch": -1}))
     assert order == ["fit", "resolve synthetic batch 48"]
 
 
@@ -295,9 +301,9 @@ def test_real_probe_steps_of_both_families_on_the_synthetic_set(
     monkeypatch.setenv("LIBREYOLO_WEIGHTS_DIR", str(tmp_path / "weights"))
     monkeypatch.setenv("LIBREYOLO_WEIGHTS_URL", "http://127.0.0.1:9/{name}")  # random init
     fake = CountingDevice(PROBE_BATCHES, free=10 * GB, total=10 * GB)
-    settings = train.TrainSettings(data="synthetic", weights=weights, batch=-1, imgsz=64)
+    settings = configured("run", {"model.weights": weights, "batch": -1, "imgsz": 64})
     plan = plan_window(2, 4, measured_flag="--steps")
     fitted, note = train._fit_batch(settings, torch.device("cpu"), plan, fake)
     assert fake.num_resets == len(PROBE_BATCHES)  # every probe ran a real step
-    assert fitted.batch == int((0.7 * 10 * GB - 1 * GB) // (GB // 2)) == 12
+    assert fitted == int((0.7 * 10 * GB - 1 * GB) // (GB // 2)) == 12
     assert note.startswith("--batch -1: batch 12 fits 70% of 10.0 GB available")

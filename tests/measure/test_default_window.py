@@ -82,7 +82,7 @@ def test_seed_defaults_run_synthetic_on_cpu(
     assert main(argv) == 0
     doc = json.loads((project / "run" / "profile.json").read_text(encoding="utf-8"))
     assert doc["run"]["batch"] == 16
-    assert doc["run"]["config"]["num_images"] == 576
+    assert doc["run"]["num_images"] == 576
     window = doc["window"]
     assert (window["num_warmup"], window["num_measured"], window["num_bare"]) == (5, 20, 10)
 

@@ -9,26 +9,31 @@ import jsonschema
 import pytest
 
 from libreyolo.cli.main import main
+from libreyolo.config.schema import ProfileConfig
 from libreyolo.document.codec import to_builtins
 from libreyolo.document.files import load
 from libreyolo.document.model import Profile
 from libreyolo.errors import UsageError
-from libreyolo.measure.infer import InferSettings, profile_inference
+from libreyolo.measure.infer import profile_inference
+from tests.configs import configured
 
 STAGES = {"preprocess", "forward", "postprocess"}
 
 
-def _settings(checkpoint: Path, project: Path, **changes: object) -> InferSettings:
+def _settings(checkpoint: Path, project: Path, **changes: object) -> ProfileConfig:
     base = {
-        "weights": str(checkpoint),
-        "size": "t",
+        "model.weights": str(checkpoint),
+        "model.size": "t",
         "imgsz": 128,
-        "warmup": 1,
-        "runs": 5,
-        "device": "cpu",
+        "window.warmup": 1,
+        "window.runs": 5,
+        "device.name": "cpu",
         "project": str(project),
     }
-    return InferSettings(**(base | changes))  # type: ignore[arg-type]
+    return configured("infer", base | {KEYS.get(k, k): v for k, v in changes.items()})
+
+
+KEYS = {"runs": "window.runs", "device": "device.name"}  # the changes below, as config keys
 
 
 @pytest.fixture(scope="module")
@@ -98,8 +103,10 @@ def test_cpu_run_records_device_truth(
     run, env = profile.run, profile.environment
     assert run.mode == "inference" and run.device == "cpu" and run.batch == 1
     assert run.imgsz == 128 and run.amp is False
-    assert run.config["amp_effective"] is False and run.config["half"] is True
-    assert run.config["random_init"] is False and run.config["fused"] is True
+    assert run.config["half"] is True and run.config["window"]["runs"] == 5
+    assert run.random_init is False and run.fused is True and run.family == "yolo9"
+    assert run.num_images == 1 and run.config["model"]["fuse"] == "full"
+    assert not {"amp_effective", "random_init", "resolved", "device_resolved"} & set(run.config)
     assert any("--half has no effect" in note for note in profile.notes)
     assert "notes" not in run.config  # one home for the notes: the profile's own list
     assert env.num_threads and env.torch and env.python and env.num_cpus
@@ -146,3 +153,9 @@ def test_interrupted_run_leaves_previous_profile(checkpoint: Path, tmp_path: Pat
         profile_inference(_settings(checkpoint, tmp_path, runs=4), on_progress=interrupt)
     assert path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["infer"]  # no staging left behind
+
+
+def test_a_config_of_the_other_mode_is_refused_before_anything_loads(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="measures mode infer; the config says run"):
+        profile_inference(configured("run", {"device.name": "cpu", "project": str(tmp_path)}))
+    assert list(tmp_path.iterdir()) == []

@@ -46,7 +46,7 @@ def test_repeat_trials_and_aggregate_are_written_once_into_the_staged_set(
     assert os.readlink(link) == "infer/infer_repeat.json"
     profile = json.loads((tmp_path / "infer" / "profile.json").read_text())
     aggregate = json.loads(link.read_text())
-    assert profile["run"]["config"]["resolved"]["window"]["repeat"] == 2
+    assert profile["run"]["config"]["window"]["repeat"] == 2
     assert profile["run"]["overrides"] == aggregate["run"]["overrides"]
     assert aggregate["trials"][-1]["metrics"] == profile["metrics"]  # the same last trial
 

@@ -7,6 +7,7 @@ import torch
 
 import libreyolo.measure.infer as infer_collector
 import libreyolo.measure.train as train_collector
+from libreyolo.config.schema import mode_defaults
 from libreyolo.measure.device import select_device
 
 
@@ -30,11 +31,11 @@ def test_a_cuda_device_becomes_current_and_the_cpu_touches_nothing(
     [
         (
             train_collector,
-            lambda: train_collector.profile_training(train_collector.TrainSettings()),
+            lambda: train_collector.profile_training(mode_defaults("run")),
         ),
         (
             infer_collector,
-            lambda: infer_collector.profile_inference(infer_collector.InferSettings()),
+            lambda: infer_collector.profile_inference(mode_defaults("infer")),
         ),
     ],
 )

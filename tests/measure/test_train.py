@@ -13,36 +13,42 @@ import pytest
 
 from libreyolo.boundary.output import Output
 from libreyolo.cli.main import main
+from libreyolo.config.schema import ProfileConfig
 from libreyolo.document.codec import to_builtins
 from libreyolo.document.model import Profile
 from libreyolo.errors import NoProfileError, ProfileError, UsageError
 from libreyolo.measure import loop
 from libreyolo.measure.from_config import Note
 from libreyolo.measure.host import HostSampler
-from libreyolo.measure.train import TrainSettings, capped_workers, profile_training
+from libreyolo.measure.train import capped_workers, profile_training
 from libreyolo.measure.window import plan_window
 from libreyolo.workload.data import synthetic
 from libreyolo.workload.data.dataset_config import DATASETS_ENV
 from libreyolo.workload.data.synthetic import make_synthetic
+from tests.configs import configured
 from tests.conftest import invoke
 
 PHASES = {"dataload", "to_device", "forward", "backward", "optimizer"}
 
 
-def _settings(checkpoint: Path, data: Path, project: Path, **changes: object) -> TrainSettings:
+# The flat names the tests below change, as config keys.
+KEYS = {"workers": "dataset.workers", "steps": "window.steps", "warmup": "window.warmup"}
+
+
+def _settings(checkpoint: Path, data: Path, project: Path, **changes: object) -> ProfileConfig:
     base = {
-        "data": str(data),
-        "weights": str(checkpoint),
-        "size": "t",
+        "dataset.name_or_path": str(data),
+        "model.weights": str(checkpoint),
+        "model.size": "t",
         "batch": 2,
         "imgsz": 128,
-        "workers": 0,
-        "steps": 4,
-        "warmup": 1,
-        "device": "cpu",
+        "dataset.workers": 0,
+        "window.steps": 4,
+        "window.warmup": 1,
+        "device.name": "cpu",
         "project": str(project),
     }
-    return TrainSettings(**(base | changes))  # type: ignore[arg-type]
+    return configured("run", base | {KEYS.get(k, k): v for k, v in changes.items()})
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +76,11 @@ def test_training_profile_is_complete(
     assert [s.synced for s in steps] == [False, False, True, True]
     assert all(s.dataload_ms is not None for s in steps if not s.synced)
     assert all(set(s.phase_ms) == PHASES for s in steps if s.synced)
-    assert profile.run.config["amp_effective"] is False and profile.run.amp is False
+    assert profile.run.amp is False and profile.run.config["amp"] is True  # asked, no effect
+    assert (profile.run.family, profile.run.random_init) == ("yolo9", False)
+    assert (profile.run.num_images, profile.run.batches_per_epoch) == (12, 6)
+    yaml = Path(profile.run.config["dataset"]["name_or_path"])  # the set's own YAML file
+    assert profile.run.dataset_yaml is not None and Path(profile.run.dataset_yaml) == yaml
     assert profile.metrics["step_ms"] is not None
     # 6 batches per epoch: warmup takes one, and the 4 measured + 2 calibration steps need 6,
     # so the window starts a fresh epoch (noted).
@@ -187,7 +197,7 @@ def test_the_profile_records_the_workers_that_ran(
             _settings(checkpoint, data, tmp_path, workers=6, warmup=0, steps=2)
         )
     assert profile.host is not None and profile.host.num_workers == 3
-    assert profile.run.config["workers"] == 3
+    assert profile.run.num_workers == 3 and profile.run.config["dataset"]["workers"] == 6
     assert line in profile.notes
 
 
@@ -222,7 +232,9 @@ def test_drawing_the_synthetic_set_is_announced_once_and_a_cached_one_is_not(
     root = tmp_path / "datasets"
     monkeypatch.setenv(DATASETS_ENV, str(root))
     monkeypatch.setattr("libreyolo.workload.data.dataset_config.resolve_dataset", stop)
-    settings = TrainSettings(data="synthetic", batch=4, steps=4, warmup=1, device="cpu")
+    settings = configured(
+        "run", {"batch": 4, "window.steps": 4, "window.warmup": 1, "device.name": "cpu"}
+    )
     folder = root / "synthetic-v1-train64-val16-320px-seed0"
     line = f"drawing the synthetic dataset once: 64 train images into {folder}"
     with pytest.warns(Note, match=re.escape(line)), pytest.raises(_Stop):
@@ -232,3 +244,9 @@ def test_drawing_the_synthetic_set_is_announced_once_and_a_cached_one_is_not(
         warnings.simplefilter("error", Note)
         with pytest.raises(_Stop):
             profile_training(settings)
+
+
+def test_a_config_of_the_other_mode_is_refused_before_anything_loads(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="measures mode run; the config says infer"):
+        profile_training(configured("infer", {"device.name": "cpu", "project": str(tmp_path)}))
+    assert list(tmp_path.iterdir()) == []

@@ -127,5 +127,5 @@ def test_a_two_model_sweep_keeps_two_profiles(tmp_path: Path) -> None:
     families = set()
     for name in record["points"]:
         profile = json.loads((sweep / name / "infer" / "profile.json").read_text(encoding="utf-8"))
-        families.add(profile["run"]["config"]["model_family"])
+        families.add(profile["run"]["family"])
     assert families == {"yolo9", "yolox"}

@@ -79,11 +79,14 @@ def _recorded_point(
     overrides: list[str],
     *,
     measured: tuple[dict[str, Any], list[str]] | None = None,
+    flat_copy: bool = False,
     **status: Any,
 ) -> Path:
     """A point folder as an earlier sweep left it (an ok point with a profile by default),
     its profile recording the settings it was measured with (`measured`: other ones than the
-    point.json claims; by default the same, as the sweep records them)."""
+    point.json claims; by default the same, as the sweep records them). `flat_copy`: the
+    profile as written before `run.config` was the resolved config (under `resolved`, beside
+    a flat copy of the collector's settings)."""
     make_point(tmp_path, 1, 64, 50.0, status=status)
     folder = tmp_path / "b1_s64_amp1"
     request = {"config": cfg, "overrides": overrides, "device": "cpu", "held_device": "cpu"}
@@ -91,7 +94,8 @@ def _recorded_point(
     profile_path = folder / "infer" / "profile.json"
     profile = json.loads(profile_path.read_text(encoding="utf-8"))
     resolved, recorded = measured or (cfg | {"project": str(folder)}, overrides)
-    profile["run"] |= {"config": {"resolved": resolved}, "overrides": recorded}
+    config = {"resolved": resolved, "batch": 64, "model_family": "yolo9"} if flat_copy else resolved
+    profile["run"] |= {"config": config, "overrides": recorded}
     profile_path.write_text(json.dumps(profile), encoding="utf-8")
     return folder
 
@@ -156,6 +160,20 @@ def test_a_profile_measured_with_other_settings_than_point_json_claims_is_not_re
     record = to_plain(run_point(cfg, folder, isolate=False, overrides=["batch=1"]))
     assert isinstance(record, dict)
     assert measured == [folder] and "reused" not in record
+
+
+@pytest.mark.parametrize("flat_copy", [False, True])
+@pytest.mark.parametrize("changes", [{}, {"imgsz": 96}])
+def test_the_recorded_config_is_read_in_both_profile_shapes(
+    tmp_path: Path, measured: list[Path], flat_copy: bool, changes: dict[str, Any]
+) -> None:
+    cfg = _cfg(tmp_path)
+    folder = _recorded_point(
+        tmp_path, cfg, ["batch=1"], measured=(cfg | changes, ["batch=1"]), flat_copy=flat_copy
+    )
+    record = run_point(cfg, folder, isolate=False, overrides=["batch=1"])
+    assert measured == ([] if not changes else [folder])
+    assert record.get("reused", False) is not changes
 
 
 def test_a_profile_that_records_no_settings_is_not_reused(

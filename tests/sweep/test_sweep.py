@@ -42,7 +42,7 @@ def test_grid_writes_one_folder_per_point_and_a_recommendation(tmp_path: Path) -
         assert point["metrics"]["img_per_s"] > 0
         assert f"batch={point['batch']}" in point["overrides"]
         profile = json.loads(Path(point["profile"]).read_text(encoding="utf-8"))
-        assert profile["run"]["config"]["resolved"]["imgsz"] == point["imgsz"]
+        assert profile["run"]["config"]["imgsz"] == point["imgsz"]
         assert profile["run"]["overrides"] == point["overrides"]
         request = json.loads((tmp_path / name / "point.json").read_text(encoding="utf-8"))
         assert request["config"]["batch"] == point["batch"]
@@ -104,7 +104,7 @@ def test_an_isolated_point_measures_in_a_child_process(tmp_path: Path) -> None:
     assert again.returncode == 0, again.stderr
     rerun = json.loads(Path(point["profile"]).read_text(encoding="utf-8"))
     assert rerun["created"] != profile["created"] or rerun["samples"] != profile["samples"]
-    assert rerun["run"]["config"]["resolved"] == profile["run"]["config"]["resolved"]
+    assert rerun["run"]["config"] == profile["run"]["config"]
     assert rerun["run"]["overrides"] == profile["run"]["overrides"]
     for key in ("batch", "imgsz", "amp", "device", "model"):
         assert rerun["run"][key] == profile["run"][key]

@@ -194,6 +194,6 @@ def test_profile_infer_measures_a_third_party_family(tinyfam: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     profile = json.loads((project / "infer" / "profile.json").read_text())
-    assert profile["run"]["config"]["model_family"] == "tiny"
+    assert profile["run"]["family"] == "tiny"
     assert profile["run"]["model"] == "Tinyt"
     assert any("tiny has no 'full' fusion" in n for n in profile["notes"])

@@ -1,0 +1,50 @@
+"""Every default of `libreyolo profile run|infer`, once: the config schema's field defaults and
+the POSIX flags' defaults (and so their `--help` texts) are these names.
+
+A module of constants below every layer, so that both the typed config (`config/schema.py`)
+and the argparse tree (`cli/parser.py`) read it: the parser is imported by every reader, and
+importing the config package would cost a reader's start the YAML and Compose-API modules.
+The packaged `conf/mode/*.yaml` files repeat the per-mode values as plain YAML, for people who
+read or copy them; tests/config/test_mode_defaults.py proves they compose to exactly these.
+
+Must not: import anything (not even the rest of libreyolo), read the environment, or compute.
+"""
+
+from __future__ import annotations
+
+# The model: a registry family, its weights file or name, and the inference fusion mode.
+FAMILY = "yolo9"
+WEIGHTS = "LibreYOLO9t.pt"
+FUSE = "full"  # full (BN folded, RepConvN merged, channels-last), bn (BN folded only), none
+FUSE_MODES = ("full", "bn", "none")
+
+# Training data: a registry name or a dataset YAML path, its loader workers and RAM cache.
+DATASET = "synthetic"
+WORKERS = 8
+CACHE = False
+
+DEVICE = "0"  # the first visible CUDA device
+PROJECT = "runs/profile"  # output root: `<project>/run/`, `<project>/infer/`
+THREADS: int | None = None  # torch's intra-op CPU threads (None: torch's own default)
+REPEAT = 1
+
+# `profile run`: a training step. The schema's own root and window fields carry these.
+RUN_BATCH = 16
+RUN_IMGSZ = 640
+RUN_WARMUP = 5
+RUN_STEPS = 20
+AMP = True
+
+# `profile infer`: an inference call (conf/mode/infer.yaml sets batch, imgsz and warmup).
+INFER_BATCH = 1
+INFER_IMGSZ = 0  # the model's own input size (YOLOv9 640; YOLOX 416 for n/t, 640 for s+)
+INFER_WARMUP = 20
+INFER_RUNS = 100
+HALF = False
+AMP_DTYPE = "float16"
+AMP_DTYPES = ("float16", "bfloat16")
+CONF = 0.25
+IOU = 0.45
+MAX_DET = 300
+TRACE = True
+INCLUDE_DECODE = False  # decode the image files inside the window, not once before it
