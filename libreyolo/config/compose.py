@@ -1,4 +1,5 @@
-"""Compose a typed `ProfileConfig` through Hydra's Compose API (hydra-notes §3.3, §4).
+"""Compose a typed `ProfileConfig` through Hydra's Compose API, not `@hydra.main`, so the CLI
+keeps its own stdout, logging and exit statuses.
 
 Role: the front door of configuration for single runs. Packaged defaults come from
 `pkg://libreyolo.conf`; `config_dir` adds a user's directory (its group options, and its

@@ -157,7 +157,8 @@ UNSET_IN_STORE: dict[str, tuple[str, ...]] = {
     "dataset": ("name_or_path",),
 }
 
-# ConfigStore names under the `schema/` group (kept apart from real options, hydra-notes §3.4).
+# ConfigStore names under a separate `schema/` group: stored under a real group, a schema would
+# show up as a selectable option in --help and in the group's option list.
 SCHEMAS: dict[str, type[Any]] = {
     "root": ProfileConfig,
     "model": ModelConfig,

@@ -6,8 +6,9 @@ the one a flagless `profile infer` composes), load the model through its family
 (loop.py) over the family's infer step (unsynced end-to-end latency, then synced per-stage
 walls; the unsynced runs recorded by the torch profiler), analyse the trace and save a finished
 Profile into `<project>/infer/` through a staged run directory. Images are decoded before the
-window, so preprocess times the letterbox and the host-to-device copy, not JPEG decoding (§15
-item 19). A batch the host memory cannot hold at this size is refused once the model is loaded,
+window, so preprocess times the letterbox and the host-to-device copy, not JPEG decoding (1.6.0
+re-read and decoded the file every iteration, inflating preprocess). A batch the host memory
+cannot hold at this size is refused once the model is loaded,
 before the window (memory_check.py).
 Must not print or exit, nor derive metrics or verdicts (`analysis.build.finalize` does).
 """

@@ -3,7 +3,8 @@
 Role: validate the config (a `ProfileConfig` in mode run, e.g. `config.schema.mode_defaults`
 with changes); check that one epoch of the dataset holds the measured steps at
 this batch (an epoch boundary inside the window would add loader restarts and reshuffles to
-`dataload`, §15 item 18; warmup may span epochs, and the window starts a fresh epoch when the
+`dataload` and could flip the verdict, as 1.6.0's non-persistent workers did; warmup may span
+epochs, and the window starts a fresh epoch when the
 current one cannot hold it, a restart noted in the profile). The built-in synthetic set is
 generated to hold the whole run (at most synthetic.MAX_TRAIN_IMAGES: a window that needs more
 is refused before anything is drawn); the overhead-calibration (bare) steps are ours, not the

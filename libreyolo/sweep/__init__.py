@@ -1,4 +1,5 @@
-"""`libreyolo-sweep`: a Hydra multirun over the packaged `profile` config (hydra-notes §4.3).
+"""`libreyolo-sweep`: a Hydra multirun over the packaged `profile` config (its own console
+script running `@hydra.main`, so it gets launchers, callbacks and `.hydra/` records).
 
 Role: the package of the sweep entry point. `app` holds the thin `@hydra.main` task, `point`
 measures one grid point (in a fresh child process by default) and records its status, `report`

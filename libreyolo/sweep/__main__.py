@@ -1,6 +1,7 @@
 """`python -m libreyolo.sweep`: the same entry as the `libreyolo-sweep` console script.
 
-Must not: parse arguments itself (Hydra owns `sys.argv`, hydra-notes §4.4).
+Must not: parse arguments itself (`@hydra.main` parses `sys.argv`: a
+`parse_args` that ran first, even at import, would consume or reject Hydra's arguments).
 """
 
 from __future__ import annotations

@@ -16,10 +16,11 @@ in flight (its child is terminated, the point recorded `interrupted`), starts no
 `sweep.json` and the table for what the folder holds (never-run points `missing`) and exits
 128 + the signal (130, 143) with one line on stderr and no traceback.
 
-Must not: parse `sys.argv` itself (Hydra does, hydra-notes §4.4), raise for an expected point
+Must not: parse `sys.argv` itself (Hydra does: another parser before it would swallow
+Hydra's flags), raise for an expected point
 failure, print or exit but through `libreyolo.boundary`, or keep state in the task beyond the
-list of points this process ran (launchers pickle the task with the globals it touches,
-hydra-notes §9.6).
+list of points this process ran (submitit and joblib pickle the task by value with
+every global it touches, and a global holding a lock cannot be pickled).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The per-device lease: one measurement at a time on each GPU, and on the CPU (hydra-notes §8.3).
+"""The per-device lease: one measurement at a time on each GPU, and on the CPU.
 
 Role: `device_lease` holds an exclusive `flock` on `<lock_dir>/gpu<i>.lock` for a free physical
 GPU among the candidates, or on `<lock_dir>/cpu.lock` for a CPU point (two CPU points measuring
@@ -8,8 +8,8 @@ a lock when its holder dies, so there is no stale-lock cleanup. `Lease` says whi
 held and how to reach it: the child's `CUDA_VISIBLE_DEVICES` and torch device string.
 
 Must not: import torch (the lease is taken before CUDA starts), keep locks in module globals
-(launchers pickle the task with the globals it touches, hydra-notes §9.6), or delete lock files
-(another process may hold the same inode).
+(launchers pickle the task by value with every global it touches; a lock cannot be pickled),
+or delete lock files (another process may hold the same inode).
 """
 
 from __future__ import annotations

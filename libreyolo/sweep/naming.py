@@ -6,7 +6,7 @@ amp and threads. When a multirun sweeps any other key (`model=yolo9t,yolox_n`, `
 one `_<key>-<value>` part per such key (`b4_s640_amp1_model-yolox_n`), by appending the
 extended template to the multirun's Hydra overrides, from which Hydra builds every job's config
 in whichever launcher runs it (the parent's `on_multirun_start` sees the same config object the
-sweeper is then set up with, hydra-notes §7). A template the user set is left as it is, but
+sweeper is then set up with). A template the user set is left as it is, but
 must name every swept key (or the job number), else the sweep is refused before any point runs:
 two jobs in one folder would overwrite each other's profile. The values are written by the
 `slug` resolver: safe in a file name, distinct for distinct values.

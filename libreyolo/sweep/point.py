@@ -2,7 +2,9 @@
 
 Role: `run_point` writes `point.json` (resolved config + overrides), takes the device lease
 (`lease.py`: a free GPU, or the CPU), measures in a fresh child process (forked from a server that
-has imported torch but never used it, hydra-notes §9.3; its stderr also lands in `point.log`) or in
+has imported torch but never used it: a point in the launcher's own process would inherit the
+previous point's CUDA context, allocator cache and peak counters; its stderr also lands in
+`point.log`) or in
 this process (`sweep.isolate=false`) and leaves `status.json`: {status: ok|failed|interrupted,
 reason, code, overrides, profile (the repeat aggregate when window.repeat > 1), pid (the measuring
 process), held_device, lease_acquired_at, lease_released_at (epoch s), lease_wait_s, measure_s

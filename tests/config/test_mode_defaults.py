@@ -26,7 +26,11 @@ def test_the_packaged_mode_files_compose_to_exactly_the_mode_defaults(mode: str)
 
 def test_each_mode_defaults_to_its_named_constants() -> None:
     run, infer = mode_defaults(ModeOption.run), mode_defaults(ModeOption.infer)
-    assert (run.mode, run.batch, run.imgsz) == (ModeOption.run, defaults.RUN_BATCH, defaults.RUN_IMGSZ)
+    assert (run.mode, run.batch, run.imgsz) == (
+        ModeOption.run,
+        defaults.RUN_BATCH,
+        defaults.RUN_IMGSZ,
+    )
     assert run.window == WindowConfig(
         warmup=defaults.RUN_WARMUP, steps=defaults.RUN_STEPS, runs=defaults.INFER_RUNS
     )

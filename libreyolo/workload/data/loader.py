@@ -10,9 +10,10 @@ YoloDataset. The Batch is the contract the loss and the training step are writte
                    class is the integer class id stored as float; x1 y1 x2 y2 are corners in
                    pixels of the network input (0..W, 0..H), clipped, with x2 > x1 and y2 > y1.
                    Rows are grouped by image_index in ascending order. N may be 0. There are NO
-                   padding rows (1.6.0 padded to (B, 300, 5) normalised; §2.7 of the workload
-                   notes shows the padding only costs time). A loss that wants 1.6.0's dense form
-                   builds it from these rows, padding to the batch's own maximum box count.
+                   padding rows (1.6.0 padded to (B, 300, 5) normalised; on YOLOv9-t at batch 2
+                   the loss took 0.44-0.58 s padded against 0.03 s trimmed, same value). A loss
+                   that wants 1.6.0's dense form builds it from these rows, padding to the
+                   batch's own maximum box count.
     Batch.paths    list[str] of length B, the source image of each (first mosaic tile).
     Batch.padded_targets  None, or the same boxes grouped per image as a float32 (B, T, 5)
                    [class, x1, y1, x2, y2] tensor padded with class -1 rows (T: the batch's
