@@ -9,7 +9,6 @@ and the GPU steps are played by a fake interpreter, so the tests need no network
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import json
 import os
@@ -22,6 +21,8 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+
+from tests.scripts_module import script_module
 
 ROOT = Path(__file__).resolve().parents[1]
 PURE = "py3-none-any"
@@ -42,11 +43,7 @@ WHEELS = (
 
 
 def _gpu_env() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gpu_env", ROOT / "scripts" / "gpu_env.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return script_module("gpu_env")
 
 
 def _wheel(
@@ -167,12 +164,7 @@ def test_gpu_env_sees_every_third_party_import_of_the_package() -> None:
 
 
 def _gpu_check() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gpu_check", ROOT / "scripts" / "gpu_check.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["gpu_check"] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return script_module("gpu_check")
 
 
 MiB = 2**20

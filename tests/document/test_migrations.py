@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 from functools import cache
 from pathlib import Path
@@ -20,6 +19,7 @@ from libreyolo.document.migrations import CURRENT, schema_version, upgrade
 from libreyolo.document.model import SCHEMA, Profile
 from libreyolo.errors import AnalysisError
 from tests.fixture_files import fixture_file
+from tests.scripts_module import script_module
 from tests.strategies import profiles
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,11 +56,7 @@ def _validator() -> jsonschema.Draft202012Validator:
 
 
 def _gen_schema_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gen_schema", ROOT / "scripts" / "gen_schema.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return script_module("gen_schema")
 
 
 # --- every v1 file --------------------------------------------------------------------------

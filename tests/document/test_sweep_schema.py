@@ -5,7 +5,6 @@ the readers refuse does not."""
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 import subprocess
 from functools import cache
@@ -21,6 +20,7 @@ from libreyolo.document.convert import to_plain
 from libreyolo.document.sweep_files import collect_points, point_folders
 from libreyolo.sweep.report import write_report
 from tests.conftest import invoke
+from tests.scripts_module import script_module
 from tests.sweep.helpers import tiny_sweep_argv
 from tests.sweep.test_record_checks import RECORD_CASES
 from tests.sweep.test_report import _plan, make_point, make_sweep
@@ -39,11 +39,7 @@ CROSS_REFERENCES = {"recommended unknown point", "threads float"}
 
 
 def _gen_schema_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gen_schema", ROOT / "scripts" / "gen_schema.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return script_module("gen_schema")
 
 
 @cache
