@@ -173,7 +173,7 @@ def test_the_recorded_config_is_read_in_both_profile_shapes(
     )
     record = run_point(cfg, folder, isolate=False, overrides=["batch=1"])
     assert measured == ([] if not changes else [folder])
-    assert record.get("reused", False) is not changes
+    assert record.reused is (not changes)  # reused exactly when nothing changed
 
 
 def test_a_profile_that_records_no_settings_is_not_reused(
