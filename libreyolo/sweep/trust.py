@@ -18,9 +18,8 @@ Must not: run a job, create the sweep folder, instantiate anything, or keep Hydr
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from libreyolo.errors import UsageError
 
@@ -60,7 +59,7 @@ def split_trust_flags(argv: Sequence[str]) -> tuple[Trust, list[str]]:
     return Trust(frozenset(targets), logging), rest
 
 
-def _targets(node: Any, path: str = "") -> Iterator[tuple[str, object]]:
+def _targets(node: object, path: str = "") -> Iterator[tuple[str, object]]:
     """(`a.b._target_`, value) of every `_target_` in the plain container `node`."""
     if isinstance(node, dict):
         for key, value in node.items():
@@ -74,7 +73,7 @@ def _targets(node: Any, path: str = "") -> Iterator[tuple[str, object]]:
             yield from _targets(value, f"{path}[{index}]")
 
 
-def untrusted(hydra: dict[str, Any], trust: Trust) -> UsageError | None:
+def untrusted(hydra: Mapping[str, object], trust: Trust) -> UsageError | None:
     """The refusal for the first thing in the composed `hydra` settings (a plain container,
     unresolved) that would run code the user did not opt into; None when there is none."""
     for path, target in _targets(hydra):
@@ -95,7 +94,7 @@ def untrusted(hydra: dict[str, Any], trust: Trust) -> UsageError | None:
     return None
 
 
-def composed_hydra(argv: Sequence[str]) -> dict[str, Any] | None:
+def composed_hydra(argv: Sequence[str]) -> dict[str, object] | None:
     """The `hydra` settings `@hydra.main` composes for `argv` (unresolved), or None when this
     command line starts no run (`--help`, `--cfg`, `--info`, shell completion). A command line
     that does not compose is a ConfigError (one line, as for `libreyolo profile`): Hydra would
