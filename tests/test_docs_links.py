@@ -120,8 +120,8 @@ def test_checks_find_what_they_look_for(tmp_path: Path) -> None:
         "#no-such-heading: no heading #no-such-heading in docs/profile-format.md"
     )
     assert broken_link(page, "design-notes.md") == "design-notes.md: no docs/design-notes.md"
-    assert broken_link(page, "../../shared/docs/x.md") == (
-        "../../shared/docs/x.md leads outside the repository"
+    assert broken_link(page, "../../elsewhere/docs/x.md") == (
+        "../../elsewhere/docs/x.md leads outside the repository"
     )
     assert broken_link(page, "https://example.org/x.md") is None
     note = tmp_path / "n.md"
