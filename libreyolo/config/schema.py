@@ -110,6 +110,36 @@ class SweepConfig:
     resume: bool = True
 
 
+class TuneGoal(StrEnum):
+    """What `hydra/sweeper=tune` searches the batch for (libreyolo.analysis.tune)."""
+
+    knee = "knee"  # the smallest batch past which a bigger one buys no measurable img/s
+    maxfit = "maxfit"  # the largest batch that fits
+    latency = "latency"  # inference: the best img/s within a latency bound
+
+
+@dataclass(frozen=True)
+class TuneConfig:
+    """How `hydra/sweeper=tune` searches along `batch` (docs: README, "Which batch").
+
+    `goal`: knee, maxfit or latency. The batch grows geometrically from `batch_min` to
+    `batch_max`; refinement measures multiples of `batch_step` only. `min_gain_pct`: a
+    significant gain smaller than this is no gain (knee). `percentile` and `max_latency_ms`:
+    the latency bound (latency goal). `memory_budget_mb` (also a plain sweep's): a point that
+    needs more memory than this does not fit (CUDA: the allocator is capped there; CPU: the
+    window's peak resident memory is compared with it). None: the device's own memory.
+    """
+
+    goal: TuneGoal = TuneGoal.knee
+    batch_min: int = 1
+    batch_max: int = 64
+    batch_step: int = 8
+    min_gain_pct: float = 5.0
+    percentile: int = 99
+    max_latency_ms: float | None = None
+    memory_budget_mb: float | None = None
+
+
 @dataclass(frozen=True)
 class ProfileConfig:
     """One resolved profile run. `batch` -1 means auto-fit (training on CUDA only)."""
@@ -120,6 +150,7 @@ class ProfileConfig:
     device: DeviceConfig = field(default_factory=DeviceConfig)
     window: WindowConfig = field(default_factory=WindowConfig)
     sweep: SweepConfig = field(default_factory=SweepConfig)
+    tune: TuneConfig = field(default_factory=TuneConfig)
     batch: int = defaults.RUN_BATCH
     imgsz: int = defaults.RUN_IMGSZ
     amp: bool = defaults.AMP

@@ -166,14 +166,36 @@ class Choice:
     """One of `values`."""
 
     values: tuple[str, ...]
+    null: bool = False
 
     def __call__(self, value: object, path: str) -> str | None:
-        if isinstance(value, str) and value in self.values:
+        if (isinstance(value, str) and value in self.values) or (value is None and self.null):
             return None
         return f"{path} is {shown(value)}, not one of {', '.join(self.values)}"
 
     def schema(self) -> JsonObject:
-        return {"enum": list(self.values)}
+        values: list[JsonValue] = list(self.values)
+        return {"enum": [*values, None] if self.null else values}
+
+
+@dataclass(frozen=True, slots=True)
+class Signed:
+    """A number -limit..limit (a change that may be negative), or null."""
+
+    limit: float
+
+    def __call__(self, value: object, path: str) -> str | None:
+        if value is None:
+            return None
+        if type(value) not in (int, float):
+            return f"{path} is {kind_of(value)}, not a number"
+        assert isinstance(value, int | float)
+        if -self.limit <= value <= self.limit:  # NaN fails
+            return None
+        return f"{path} is {shown(value)} (out of range -{self.limit:g}..{self.limit:g})"
+
+    def schema(self) -> JsonObject:
+        return {"type": "number", "minimum": -self.limit, "maximum": self.limit}
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +216,24 @@ class Strings:
     def schema(self) -> JsonObject:
         items: JsonObject = {"type": "string", "maxLength": self.max_chars}
         return {"type": "array", "maxItems": self.max_items, "items": items}
+
+
+@dataclass(frozen=True, slots=True)
+class Items:
+    """A list of at most `max_items` values, each by `item`."""
+
+    item: Rule
+    max_items: int
+
+    def __call__(self, value: object, path: str) -> str | None:
+        if not isinstance(value, list):
+            return f"{path} is {kind_of(value)}, not a list"
+        if len(value) > self.max_items:
+            return f"{path} holds {len(value)} items (at most {self.max_items})"
+        return first_problem((f"{path}[{i}]", v, self.item) for i, v in enumerate(value))
+
+    def schema(self) -> JsonObject:
+        return {"type": "array", "maxItems": self.max_items, "items": self.item.schema()}
 
 
 @dataclass(frozen=True, slots=True)

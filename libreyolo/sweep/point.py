@@ -52,6 +52,8 @@ from libreyolo.config.schema import (
     ModeOption,
     ProfileConfig,
     SweepConfig,
+    TuneConfig,
+    TuneGoal,
     WindowConfig,
 )
 from libreyolo.document.codec import document_bytes
@@ -96,6 +98,7 @@ _NESTED: dict[str, type[Any]] = {
     "device": DeviceConfig,
     "window": WindowConfig,
     "sweep": SweepConfig,
+    "tune": TuneConfig,
 }
 
 
@@ -107,6 +110,9 @@ def config_from_dict(data: JsonObject) -> ProfileConfig:
         kwargs[key] = nested(**value) if nested is not None and isinstance(value, dict) else value
     kwargs["mode"] = ModeOption(str(data.get("mode", ModeOption.run.value)))
     kwargs["amp_dtype"] = AmpDtype(str(data.get("amp_dtype", AmpDtype.float16.value)))
+    tune = kwargs.get("tune")
+    if isinstance(tune, TuneConfig):
+        kwargs["tune"] = dataclasses.replace(tune, goal=TuneGoal(str(tune.goal)))
     return ProfileConfig(**kwargs)  # type: ignore[arg-type]  # as_plain_dict's own keys
 
 

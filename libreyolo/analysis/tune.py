@@ -1,0 +1,308 @@
+"""The batch search of `hydra/sweeper=tune`: from what one series has measured, the next batch
+to measure or the answer, and the answer's evidence. Pure and deterministic: the same measured
+points give the same decision, so a resumed search (its points reused) walks the same path.
+
+The test between two batches is `analysis.compare`'s rule on their trials' img/s (Welch's t at
+5 %, |d| > max(2, t_{0.975, ν}) × SE), the one the compare gate applies; a gain counts when it
+is significant and at least `min_gain_pct`. A batch is *as good as* the best measured one
+unless the best's gain over it counts.
+
+* knee: the batch grows geometrically from `batch_min` (x2, capped at `batch_max`) until a size
+  gains nothing that counts over the one before, does not fit, or is `batch_max`. The answer is
+  the smallest measured batch as good as the best; refinement bisects, on multiples of
+  `batch_step`, between it and the largest batch below it that is not, and, when the growth was
+  stopped by a batch that does not fit while the largest fitting one still gained, between
+  those two first (a bigger batch that fits may be better still).
+* maxfit: doubling until a batch does not fit, then bisection: the largest batch that fits.
+* latency: as knee, among the batches that fit and whose latency percentile stays within
+  `max_latency_ms`; the growth stops at the first that breaks the bound.
+A search ends when no multiple of `batch_step` lies strictly inside the interval it refines.
+
+Must not: read or write files, import torch, numpy, Hydra or OmegaConf.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from libreyolo.analysis import stats
+from libreyolo.analysis.compare import threshold_multiplier
+from libreyolo.document.tune_model import Bound, Stop, TuneSettings, Versus
+
+__all__ = ["Done", "Measured", "Next", "Test", "decide", "evidence", "growth", "test", "versus"]
+
+
+@dataclass(frozen=True, slots=True)
+class Measured:
+    """One measured batch of a series, as the search reads it."""
+
+    point: str  # its folder, relative to the sweep folder
+    batch: int
+    fits: bool
+    bound: Bound | None = None  # why it does not fit
+    trials: tuple[float, ...] = ()  # img/s of each trial
+    latency_ms: float | None = None  # at the goal's percentile (trial mean)
+    peak_mb: float | None = None  # VRAM on CUDA, resident memory on the CPU
+    failed: str | None = None  # it failed for another reason than not fitting: the reason
+    reused: bool = False
+
+    @property
+    def mean(self) -> float | None:
+        return stats.mean(self.trials)
+
+    @property
+    def sd(self) -> float | None:
+        return stats.sample_sd(self.trials)
+
+
+@dataclass(frozen=True, slots=True)
+class Next:
+    """Measure this batch next."""
+
+    batch: int
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """The search is over: why, in a word and a sentence, and the batch it recommends."""
+
+    stopped: Stop
+    why: str
+    batch: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Test:
+    """The bigger batch's img/s against the smaller's: gain, and Welch's call on the trials
+    (None: a side has fewer than two trials)."""
+
+    gain_pct: float
+    significant: bool | None
+    p_value: float | None
+
+
+def test(smaller: Measured, bigger: Measured) -> Test | None:
+    """`bigger`'s img/s gain over `smaller`'s and its significance; None without img/s."""
+    a, b = smaller.mean, bigger.mean
+    if a is None or b is None or a <= 0:
+        return None
+    gain = (b - a) / a * 100
+    se = stats.combined_standard_error(smaller.trials, bigger.trials)
+    if se is None:
+        return Test(gain, None, None)
+    diff = abs(b - a)
+    if se == 0.0:  # neither side varies: any difference is one (compare's rule)
+        return Test(gain, diff > 0.0, 0.0 if diff > 0.0 else 1.0)
+    df = stats.welch_df(smaller.trials, bigger.trials)
+    p_value = min(1.0, 2 * stats.t_upper_tail(diff / se, df)) if df else None
+    return Test(gain, diff > threshold_multiplier(df) * se, p_value)
+
+
+def _counts(settings: TuneSettings, smaller: Measured, bigger: Measured) -> bool:
+    """Whether `bigger` gains over `smaller` what counts: significant and ≥ min_gain_pct."""
+    result = test(smaller, bigger)
+    return (
+        result is not None
+        and result.significant is True
+        and result.gain_pct >= settings.min_gain_pct
+    )
+
+
+def growth(settings: TuneSettings) -> Iterator[int]:
+    """The geometric sizes: batch_min, x2, ..., capped at (and ending with) batch_max."""
+    batch = settings.batch_min
+    while batch < settings.batch_max:
+        yield batch
+        batch *= 2
+    yield settings.batch_max
+
+
+def _feasible(settings: TuneSettings, point: Measured) -> bool:
+    """It fits and, for the latency goal, meets the latency bound."""
+    if not point.fits or point.failed is not None:
+        return False
+    if settings.goal != "latency":
+        return True
+    bound = settings.max_latency_ms
+    return point.latency_ms is not None and bound is not None and point.latency_ms <= bound
+
+
+def _inside(settings: TuneSettings, lo: int, hi: int, measured: set[int]) -> int | None:
+    """The middle unmeasured multiple of batch_step strictly between lo and hi, if any."""
+    step = settings.batch_step
+    first = (lo // step + 1) * step
+    candidates = [b for b in range(first, hi, step) if b not in measured]
+    return candidates[len(candidates) // 2] if candidates else None
+
+
+def _top(feasible: Sequence[Measured]) -> Measured:
+    """The feasible batch with the highest mean img/s (the smaller one on a tie)."""
+    return max(feasible, key=lambda m: (m.mean or 0.0, -m.batch))
+
+
+def _as_good(settings: TuneSettings, point: Measured, top: Measured) -> bool:
+    """`point` is as good as the best: the best's gain over it does not count."""
+    return point is top or not _counts(settings, point, top)
+
+
+def _still_gaining(settings: TuneSettings, feasible: Sequence[Measured]) -> bool:
+    """The largest feasible batch gains what counts over the next smaller one (or is alone)."""
+    if len(feasible) < 2:
+        return True
+    return _counts(settings, feasible[-2], feasible[-1])
+
+
+def _answer(settings: TuneSettings, feasible: Sequence[Measured]) -> Measured:
+    """The smallest feasible batch as good as the best one (maxfit: the largest that fits)."""
+    if settings.goal == "maxfit":
+        return max(feasible, key=lambda m: m.batch)
+    top = _top(feasible)
+    return min((m for m in feasible if _as_good(settings, m, top)), key=lambda m: m.batch)
+
+
+def _grow(settings: TuneSettings, by_batch: dict[int, Measured]) -> Next | Done | None:
+    """The next growth size, or how the growth ended (its `Done` carries no batch yet)."""
+    previous: Measured | None = None
+    for size in growth(settings):
+        point = by_batch.get(size)
+        if point is None:
+            return Next(size)
+        if not point.fits:
+            return Done("no_fit", f"batch {size} does not fit ({_bound_text(point)})", None)
+        if not _feasible(settings, point):
+            return Done("latency_bound", f"batch {size}: {_latency_text(settings, point)}", None)
+        gained = previous is None or _counts(settings, previous, point)
+        if settings.goal != "maxfit" and not gained:
+            assert previous is not None
+            return Done("no_gain", _no_gain_why(settings, previous, point), None)
+        if size == settings.batch_max:
+            return Done("batch_max", f"reached tune.batch_max ({size})", None)
+        previous = point
+    return None  # growth() always ends with batch_max, which returns above
+
+
+def decide(settings: TuneSettings, measured: Sequence[Measured]) -> Next | Done:
+    """The next batch to measure in this series, or the search's end with its answer."""
+    for point in measured:
+        if point.failed is not None:
+            return Done("failed", f"batch {point.batch} failed: {point.failed}", None)
+    by_batch = {point.batch: point for point in measured}
+    grown = _grow(settings, by_batch)
+    if isinstance(grown, Next) or grown is None:
+        return grown or Done("batch_max", "reached tune.batch_max", None)
+    feasible = sorted((m for m in measured if _feasible(settings, m)), key=lambda m: m.batch)
+    if not feasible:
+        return Done("none_fits", grown.why, None)
+    done = set(by_batch)
+    largest = feasible[-1]
+    above = [m.batch for m in measured if m.batch > largest.batch and not _feasible(settings, m)]
+    # A bigger batch may fit (and be better) below the first that does not: look there first,
+    # unless the knee is behind the largest that fits (it gained nothing that counts).
+    if above and (settings.goal != "knee" or _still_gaining(settings, feasible)):
+        upward = _inside(settings, largest.batch, min(above), done)
+        if upward is not None:
+            return Next(upward)
+    answer = _answer(settings, feasible)
+    below = [m.batch for m in feasible if m.batch < answer.batch]
+    if settings.goal != "maxfit" and below:
+        downward = _inside(settings, max(below), answer.batch, done)
+        if downward is not None:
+            return Next(downward)
+    return Done(grown.stopped, grown.why, answer.batch)
+
+
+def versus(measured: Sequence[Measured], point: Measured) -> Versus | None:
+    """`point` against the next smaller measured batch that fits (None: it is the smallest, or
+    either has no img/s)."""
+    smaller = [m for m in measured if m.fits and m.failed is None and m.batch < point.batch]
+    if not smaller or not point.fits:
+        return None
+    previous = max(smaller, key=lambda m: m.batch)
+    result = test(previous, point)
+    if result is None:
+        return None
+    p_value = None if result.p_value is None else round(result.p_value, 4)
+    return Versus(
+        batch=previous.batch,
+        gain_pct=round(result.gain_pct, 2),
+        significant=result.significant,
+        p_value=p_value,
+    )
+
+
+def _rate(point: Measured) -> str:
+    """`412 ± 3 img/s` (no ± with a single trial)."""
+    mean, sd = point.mean or 0.0, point.sd
+    return f"{mean:.1f} img/s" if sd is None else f"{mean:.1f} ± {sd:.1f} img/s"
+
+
+def _p_text(result: Test) -> str:
+    if result.p_value is None:
+        return "no trials to test"
+    return f"Welch p {result.p_value:.2f}" if result.p_value >= 0.01 else "Welch p < 0.01"
+
+
+def _no_gain_why(settings: TuneSettings, smaller: Measured, bigger: Measured) -> str:
+    result = test(smaller, bigger)
+    if result is None:
+        return f"batch {bigger.batch} has no img/s to compare"
+    verdict = "not significant" if not result.significant else "significant but small"
+    return (
+        f"batch {bigger.batch} adds {result.gain_pct:+.1f} % over {smaller.batch}, {verdict} "
+        f"({_p_text(result)}; a gain counts at ≥ {settings.min_gain_pct:g} %)"
+    )
+
+
+def _bound_text(point: Measured) -> str:
+    what = "over the memory budget" if point.bound == "over_budget" else "out of memory"
+    return what if point.peak_mb is None else f"{what}, peak {point.peak_mb:.0f} MB"
+
+
+def _latency_text(settings: TuneSettings, point: Measured) -> str:
+    bound = settings.max_latency_ms
+    latency = "no latency" if point.latency_ms is None else f"{point.latency_ms:.1f} ms"
+    return f"p{settings.percentile} {latency}, over the {bound:g} ms bound"
+
+
+def _memory_ratio(answer: Measured, other: Measured) -> str:
+    if answer.peak_mb and other.peak_mb and not math.isclose(answer.peak_mb, other.peak_mb):
+        return f", at {other.peak_mb / answer.peak_mb:.1f}× the memory"
+    return ""
+
+
+def evidence(settings: TuneSettings, measured: Sequence[Measured], batch: int) -> str:
+    """The recommendation in one sentence: its throughput (or peak, for maxfit) and what the
+    next measured batch up showed ("batch 32: 412.0 ± 3.1 img/s; 64 adds +1.2 %, not
+    significant (Welch p 0.41), at 1.9× the memory")."""
+    answer = next(m for m in measured if m.batch == batch)
+    bigger = sorted((m for m in measured if m.batch > batch), key=lambda m: m.batch)
+    if settings.goal == "maxfit":
+        peak = "" if answer.peak_mb is None else f" (peak {answer.peak_mb:.0f} MB)"
+        head = f"batch {batch} fits{peak}"
+    elif settings.goal == "latency":
+        latency = "" if answer.latency_ms is None else f" at p{settings.percentile} "
+        latency += "" if answer.latency_ms is None else f"{answer.latency_ms:.1f} ms"
+        head = f"batch {batch}: {_rate(answer)}{latency}"
+    else:
+        head = f"batch {batch}: {_rate(answer)}"
+    if not bigger:
+        if batch == settings.batch_max and settings.goal != "latency":
+            return f"{head}; tune.batch_max reached: raise it to look further"
+        return head
+    up = bigger[0]
+    if not up.fits:
+        return f"{head}; {up.batch} does not fit ({_bound_text(up)})"
+    if settings.goal == "latency" and not _feasible(settings, up):
+        return f"{head}; {up.batch}: {_latency_text(settings, up)}"
+    result = test(answer, up)
+    if result is None:
+        return head
+    verdict = "not significant" if not result.significant else "below what counts"
+    if result.significant and result.gain_pct < 0:
+        verdict = "significantly slower"
+    return (
+        f"{head}; {up.batch} adds {result.gain_pct:+.1f} %, {verdict} ({_p_text(result)})"
+        f"{_memory_ratio(answer, up)}"
+    )
