@@ -39,6 +39,8 @@ PLAN_FILE = "sweep_plan.json"  # the grid, written before the first point: Sweep
 SWEEP_FILE = "sweep.json"  # the sweep record at the sweep root: SweepRecord
 CHART_FILE = "sweep.png"  # the throughput chart next to it
 PAGE_FILE = "sweep.html"  # the sweep's report page next to it
+TUNE_FILE = "tune.json"  # hydra/sweeper=tune: the search and its answer: TuneRecord
+TUNED_CONFIG = "tuned.yaml"  # training: the recommended settings as a config file
 MAX_DEPTH = 3  # point folders sit this deep under the sweep root at most (subdir b4_s640_amp1)
 
 

@@ -143,12 +143,16 @@ class Recommendation:
     img_per_s: Number_ | None = field(default=None, metadata=_meta(METRIC))
     point: str = field(metadata=_meta(NAME))
     evidence: str = field(metadata=_meta(SENTENCE))
+    # training: the settings as one line (`batch=32 imgsz=640 amp=true workers=8`) and the
+    # `tuned*.yaml` beside tune.json that holds them (relative to the sweep folder)
+    train_settings: str | None = field(default=None, metadata=_meta(SENTENCE))
+    config_file: str | None = field(default=None, metadata=_meta(NAME))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TuneRecord:
-    """`tune.json`: the settings, every series' search and the recommendations, and for
-    training the settings line and the `tuned.yaml` written beside it."""
+    """`tune.json`: the settings, every series' search and the recommendations (one per
+    series that found an answer, in series order)."""
 
     schema: str = field(default=TUNE_SCHEMA, metadata=_meta(Choice((TUNE_SCHEMA,))))
     mode: Literal["run", "infer"] = field(metadata=_meta(Choice(("run", "infer"))))
@@ -160,6 +164,3 @@ class TuneRecord:
         default_factory=list, metadata=_meta(Items(Fields(Recommendation), MAX_SERIES))
     )
     num_points: int = field(default=0, metadata=_meta(Count(0, 1 << 32)))  # measured, all series
-    # training: `batch=32 imgsz=640 amp=true workers=8`, and the file holding it
-    train_settings: str | None = field(default=None, metadata=_meta(SENTENCE))
-    tuned_config: str | None = field(default=None, metadata=_meta(NAME))
