@@ -31,7 +31,17 @@ from libreyolo.analysis import stats
 from libreyolo.analysis.compare import threshold_multiplier
 from libreyolo.document.tune_model import Bound, Stop, TuneSettings, Versus
 
-__all__ = ["Done", "Measured", "Next", "Test", "decide", "evidence", "growth", "test", "versus"]
+__all__ = [
+    "Done",
+    "Measured",
+    "Next",
+    "Test",
+    "decide",
+    "evidence",
+    "gain_test",
+    "growth",
+    "versus",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +93,7 @@ class Test:
     p_value: float | None
 
 
-def test(smaller: Measured, bigger: Measured) -> Test | None:
+def gain_test(smaller: Measured, bigger: Measured) -> Test | None:
     """`bigger`'s img/s gain over `smaller`'s and its significance; None without img/s."""
     a, b = smaller.mean, bigger.mean
     if a is None or b is None or a <= 0:
@@ -102,7 +112,7 @@ def test(smaller: Measured, bigger: Measured) -> Test | None:
 
 def _counts(settings: TuneSettings, smaller: Measured, bigger: Measured) -> bool:
     """Whether `bigger` gains over `smaller` what counts: significant and ≥ min_gain_pct."""
-    result = test(smaller, bigger)
+    result = gain_test(smaller, bigger)
     return (
         result is not None
         and result.significant is True
@@ -220,7 +230,7 @@ def versus(measured: Sequence[Measured], point: Measured) -> Versus | None:
     if not smaller or not point.fits:
         return None
     previous = max(smaller, key=lambda m: m.batch)
-    result = test(previous, point)
+    result = gain_test(previous, point)
     if result is None:
         return None
     p_value = None if result.p_value is None else round(result.p_value, 4)
@@ -245,7 +255,7 @@ def _p_text(result: Test) -> str:
 
 
 def _no_gain_why(settings: TuneSettings, smaller: Measured, bigger: Measured) -> str:
-    result = test(smaller, bigger)
+    result = gain_test(smaller, bigger)
     if result is None:
         return f"batch {bigger.batch} has no img/s to compare"
     verdict = "not significant" if not result.significant else "significant but small"
@@ -296,7 +306,7 @@ def evidence(settings: TuneSettings, measured: Sequence[Measured], batch: int) -
         return f"{head}; {up.batch} does not fit ({_bound_text(up)})"
     if settings.goal == "latency" and not _feasible(settings, up):
         return f"{head}; {up.batch}: {_latency_text(settings, up)}"
-    result = test(answer, up)
+    result = gain_test(answer, up)
     if result is None:
         return head
     verdict = "not significant" if not result.significant else "below what counts"
