@@ -36,6 +36,7 @@ __all__ = [
     "Measured",
     "Next",
     "Test",
+    "as_good_as_best",
     "decide",
     "evidence",
     "gain_test",
@@ -162,6 +163,16 @@ def _still_gaining(settings: TuneSettings, feasible: Sequence[Measured]) -> bool
     if len(feasible) < 2:
         return True
     return _counts(settings, feasible[-2], feasible[-1])
+
+
+def as_good_as_best(settings: TuneSettings, measured: Sequence[Measured]) -> list[int]:
+    """The feasible batches, in order, whose img/s the best one's does not beat by a gain that
+    counts: the set any of whose members a search may fairly recommend (a grid's, for one)."""
+    feasible = [m for m in measured if _feasible(settings, m)]
+    if not feasible:
+        return []
+    top = _top(feasible)
+    return sorted(m.batch for m in feasible if _as_good(settings, m, top))
 
 
 def _answer(settings: TuneSettings, feasible: Sequence[Measured]) -> Measured:

@@ -15,6 +15,7 @@ from libreyolo.analysis.tune import (
     Done,
     Measured,
     Next,
+    as_good_as_best,
     decide,
     evidence,
     gain_test,
@@ -210,3 +211,11 @@ def test_versus_is_against_the_next_smaller_batch_that_fits() -> None:
     assert found.significant is True
     assert versus(measured, measured[0]) is None
     assert versus(measured, measured[2]) is None
+
+
+def test_as_good_as_best_is_the_set_a_grid_may_recommend_from() -> None:
+    rate = {1: 50.0, 2: 80.0, 4: 99.0, 8: 100.0, 16: 100.5, 32: 70.0}
+    measured = [Measured(f"b{b}", b, True, trials=trials(r)) for b, r in rate.items()]
+    measured.append(Measured("b64", 64, False, "oom"))
+    assert as_good_as_best(TuneSettings(), measured) == [4, 8, 16]
+    assert as_good_as_best(TuneSettings(), [measured[-1]]) == []
