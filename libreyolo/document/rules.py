@@ -269,11 +269,14 @@ class Named:
 @dataclass(frozen=True, slots=True)
 class Fields:
     """An object whose keys follow the rules of the dataclass `cls`'s fields (a required field
-    must be there; keys no field names are not read, so not checked)."""
+    must be there; keys no field names are not read, so not checked), or null when `null`."""
 
     cls: type
+    null: bool = False
 
     def __call__(self, value: object, path: str) -> str | None:
+        if value is None and self.null:
+            return None
         if not isinstance(value, dict):
             return f"{path} is {kind_of(value)}, not an object"
         return field_problem(value, self.cls, lambda key: f"{path}.{key}")

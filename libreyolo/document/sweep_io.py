@@ -1,8 +1,9 @@
 """One sweep file at a time: the names of a sweep's files, how to tell ours from someone else's
 (`is_request`, `is_status`, `is_plan`, `is_sweep_record`), and the typed readers
-(`read_request`, `read_status`, `read_plan`, `read_sweep_record`): each file read bounded (a
-regular file, at most `limits.MAX_SMALL_BYTES` or `MAX_RECORD_BYTES`, no NaN), checked against
-its struct's rules (`sweep_model.py`), then built by the converter.
+(`read_request`, `read_status`, `read_plan`, `read_sweep_record`, `read_tune_record`): each
+file read bounded (a regular file, at most `limits.MAX_SMALL_BYTES` or `MAX_RECORD_BYTES`, no
+NaN), checked against its struct's rules (`sweep_model.py`, `tune_model.py`), then built by the
+converter.
 
 Must not: import torch, numpy, Hydra or OmegaConf (readers run on a laptop), print, or write.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -29,7 +31,8 @@ from libreyolo.document.sweep_model import (
     SweepPlan,
     SweepRecord,
 )
-from libreyolo.document.sweep_validate import HINT, check_record
+from libreyolo.document.sweep_validate import HINT, TUNE_HINT, check_record, tune_problem
+from libreyolo.document.tune_model import TUNE_SCHEMA, TuneRecord
 from libreyolo.errors import AnalysisError, ProfileError
 
 REQUEST_FILE = "point.json"  # a point's request: PointRequest
@@ -174,16 +177,22 @@ def read_plan(root: Path) -> SweepPlan | None:
     return convert(data, SweepPlan)
 
 
+def _read_document(path: Path, what: str) -> JsonValue:
+    """The JSON at `path`, a regular file of at most MAX_RECORD_BYTES; AnalysisError (exit 1)
+    naming the file for anything else (a device, too large, not JSON, NaN, too deep)."""
+    try:
+        with open_regular(str(path), MAX_RECORD_BYTES) as handle:
+            return _loads(handle.read(MAX_RECORD_BYTES + 1))
+    except ProfileError as err:  # no regular file, or too large
+        raise AnalysisError(f"failed to read {what} {path}: {err.message}") from err
+    except (OSError, ValueError, RecursionError) as err:
+        raise AnalysisError(f"failed to read {what} {path}: {err}") from err
+
+
 def read_sweep_record(record_path: Path) -> SweepRecord:
     """A `sweep.json` read back; AnalysisError (exit 1) when it is not a sweep record or holds a
     value no sweep writes (`sweep_validate.check_record`: the field is named)."""
-    try:
-        with open_regular(str(record_path), MAX_RECORD_BYTES) as handle:
-            data = _loads(handle.read(MAX_RECORD_BYTES + 1))
-    except ProfileError as err:  # no regular file, or too large
-        raise AnalysisError(f"failed to read sweep {record_path}: {err.message}") from err
-    except (OSError, ValueError, RecursionError) as err:
-        raise AnalysisError(f"failed to read sweep {record_path}: {err}") from err
+    data = _read_document(record_path, "sweep")
     if not isinstance(data, dict) or not isinstance(data.get("points"), dict):
         raise AnalysisError(f"failed to read sweep {record_path}: not a sweep record (no points)")
     tag = data.get("schema", SWEEP_SCHEMA)  # a record from before the tag reads as v1
@@ -198,4 +207,34 @@ def read_sweep_record(record_path: Path) -> SweepRecord:
     except ConversionError as err:  # the rules cover every field: a rule that misses one
         raise AnalysisError(
             f"failed to read sweep {record_path}: invalid sweep record: {err}", hint=HINT
+        ) from err
+
+
+def read_tune_record(path: Path) -> TuneRecord | None:
+    """The `tune.json` at `path`; None when there is none (a plain grid). AnalysisError
+    (exit 1) naming the file when it is not ours (no `libreyolo.tune/v1` tag) and naming the
+    field when it holds a value no search writes (`sweep_validate.tune_problem`)."""
+    if not os.path.lexists(path):  # a dangling link is a file that cannot be read, not none
+        return None
+    data = _read_document(path, "tune record")
+    if not isinstance(data, dict) or "schema" not in data:
+        raise AnalysisError(
+            f"failed to read tune record {path}: not a tune record (no schema tag)",
+            hint=f"libreyolo-sweep -m hydra/sweeper=tune writes {TUNE_SCHEMA}",
+        )
+    if data["schema"] != TUNE_SCHEMA:
+        raise AnalysisError(
+            f"failed to read tune record {path}: unknown schema {shown(data['schema'])}",
+            hint=f"this libreyolo reads {TUNE_SCHEMA}",
+        )
+    problem = tune_problem(data)
+    if problem:
+        raise AnalysisError(
+            f"failed to read tune record {path}: invalid tune record: {problem}", hint=TUNE_HINT
+        )
+    try:
+        return convert(data, TuneRecord)
+    except ConversionError as err:  # the rules cover every field: a rule that misses one
+        raise AnalysisError(
+            f"failed to read tune record {path}: invalid tune record: {err}", hint=TUNE_HINT
         ) from err

@@ -21,6 +21,11 @@ belongs), as `sweep_model.py` declares them:
 * `points` an object of objects; `recommended` an object of imgsz -> the name of one of them.
 Fields no struct names are not checked (a newer writer may add some).
 
+`tune.json` (`tune_model.py`) is checked the same way by `read_tune_record`, which refuses the
+whole file: there is no sweep to read on without it. Beyond its fields' rules, a series'
+recommended `batch` must be one its path measured, and each `recommended[i].point` a point of
+some series' path (the page highlights that point).
+
 Must not: read files, print, or import anything beyond the standard library and errors.
 """
 
@@ -46,6 +51,7 @@ from libreyolo.document.sweep_model import (
     SweepRecord,
     SweepRow,
 )
+from libreyolo.document.tune_model import TuneRecord
 from libreyolo.errors import AnalysisError
 
 __all__ = [
@@ -56,16 +62,22 @@ __all__ = [
     "POINT_RULES",
     "STATUSES",
     "STATUS_RULES",
+    "TUNE_HINT",
     "check_record",
     "first_problem",
     "point_problem",
     "record_problem",
     "shown",
+    "tune_problem",
 ]
 
 HINT = (
     "libreyolo-sweep never writes such a value: the file was damaged or edited; "
     "rebuild it from the point folders with: python -m libreyolo.sweep.report <sweep dir>"
+)
+TUNE_HINT = (
+    "libreyolo-sweep never writes such a value: the file was damaged or edited; run the same "
+    "sweep again to rewrite it (its measured points are reused)"
 )
 METRIC_RULES: dict[str, Rule] = field_rules(HeadlineMetrics)  # in the record's order
 POINT_RULES: dict[str, Rule] = field_rules(SweepRow)
@@ -106,3 +118,42 @@ def check_record(data: JsonObject, *, origin: str) -> None:
         raise AnalysisError(
             f"failed to read sweep {origin}: invalid sweep record: {problem}", hint=HINT
         )
+
+
+def _path_problem(series: JsonObject, where: str) -> str | None:
+    """A series' recommended batch that its path never measured (the fields are checked)."""
+    batch, path = series.get("batch"), series.get("path", [])
+    assert isinstance(path, list)
+    measured = {step.get("batch") for step in path if isinstance(step, dict)}
+    if batch is not None and batch not in measured:
+        return f"{where}.batch is {shown(batch)}, not a batch of its path"
+    return None
+
+
+def tune_problem(data: JsonObject) -> str | None:
+    """The first problem of a tune record (None when there is none): its fields' rules, then
+    each series' batch against its path, then each recommended point against the paths."""
+    problem = field_problem(data, TuneRecord, str)
+    if problem:
+        return problem
+    series = data.get("series", [])
+    assert isinstance(series, list)
+    points: set[JsonValue] = set()
+    for i, one in enumerate(series):
+        assert isinstance(one, dict)
+        problem = _path_problem(one, f"series[{i}]")
+        if problem:
+            return problem
+        path = one.get("path", [])
+        assert isinstance(path, list)
+        points |= {step.get("point") for step in path if isinstance(step, dict)}
+    recommended = data.get("recommended", [])
+    assert isinstance(recommended, list)
+    for i, rec in enumerate(recommended):
+        assert isinstance(rec, dict)
+        if rec.get("point") not in points:
+            return (
+                f"recommended[{i}].point is {shown(rec.get('point'))}, not a point of any "
+                "series' path"
+            )
+    return None

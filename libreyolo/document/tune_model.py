@@ -110,7 +110,7 @@ class TuneStep:
     trials: int = field(default=0, metadata=_meta(Count(0, 1 << 16)))
     peak_mb: Number_ | None = field(default=None, metadata=_meta(METRIC))  # VRAM, else RSS
     latency_ms: Number_ | None = field(default=None, metadata=_meta(METRIC))  # the percentile
-    versus: Versus | None = field(default=None, metadata=_meta(Fields(Versus)))
+    versus: Versus | None = field(default=None, metadata=_meta(Fields(Versus, null=True)))
     reused: bool = field(default=False, metadata=_meta(Flag(null=False)))
 
 
