@@ -1,13 +1,13 @@
 """Write the published JSON Schemas: `libreyolo/document/profile.schema.json` (the profile
-document) and `libreyolo/document/sweep.schema.json` (the sweep's four files).
+document) and `libreyolo/document/sweep.schema.json` (the sweep's five files).
 
 The profile's schema is generated from the structs in `libreyolo/document/model.py` (the
 contract) by msgspec and post-processed only to add an identity (`$id`, `title`,
 `description`) and to pin `schema` to the current tag. The sweep's is generated from the
-structs in `libreyolo/document/sweep_model.py`: each field's type from its annotation and, where
-the field declares a rule (`rules.RULE`), the values the rule accepts (ranges, lengths,
-choices), so the published ranges are the ones a reader checks. Output is canonical (sorted
-keys, indent 2, trailing newline), so a file changes only when the structs do.
+structs in `libreyolo/document/sweep_model.py` and `tune_model.py`: each field's type from its
+annotation and, where the field declares a rule (`rules.RULE`), the values the rule accepts
+(ranges, lengths, choices), so the published ranges are the ones a reader checks. Output is
+canonical (sorted keys, indent 2, trailing newline), so a file changes only when the structs do.
 
 Usage:
     python scripts/gen_schema.py           # rewrite both files
@@ -40,6 +40,7 @@ from libreyolo.document.sweep_model import (
     SweepPlan,
     SweepRecord,
 )
+from libreyolo.document.tune_model import TUNE_SCHEMA, TuneRecord
 
 DOCUMENT_DIR = Path(__file__).resolve().parents[1] / "libreyolo" / "document"
 SCHEMA_PATH = DOCUMENT_DIR / "profile.schema.json"
@@ -53,7 +54,11 @@ SWEEP_DOCUMENTS = {
     "status.json": (PointStatus, STATUS_SCHEMA),
     "sweep_plan.json": (SweepPlan, PLAN_SCHEMA),
     "sweep.json": (SweepRecord, SWEEP_SCHEMA),
+    "tune.json": (TuneRecord, TUNE_SCHEMA),
 }
+# Files whose reader refuses them untagged though the struct defaults the tag (no untagged one
+# was ever written): the schema requires it.
+TAG_REQUIRED = (TuneRecord,)
 _SCALARS = {str: "string", int: "integer", float: "number", bool: "boolean", type(None): "null"}
 
 
@@ -140,6 +145,8 @@ def build_sweep_schema() -> dict[str, Any]:
     defs: dict[str, Any] = {}
     for cls, _ in SWEEP_DOCUMENTS.values():
         _type_schema(cls, defs)
+    for cls in TAG_REQUIRED:
+        defs[cls.__name__]["required"] = ["schema", *defs[cls.__name__].get("required", [])]
     files = ", ".join(
         f"{name} ({cls.__name__}, {tag})" for name, (cls, tag) in SWEEP_DOCUMENTS.items()
     )
@@ -149,7 +156,8 @@ def build_sweep_schema() -> dict[str, Any]:
         "title": "libreyolo sweep files",
         "description": (
             f"What libreyolo-sweep writes: {files}. Unknown fields are ignored by readers. "
-            "Generated from libreyolo/document/sweep_model.py by scripts/gen_schema.py; see "
+            "Generated from libreyolo/document/sweep_model.py and tune_model.py by "
+            "scripts/gen_schema.py; see "
             "docs/sweep-format.md."
         ),
         "anyOf": [{"$ref": f"#/$defs/{cls.__name__}"} for cls, _ in SWEEP_DOCUMENTS.values()],

@@ -16,14 +16,17 @@ import jsonschema
 import pytest
 
 from libreyolo.analysis.sweep import sweep_record
+from libreyolo.document.codec import document_bytes
 from libreyolo.document.convert import to_plain
 from libreyolo.document.sweep_files import collect_points, point_folders
 from libreyolo.sweep.report import write_report
 from tests.conftest import invoke
+from tests.document.test_tune_io import FIELD_CASES, hand_written
 from tests.scripts_module import script_module
 from tests.sweep.helpers import tiny_sweep_argv
 from tests.sweep.test_record_checks import RECORD_CASES
 from tests.sweep.test_report import _plan, make_point, make_sweep
+from tests.tune_records import knee_record
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_FILE = ROOT / "libreyolo" / "document" / "sweep.schema.json"
@@ -32,10 +35,20 @@ DEFINITION = {
     "status.json": "PointStatus",
     "sweep_plan.json": "SweepPlan",
     "sweep.json": "SweepRecord",
+    "tune.json": "TuneRecord",
 }
 # What a JSON Schema cannot state: that a recommended name is a point of the record, and that
 # 2.0 is no integer (JSON Schema counts it one: the same number; the readers refuse a float).
 CROSS_REFERENCES = {"recommended unknown point", "threads float"}
+# tune.json's cross references (a series' batch one of its path's, a recommended point one of
+# the paths') and an integer refusing 2.0, as above.
+TUNE_CROSS_REFERENCES = {
+    "batch float",
+    "series batch not measured",
+    "recommended point unknown",
+    "recommended point with controls",
+    "series too many",  # maxItems holds; validating 4097 series costs seconds
+}
 
 
 def _gen_schema_script() -> ModuleType:
@@ -165,3 +178,24 @@ def test_a_record_the_readers_refuse_does_not_validate(record: dict[str, Any], e
     tampered = copy.deepcopy(record)
     edit(tampered)
     assert _errors(tampered, "SweepRecord") != []
+
+
+def test_every_tune_record_validates_and_the_tag_is_required() -> None:
+    for train in (False, True):
+        written = json.loads(document_bytes(knee_record(train=train)))
+        assert _errors(written, "TuneRecord") == []
+    data = hand_written()
+    assert _errors(data, "TuneRecord") == []
+    del data["schema"]  # the reader refuses a tune.json without its tag: so does the schema
+    assert _errors(data, "TuneRecord") == ["[]: 'schema' is a required property"]
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [c[1] for c in FIELD_CASES if c[0] not in TUNE_CROSS_REFERENCES],
+    ids=[c[0] for c in FIELD_CASES if c[0] not in TUNE_CROSS_REFERENCES],
+)
+def test_a_tune_record_the_reader_refuses_does_not_validate(edit: Any) -> None:
+    tampered = copy.deepcopy(hand_written())
+    edit(tampered)
+    assert _errors(tampered, "TuneRecord") != []
