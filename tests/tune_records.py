@@ -117,7 +117,8 @@ def record_of(mode: str, settings: TuneSettings, *curves: Curve, train: bool = F
         series.append(one)
         if answer is not None and train:
             line = f"batch={answer.batch} imgsz={curve.imgsz} amp=true workers=8"
-            answer = replace(answer, train_settings=line, config_file="tuned.yaml")
+            name = "tuned.yaml" if len(curves) == 1 else f"tuned_s{curve.imgsz}_amp1.yaml"
+            answer = replace(answer, train_settings=line, config_file=name)
         recommended += [] if answer is None else [answer]
     return TuneRecord(
         mode="run" if train else mode,  # type: ignore[arg-type]

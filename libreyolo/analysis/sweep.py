@@ -14,6 +14,7 @@ from typing import ClassVar
 
 from libreyolo.analysis.result_kind import ResultKind
 from libreyolo.document.sweep_model import STATUSES, SweepRecord, SweepRow
+from libreyolo.document.tune_model import TuneRecord
 
 Points = Mapping[str, SweepRow]  # a sweep record's rows by point name
 SeriesKey = tuple[int | None, bool | None, int | None]  # (imgsz, amp, threads)
@@ -22,10 +23,12 @@ Series = dict[SeriesKey, list[tuple[int, float]]]
 
 @dataclass(frozen=True, slots=True)
 class SweepView:
-    """What `summary <sweep-dir>` shows: the sweep record, as `sweep.json` holds it."""
+    """What `summary <sweep-dir>` shows: the sweep record, as `sweep.json` holds it, and the
+    batch search's answer when `hydra/sweeper=tune` chose the points (`tune.json`)."""
 
     result_kind: ClassVar[ResultKind] = ResultKind.SWEEP
     record: SweepRecord
+    tune: TuneRecord | None = None
 
 
 def _throughput(entry: SweepRow) -> float:

@@ -1,5 +1,5 @@
 """Open what a reader was given: a profile (any schema), a Chrome trace analysed on the fly, or
-(for `summary`) a sweep folder.
+(for `summary`) a sweep folder, with its `tune.json` when a batch search chose its points.
 
 The analyser and the verdict code are imported only when a trace or a v1 file needs them, so
 `get` on a profile.json starts fast.
@@ -56,10 +56,12 @@ def open_sweep(path: str) -> SweepView | None:
 
     root = Path(path).resolve()
     if (root / files.SWEEP_FILE).is_file():
-        return SweepView(files.read_sweep_record(root / files.SWEEP_FILE))
+        record = files.read_sweep_record(root / files.SWEEP_FILE)
+        return SweepView(record, files.read_tune_record(root / files.TUNE_FILE))
     # A sweep still running (or stopped before its record): its planned grid or point folders.
     points = files.collect_sweep(root)
     if not points:
         return None
     chart = files.CHART_FILE if (root / files.CHART_FILE).is_file() else None
-    return SweepView(sweep_record(str(root), points, chart))
+    tune = files.read_tune_record(root / files.TUNE_FILE)
+    return SweepView(sweep_record(str(root), points, chart), tune)

@@ -36,6 +36,8 @@ from libreyolo.document.sweep_io import (
     REQUEST_FILE,
     STATUS_FILE,
     SWEEP_FILE,
+    TUNE_FILE,
+    TUNED_CONFIG,
     as_status,
     in_file,
     inside,
@@ -49,6 +51,7 @@ from libreyolo.document.sweep_io import (
     read_request,
     read_status,
     read_sweep_record,
+    read_tune_record,
 )
 from libreyolo.document.sweep_model import (
     MAX_PROFILE_INT,
@@ -78,6 +81,8 @@ __all__ = [  # the file layer, for the sweep's code and the readers
     "STATUS_SCHEMA",
     "SWEEP_FILE",
     "SWEEP_SCHEMA",
+    "TUNED_CONFIG",
+    "TUNE_FILE",
     "collect_points",
     "collect_sweep",
     "inside",
@@ -92,6 +97,7 @@ __all__ = [  # the file layer, for the sweep's code and the readers
     "read_request",
     "read_status",
     "read_sweep_record",
+    "read_tune_record",
 ]
 
 HEADLINE = tuple(f.name for f in dataclasses.fields(HeadlineMetrics))  # copied from the profile

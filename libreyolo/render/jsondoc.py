@@ -421,8 +421,13 @@ def _memory(mem: MemoryView) -> JsonObject:
 def _(result: SweepView, source: ReadFrom) -> Any:
     from libreyolo.document.convert import to_plain
 
-    # the sweep.json object as the sweep writes it: every object's keys sorted
-    return to_plain(result.record, sort_keys=True)
+    # the sweep.json object as the sweep writes it: every object's keys sorted; a batch
+    # search's tune.json, as its file holds it, under `tune`
+    plain = to_plain(result.record, sort_keys=True)
+    assert isinstance(plain, dict)
+    if result.tune is not None:
+        plain["tune"] = to_plain(result.tune, sort_keys=True)
+    return plain
 
 
 @_view(ResultKind.OUTCOME)

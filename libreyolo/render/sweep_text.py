@@ -47,8 +47,9 @@ def _row(name: str, entry: SweepRow) -> tuple[str, ...]:
     )
 
 
-def sweep_lines(record: SweepRecord) -> list[str]:
-    """The table lines of a sweep record (`sweep.json`)."""
+def sweep_lines(record: SweepRecord, best: str = "recommended") -> list[str]:
+    """The table lines of a sweep record (`sweep.json`); `best` names the trusted point with
+    the highest img/s per imgsz (after a batch search's answer: `highest img/s`)."""
     points = record.points
     rows = [HEADER, *(_row(name, points[name]) for name in by_throughput(points))]
     widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER) - 1)]
@@ -57,11 +58,11 @@ def sweep_lines(record: SweepRecord) -> list[str]:
         for r in rows
     ]
     lines += [
-        f"recommended for imgsz {short_name(imgsz)}: {short_name(name)}"
+        f"{best} for imgsz {short_name(imgsz)}: {short_name(name)}"
         for imgsz, name in record.recommended.items()
     ]
     if not record.recommended:
-        lines.append("recommended: none (no point finished without failure, thrash or contention)")
+        lines.append(f"{best}: none (no point finished without failure, thrash or contention)")
     contended = sum(e.metrics.contended is True for e in points.values())
     if contended:
         noun = "point was" if contended == 1 else "points were"

@@ -262,7 +262,12 @@ def _(result: MeasurementOutcome) -> Lines:
 def _(result: SweepView) -> Lines:
     from libreyolo.render.sweep_text import sweep_lines  # sweeps only: profile readers skip it
 
-    return sweep_lines(result.record)
+    if result.tune is None:
+        return sweep_lines(result.record)
+    from libreyolo.render.tune_text import tune_lines
+
+    # the search's answer first; the grid's own pick is then only the fastest point
+    return tune_lines(result.tune) + sweep_lines(result.record, best="highest img/s")
 
 
 @_view(ResultKind.SWEEP_COMPARE)
