@@ -1,7 +1,8 @@
-"""The report's charts as inline SVG: stacked columns, horizontal bars, x-y lines and points, a
-histogram. Each data mark is an element with `class="mark"`, `data-mark` naming its chart, the
-number it draws in `data-value` (and `data-src`, the reader JSON path holding it) and a `<title>`
-the browser shows as a tooltip, without any script.
+"""The report's charts as inline SVG: stacked columns, horizontal bars, a share bar, a histogram,
+and the primitives every chart shares (the y axis, the root element, a mark's attributes; the
+x-y chart is `xy.py`). Each data mark is an element with `class="mark"`, `data-mark` naming its
+chart, the number it draws in `data-value` (and `data-src`, the reader JSON path holding it) and
+a `<title>` the browser shows as a tooltip, without any script.
 
 Charts scale with the page (`viewBox`, width 100 %); colours come in a fixed order from the
 Okabe-Ito palette and lines also differ in dash, so the series stay apart in greyscale print.
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from libreyolo.document import phases
 from libreyolo.render.html.markup import Src, attr_src, esc
@@ -72,7 +73,7 @@ def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
     return ticks
 
 
-def _svg(width: int, height: int, body: str, label: str) -> str:
+def svg_root(width: int, height: int, body: str, label: str) -> str:
     # Never drawn larger than designed: text stays 11 px in a wide column.
     return (
         f'<svg viewBox="0 0 {width} {height}" style="max-width:{width}px" role="img" '
@@ -80,7 +81,7 @@ def _svg(width: int, height: int, body: str, label: str) -> str:
     )
 
 
-def _mark(mark: str, value: float, src: Src | None) -> str:
+def mark_attrs(mark: str, value: float, src: Src | None) -> str:
     where = f" {attr_src(src)}" if src is not None else ""
     return f'class="mark" data-mark="{esc(mark)}" data-value="{value!r}"{where}'
 
@@ -117,7 +118,7 @@ def stacked_columns(
     y_max = ticks[-1]
     slot = plot_w / max(len(columns), 1)
     bar_w = max(min(slot * 0.78, 40.0), 1.0)
-    parts = [_y_axis(ticks, y_max, plot_w, plot_h, y_label)]
+    parts = [y_axis(ticks, y_max, plot_w, plot_h, y_label)]
     order = {k: i for i, k in enumerate(keys)}
     label_every = max(1, math.ceil(len(columns) / 30))
     for i, col in enumerate(columns):
@@ -129,7 +130,7 @@ def stacked_columns(
             fill = GREY if col.faded else colour(seg.key, order.get(seg.key, 0))
             opacity = ' fill-opacity="0.55"' if col.faded else ""
             parts.append(
-                f'<rect {_mark(mark, seg.value, seg.src)} x="{x:.1f}" y="{y:.1f}" '
+                f'<rect {mark_attrs(mark, seg.value, seg.src)} x="{x:.1f}" y="{y:.1f}" '
                 f'width="{bar_w:.1f}" height="{max(h, 0.5):.1f}" fill="{fill}"{opacity}>'
                 f"<title>{esc(seg.tip)}</title></rect>"
             )
@@ -143,10 +144,10 @@ def stacked_columns(
                 f'<text x="{x + bar_w / 2:.1f}" y="{TOP + plot_h + 14}" '
                 f'text-anchor="middle">{esc(col.label)}</text>'
             )
-    return _svg(width, height, "".join(parts), y_label)
+    return svg_root(width, height, "".join(parts), y_label)
 
 
-def _y_axis(ticks: list[float], y_max: float, plot_w: float, plot_h: float, label: str) -> str:
+def y_axis(ticks: list[float], y_max: float, plot_w: float, plot_h: float, label: str) -> str:
     parts = ['<g class="grid">']
     for t in ticks:
         y = TOP + plot_h - t / y_max * plot_h
@@ -197,7 +198,7 @@ def hbars(
         for bar in row.bars:
             w = max(bar.value / top * plot_w, 0.5 if bar.value > 0 else 0.0)
             parts.append(
-                f'<rect {_mark(mark, bar.value, bar.src)} x="{label_w}" y="{y + 1:.1f}" '
+                f'<rect {mark_attrs(mark, bar.value, bar.src)} x="{label_w}" y="{y + 1:.1f}" '
                 f'width="{w:.1f}" height="{per_bar - 2}" rx="2" fill="{bar.colour}">'
                 f"<title>{esc(bar.tip)}</title></rect>"
             )
@@ -208,26 +209,11 @@ def hbars(
                 )
             y += per_bar
         y += gap
-    return _svg(width, int(y) + 2, "".join(parts), label)
+    return svg_root(width, int(y) + 2, "".join(parts), label)
 
 
 def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-@dataclass(frozen=True, slots=True)
-class XYPoint:
-    x: float
-    y: float
-    src: Src | None
-    tip: str
-
-
-@dataclass(frozen=True, slots=True)
-class XYSeries:
-    label: str
-    points: tuple[XYPoint, ...]
-    connect: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,83 +223,6 @@ class Guide:
 
     value: float
     label: str
-
-
-@dataclass(frozen=True, slots=True)
-class XYChart:
-    series: tuple[XYSeries, ...]
-    x_label: str
-    y_label: str
-    log2_x: bool = False
-    guides: tuple[Guide, ...] = ()
-    front: tuple[tuple[float, float], ...] = ()  # a highlighted polyline (the Pareto front)
-    x_ticks: tuple[float, ...] = field(default_factory=tuple)
-
-
-def xy_chart(chart: XYChart, *, mark: str, width: int = 540, height: int = 300) -> str:
-    """Points (and lines through each series) on linear axes, x log2 when asked."""
-    plot_w, plot_h = width - LEFT - RIGHT, height - TOP - BOTTOM
-
-    def fx(x: float) -> float:
-        return math.log2(x) if chart.log2_x and x > 0 else x
-
-    pts = [p for s in chart.series for p in s.points]
-    xs = [fx(p.x) for p in pts] or [0.0, 1.0]
-    ys = [p.y for p in pts] + [g.value for g in chart.guides]
-    x_lo, x_hi = min(xs), max(xs)
-    if x_hi <= x_lo:
-        x_lo, x_hi = x_lo - 1, x_hi + 1
-    pad = (x_hi - x_lo) * 0.05
-    x_lo, x_hi = x_lo - pad, x_hi + pad
-    y_ticks = nice_ticks(0.0, max(ys, default=1.0) or 1.0)
-    y_max = y_ticks[-1]
-
-    def px(x: float) -> float:
-        return LEFT + (fx(x) - x_lo) / (x_hi - x_lo) * plot_w
-
-    def py(y: float) -> float:
-        return TOP + plot_h - y / y_max * plot_h
-
-    parts = [_y_axis(y_ticks, y_max, plot_w, plot_h, chart.y_label)]
-    x_ticks = chart.x_ticks or tuple(sorted({p.x for p in pts}))
-    for t in x_ticks:
-        parts.append(
-            f'<text x="{px(t):.1f}" y="{TOP + plot_h + 14}" text-anchor="middle">'
-            f"{fmt_tick(t)}</text>"
-        )
-    parts.append(
-        f'<text x="{LEFT + plot_w / 2:.1f}" y="{height - 6}" text-anchor="middle">'
-        f"{esc(chart.x_label)}</text>"
-    )
-    for g in chart.guides:
-        y = py(g.value)
-        parts.append(
-            f'<line class="guide" x1="{LEFT}" x2="{LEFT + plot_w}" y1="{y:.1f}" '
-            f'y2="{y:.1f}" stroke="#D55E00" stroke-dasharray="6 3"/>'
-            f'<text x="{LEFT + plot_w - 4}" y="{y - 4:.1f}" text-anchor="end" '
-            f'fill="#D55E00">{esc(g.label)}</text>'
-        )
-    if len(chart.front) > 1:
-        path = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in chart.front)
-        parts.append(
-            f'<polyline class="front" points="{path}" fill="none" stroke="#000" '
-            f'stroke-width="5" stroke-opacity="0.15" stroke-linejoin="round"/>'
-        )
-    for i, s in enumerate(chart.series):
-        c, dash = PALETTE[i % len(PALETTE)], DASHES[i % len(DASHES)]
-        ordered = sorted(s.points, key=lambda p: p.x)
-        if s.connect and len(ordered) > 1:
-            path = " ".join(f"{px(p.x):.1f},{py(p.y):.1f}" for p in ordered)
-            dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
-            parts.append(
-                f'<polyline points="{path}" fill="none" stroke="{c}" stroke-width="2"{dash_attr}/>'
-            )
-        for p in ordered:
-            parts.append(
-                f'<circle {_mark(mark, p.y, p.src)} cx="{px(p.x):.1f}" cy="{py(p.y):.1f}" r="4"'
-                f' fill="{c}" stroke="#fff" stroke-width="1"><title>{esc(p.tip)}</title></circle>'
-            )
-    return _svg(width, height, "".join(parts), chart.y_label)
 
 
 def share_bar(segments: Sequence[Segment], *, mark: str, width: int = 1100) -> str:
@@ -326,8 +235,9 @@ def share_bar(segments: Sequence[Segment], *, mark: str, width: int = 1100) -> s
         w = seg.value / total * width
         fill = colour(seg.key, i)
         parts.append(
-            f'<rect {_mark(mark, seg.value, seg.src)} x="{x:.1f}" y="2" width="{max(w, 0.5):.1f}"'
-            f' height="{bar_h}" fill="{fill}"><title>{esc(seg.tip)}</title></rect>'
+            f'<rect {mark_attrs(mark, seg.value, seg.src)} x="{x:.1f}" y="2" '
+            f'width="{max(w, 0.5):.1f}" height="{bar_h}" fill="{fill}">'
+            f"<title>{esc(seg.tip)}</title></rect>"
         )
         label = f"{seg.key} {seg.value / total:.0%}"
         if w >= 7 * len(label):
@@ -337,7 +247,7 @@ def share_bar(segments: Sequence[Segment], *, mark: str, width: int = 1100) -> s
                 f'style="fill:{ink}">{esc(label)}</text>'
             )
         x += w
-    return _svg(width, height, "".join(parts), "share of the step by phase")
+    return svg_root(width, height, "".join(parts), "share of the step by phase")
 
 
 LIGHT = frozenset({"#F0E442", "#56B4E9", "#E69F00", GREY})  # fills that take dark text
@@ -372,12 +282,12 @@ def histogram(
     def px(x: float) -> float:
         return LEFT + (x - lo) / (hi - lo) * plot_w
 
-    parts = [_y_axis(y_ticks, y_max, plot_w, plot_h, "samples")]
+    parts = [y_axis(y_ticks, y_max, plot_w, plot_h, "samples")]
     for b in bins:
         x0, x1 = px(b.lo), px(b.hi) if b.hi > b.lo else px(b.lo) + plot_w
         h = b.count / y_max * plot_h
         parts.append(
-            f'<rect {_mark(mark, float(b.count), b.src)} x="{x0 + 0.5:.1f}" '
+            f'<rect {mark_attrs(mark, float(b.count), b.src)} x="{x0 + 0.5:.1f}" '
             f'y="{TOP + plot_h - h:.1f}" width="{max(x1 - x0 - 1, 1):.1f}" height="{h:.1f}" '
             f'fill="{PALETTE[0]}"><title>{b.count} samples in {b.lo:.2f}–{b.hi:.2f} ms'
             "</title></rect>"
@@ -401,7 +311,7 @@ def histogram(
             f'y="{TOP + 10 + 12 * i}" fill="#D55E00"'
             f"{' text-anchor=' + chr(34) + 'end' + chr(34) if right else ''}>{esc(g.label)}</text>"
         )
-    return _svg(width, height, "".join(parts), x_label)
+    return svg_root(width, height, "".join(parts), x_label)
 
 
 def legend(entries: Sequence[tuple[str, str]]) -> str:

@@ -22,7 +22,7 @@ from libreyolo.analysis.sweep import (
     series_label,
     series_names,
 )
-from libreyolo.render.html import svg
+from libreyolo.render.html import svg, xy
 from libreyolo.render.html.markup import Src, esc, num
 from libreyolo.render.safe import short_name
 
@@ -75,7 +75,7 @@ def _tip(name: str, entry: SweepRow, what: str) -> str:
 
 def _series(
     points: Points, index: Index, y_key: str, fmt: str
-) -> tuple[list[svg.XYSeries], list[str]]:
+) -> tuple[list[xy.XYSeries], list[str]]:
     """One x-y series per (imgsz, amp, threads): batch against `y_key`, the points with it."""
     out, labels = [], []
     for (imgsz, amp, threads), names in series_names(points).items():
@@ -85,14 +85,14 @@ def _series(
             if y is not None:
                 tip = _tip(n, points[n], fmt.format(y))
                 src = point_src(index[n], "metrics", y_key)
-                marks.append(svg.XYPoint(points[n].batch or 0, y, src, tip))
+                marks.append(xy.XYPoint(points[n].batch or 0, y, src, tip))
         if marks:
-            out.append(svg.XYSeries(series_label(points, imgsz, amp, threads), tuple(marks)))
+            out.append(xy.XYSeries(series_label(points, imgsz, amp, threads), tuple(marks)))
             labels.append(series_label(points, imgsz, amp, threads))
     return out, labels
 
 
-def _log2(series: list[svg.XYSeries]) -> bool:
+def _log2(series: list[xy.XYSeries]) -> bool:
     return powers_of_two({int(p.x) for s in series for p in s.points})
 
 
@@ -107,9 +107,9 @@ def throughput_chart(points: Points, index: Index) -> str:
     series, labels = _series(points, index, "img_per_s", "{:.1f} img/s")
     if not series:
         return '<p class="intro">No point finished with a throughput.</p>'
-    chart = svg.XYChart(tuple(series), "batch", "img/s", log2_x=_log2(series))
+    chart = xy.XYChart(tuple(series), "batch", "img/s", log2_x=_log2(series))
     caption = "img/s by batch, one line per imgsz, AMP and thread count; failed points left out."
-    return _figure(labels, svg.xy_chart(chart, mark="throughput", width=1100), esc(caption))
+    return _figure(labels, xy.xy_chart(chart, mark="throughput", width=1100), esc(caption))
 
 
 def tradeoff_chart(points: Points, index: Index) -> str:
@@ -125,15 +125,15 @@ def tradeoff_chart(points: Points, index: Index) -> str:
                 continue
             pairs[n] = (lat, ips)
             tip = _tip(n, points[n], f"{lat:.2f} ms at {ips:.1f} img/s")
-            marks.append(svg.XYPoint(ips, lat, point_src(index[n], "metrics", lat_key), tip))
+            marks.append(xy.XYPoint(ips, lat, point_src(index[n], "metrics", lat_key), tip))
         if marks:
             label = series_label(points, imgsz, amp, threads)
-            series.append(svg.XYSeries(label, tuple(marks), connect=False))
+            series.append(xy.XYSeries(label, tuple(marks), connect=False))
             labels.append(label)
     if not series:
         return '<p class="intro">No point finished with both a latency and a throughput.</p>'
     front = pareto_front(pairs)
-    chart = svg.XYChart(
+    chart = xy.XYChart(
         tuple(series),
         "img/s",
         LATENCY_LABELS[lat_key],
@@ -145,7 +145,7 @@ def tradeoff_chart(points: Points, index: Index) -> str:
         f"Lower and further right is better. The grey band joins the Pareto front: the points "
         f"no other point beats on both latency and img/s ({on_front})."
     )
-    drawn = svg.xy_chart(chart, mark="tradeoff", width=1100)
+    drawn = xy.xy_chart(chart, mark="tradeoff", width=1100)
     return _figure(labels, drawn, caption)
 
 
@@ -171,7 +171,7 @@ def memory_chart(points: Points, index: Index) -> str:
     top = max(p.y for s in series for p in s.points)
     drawn = {mb: n for mb, n in limits.items() if mb <= GUIDE_RANGE * top}
     guides = tuple(svg.Guide(mb, "device memory") for mb in sorted(drawn))
-    chart = svg.XYChart(
+    chart = xy.XYChart(
         tuple(series), "batch", "peak VRAM (MB)", log2_x=_log2(series), guides=guides
     )
     shown = " and ".join(
@@ -187,4 +187,4 @@ def memory_chart(points: Points, index: Index) -> str:
             f"Peak VRAM by batch. The device's memory ({shown}) is over four times the largest "
             "peak, so its line is left off the chart: every point fits with room to spare."
         )
-    return _figure(labels, svg.xy_chart(chart, mark="memory", width=1100), caption)
+    return _figure(labels, xy.xy_chart(chart, mark="memory", width=1100), caption)
