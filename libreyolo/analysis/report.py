@@ -3,7 +3,8 @@
 A profile page is the results of `summary`, `phases`, `kernels` and `ops` for one profile (the
 same calls, the same defaults), so every number on the page is one those readers print; a
 comparison page is `compare`'s result plus both sides' pages; a sweep page is the sweep record
-plus each ok point's summary and phases. Nothing is computed here that a reader does not show.
+plus each ok point's summary and phases, and the batch search's record (`tune.json`) when a
+search chose the points. Nothing is computed here that a reader does not show.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from libreyolo.analysis.phases import PhaseBreakdown, phase_breakdown
 from libreyolo.analysis.summary import Summary, summarize
 from libreyolo.document.model import Profile
 from libreyolo.document.sweep_model import SweepRecord
+from libreyolo.document.tune_model import TuneRecord
 
 TOP_ROWS = 20  # `kernels` and `ops` defaults
 
@@ -43,6 +45,7 @@ class SweepReport:
     record: SweepRecord  # the sweep record, as `summary <sweep dir> --json` prints it
     points: dict[str, ProfileReport]  # ok points whose profile could be read, by point name
     unreadable: dict[str, str]  # ok points whose profile could not be read: the reason
+    tune: TuneRecord | None = None  # the batch search, as `summary --json` prints it (`tune`)
 
 
 def profile_report(profile: Profile, source: str) -> ProfileReport:
@@ -72,11 +75,14 @@ def sweep_report(
     source: str,
     profiles: dict[str, Profile],
     unreadable: dict[str, str],
+    tune: TuneRecord | None = None,
 ) -> SweepReport:
-    """The sweep record and the ok points' reports (`profiles` by point name)."""
+    """The sweep record, the ok points' reports (`profiles` by point name) and the batch
+    search's record, if any."""
     return SweepReport(
         source=source,
         record=record,
         points={name: profile_report(p, name) for name, p in profiles.items()},
         unreadable=dict(unreadable),
+        tune=tune,
     )

@@ -104,20 +104,26 @@ def _sweep(folder: str, view: SweepView, output: str | None) -> ReportWritten:
 
     root = Path(os.path.realpath(folder))
     record = view.record
-    target = _destination(output, folder, sweep=True, inputs=_sweep_inputs(root, record))
+    inputs = _sweep_inputs(root, record, view)
+    target = _destination(output, folder, sweep=True, inputs=inputs)
     profiles, lost = read_point_profiles(root, record)
-    report = sweep_report(record, folder, profiles, lost)
+    report = sweep_report(record, folder, profiles, lost, view.tune)
     size = _write(target, sweep_page(report))
     return ReportWritten(str(target), "sweep", size, (folder,), num_points=len(record.points))
 
 
-def _sweep_inputs(root: Path, record: SweepRecord) -> list[Path]:
-    """The files of the sweep at `root` a page must never replace: the record, the plan and the
-    chart, and each point's request, status and the profile the page reads."""
+def _sweep_inputs(root: Path, record: SweepRecord, view: SweepView) -> list[Path]:
+    """The files of the sweep at `root` a page must never replace: the record, the plan, the
+    chart, the search's record and the config files it names, and each point's request, status
+    and the profile the page reads."""
     from libreyolo.document.point_profiles import point_profile_path
 
     found = [root / name for name in (sweep_files.SWEEP_FILE, sweep_files.PLAN_FILE)]
     found.append(root / sweep_files.CHART_FILE)  # the record names it; the page does not read it
+    found += [root / sweep_files.TUNE_FILE, root / sweep_files.TUNED_CONFIG]
+    for rec in [] if view.tune is None else view.tune.recommended:
+        config = sweep_files.inside(root, rec.config_file)
+        found += [] if config is None else [config]
     for name, entry in record.points.items():
         point = sweep_files.inside(root, name)
         if point is not None:

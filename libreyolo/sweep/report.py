@@ -33,6 +33,7 @@ from libreyolo.document.files import write_atomic
 from libreyolo.document.json_value import JsonObject
 from libreyolo.document.point_profiles import read_point_profiles
 from libreyolo.document.sweep_files import CHART_FILE, PAGE_FILE, SWEEP_FILE, collect_sweep
+from libreyolo.document.sweep_io import TUNE_FILE, read_tune_record
 from libreyolo.document.sweep_model import SweepRecord
 from libreyolo.errors import ExitStatus, UsageError
 from libreyolo.render.html.sweep_page import sweep_page
@@ -98,7 +99,8 @@ def write_page(root: Path, record: SweepRecord, *, out: Output | None = None) ->
     page = root / PAGE_FILE
     try:
         profiles, lost = read_point_profiles(root, record)
-        html = sweep_page(sweep_report(record, str(root), profiles, lost))
+        tune = read_tune_record(root / TUNE_FILE)  # the batch search's, when it chose the points
+        html = sweep_page(sweep_report(record, str(root), profiles, lost, tune))
         write_atomic(page, html.encode("utf-8"))
     except Exception as err:  # the page is a view: no fault in drawing it may cost the sweep
         (out or Output.plain()).say(f"sweep page skipped: {type(err).__name__}: {err}")

@@ -89,3 +89,19 @@ def test_sweep_page(browser: Browser, cpu_sweep: Path, tmp_path: Path) -> None:
             " return d.querySelector('.verdict').getBoundingClientRect().height; })()"
         )
     assert isinstance(opened, float | int) and opened > 20
+
+
+def test_tune_sweep_page(browser: Browser, tmp_path: Path) -> None:
+    from tests.tune_records import knee_record, write_tune_sweep
+
+    root = write_tune_sweep(tmp_path / "sweep", knee_record(train=True))  # no sweep measured
+    html = _write(root, tmp_path / "sweep.html")
+    _, drawn, shot = check_page(browser, html, "report-sweep-tune", tmp_path)
+    assert len(drawn["tune-throughput"]) == 9  # every measured step, the oom one included
+    assert palette_pixels(shot, BLUE) > 200
+    with browser.open(html) as page:  # the measured path opens and shows every step
+        rows = page.evaluate(
+            "(() => { const d = document.querySelector('#search details'); d.open = true;"
+            " return d.querySelectorAll('tbody tr').length; })()"
+        )
+    assert rows == 6

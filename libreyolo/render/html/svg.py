@@ -25,6 +25,11 @@ DASHES = ("", "6 3", "2 3", "8 3 2 3", "1 2", "10 4")
 GREY = "#9aa3b2"
 FONT_PX = 11
 LEFT, RIGHT, TOP, BOTTOM = 56, 16, 14, 40  # plot margins, px
+# Round ticks need values this far apart relative to their size: closer ones (a last-bit
+# difference) would make the tick step smaller than the floats can tell apart, and the tick
+# loop would never pass the top. Such a range is widened to this share of the values' size.
+MIN_TICK_SPREAD = 1e-9
+WIDENED_SPREAD = 1e-6
 # Phases keep one colour on every page (training and inference phase names do not collide).
 PHASE_COLOURS = {
     phases.DATALOAD: "#E69F00",
@@ -56,9 +61,11 @@ def fmt_tick(value: float) -> str:
 
 
 def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
-    """Round tick values covering lo..hi (1, 2 or 5 times a power of ten apart)."""
-    if hi <= lo:
-        hi = lo + 1.0
+    """Round tick values covering lo..hi (1, 2 or 5 times a power of ten apart); equal values
+    (or values apart by a rounding only) get a range of their own around them."""
+    size = max(abs(lo), abs(hi))
+    if not hi - lo > MIN_TICK_SPREAD * size:  # a step that small: floats could not tell it apart
+        hi = lo + max(1.0, size * WIDENED_SPREAD)
     raw = (hi - lo) / max(count, 1)
     power = 10 ** math.floor(math.log10(raw))
     step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)

@@ -35,9 +35,6 @@ CPU_MEMORY_LINE = (
 )
 GUIDE_RANGE = 4  # the memory limit is drawn when within four times the largest peak
 SHORT_CHARS = 40  # a point's name in a tooltip, a link or a caption: head…tail past this
-# Round ticks need values this far apart relative to their size: closer ones (a last-bit
-# difference) would make the tick step smaller than the floats can tell apart.
-MIN_TICK_SPREAD = 1e-9
 Index = dict[str, int]  # point name -> its place in the page's `data-points` list
 
 
@@ -153,7 +150,7 @@ def ticks_within(values: list[float]) -> tuple[float, ...]:
     """Round ticks inside the values' range (every distinct value would crowd 64 points);
     empty, so the chart ticks each value, when fewer than two round ones fit."""
     lo, hi = min(values), max(values)
-    if hi - lo <= MIN_TICK_SPREAD * max(abs(lo), abs(hi)):  # equal, or apart by rounding only
+    if hi - lo <= svg.MIN_TICK_SPREAD * max(abs(lo), abs(hi)):  # equal, or apart by rounding only
         return ()
     ticks = tuple(t for t in svg.nice_ticks(lo, hi) if lo <= t <= hi)
     return ticks if len(ticks) > 1 else ()

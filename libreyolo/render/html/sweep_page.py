@@ -2,9 +2,11 @@
 `sweep.html` every `libreyolo-sweep` leaves beside `sweep.json`).
 
 Reads the `SweepReport` (the sweep record as `summary <sweep dir> --json` prints it, and the ok
-points' profile reports) and lays it out: the counts and the recommended point per imgsz, three
-charts (`sweep_charts`), the table of every point with the reason of each one that did not
-finish, then each ok point's verdict, headline numbers and per-step time, collapsed.
+points' profile reports) and lays it out: the counts and the recommended point per imgsz, the
+batch search's path and answer when a search chose the points (`tune_charts`; the grid's pick
+is then only the fastest point), three charts (`sweep_charts`), the table of every point with
+the reason of each one that did not finish, then each ok point's verdict, headline numbers and
+per-step time, collapsed.
 
 Each point is named in full in the page's `data-points` list (exact, as JSON) and in its table
 row; its section heading, links, tooltips and captions cut long names short, and its section id
@@ -52,9 +54,11 @@ from libreyolo.render.html.sweep_charts import (
     throughput_chart,
     tradeoff_chart,
 )
+from libreyolo.render.html.tune_charts import search_section
 
 if TYPE_CHECKING:
     from libreyolo.document.sweep_model import SweepRecord, SweepRow
+    from libreyolo.document.tune_model import TuneRecord
 
 # A point's per-step chart costs ~300 bytes a mark: past this many steps (a long window) its
 # section shows the phase table instead, so 64 points stay well under 3 MB.
@@ -66,8 +70,9 @@ def _anchor(index: int) -> str:
     return f"point-{index}"
 
 
-def overview(record: SweepRecord, index: Index) -> str:
-    """The counts and the recommended point per imgsz."""
+def overview(record: SweepRecord, index: Index, *, tuned: bool = False) -> str:
+    """The counts and the recommended point per imgsz (after a batch search, `tuned`: the
+    search recommends; the grid's pick is only the fastest point)."""
     points: Points = record.points
     counts = [
         ("points", "num_points", record.num_points),
@@ -88,13 +93,15 @@ def overview(record: SweepRecord, index: Index) -> str:
         best.append(
             f'<li>imgsz {esc(imgsz)}: <b>{link}</b> · {ips}<span class="unit">img/s</span></li>'
         )
+    title = "Highest img/s per imgsz" if tuned else "Recommended per imgsz"
+    why = ' The batch search\'s answer is <a href="#search">below</a>.' if tuned else ""
     recommended = (
-        f'<h3>Recommended per imgsz</h3><ul class="notes">{"".join(best)}</ul>'
+        f'<h3>{title}</h3><ul class="notes">{"".join(best)}</ul>'
         '<p class="intro">The trusted point (no memory thrash, quiet host) with the highest '
-        "img/s.</p>"
+        f"img/s.{why}</p>"
         if best
         else '<p class="intro">No point can be recommended: none finished on a quiet host '
-        "without memory thrash.</p>"
+        f"without memory thrash.{why}</p>"
     )
     return cards(items) + recommended
 
@@ -141,7 +148,9 @@ def _why(entry: SweepRow) -> str:
 def points_table(report: SweepReport, index: Index, front: set[str]) -> str:
     """Every point, by img/s: the one place on the page that shows its name in full."""
     points: Points = report.record.points
-    best = set(report.record.recommended.values())
+    tune = report.tune
+    # the search's answers when a search chose the points, else the grid's pick
+    best = set(report.record.recommended.values() if tune is None else recommended_points(tune))
     by_name = {name: rank for rank, name in enumerate(sorted(points))}
     rows, keys, classes = [], [], []
     for name, i in index.items():
@@ -177,6 +186,11 @@ def points_table(report: SweepReport, index: Index, front: set[str]) -> str:
         keys.append(key)
         classes.append("best" if name in best else ("" if ok else "bad"))
     return table(TABLE_COLUMNS, rows, sort_keys=keys, row_classes=classes)
+
+
+def recommended_points(tune: TuneRecord) -> list[str]:
+    """The points the batch search recommends."""
+    return [rec.point for rec in tune.recommended]
 
 
 def profile_input(report: SweepReport, name: str) -> str:
@@ -249,8 +263,11 @@ def sweep_page(report: SweepReport) -> str:
         and (ips := metric(e, "img_per_s")) is not None
     }
     front = set(pareto_front(pairs))
+    tune = report.tune
+    search = [] if tune is None else [("search", "batch search")]
     toc = [
         ("overview", "overview"),
+        *search,
         ("throughput", "throughput"),
         ("tradeoff", "latency vs throughput"),
         ("memory", "memory"),
@@ -259,7 +276,8 @@ def sweep_page(report: SweepReport) -> str:
     ]
     sections = "".join(
         [
-            section("overview", "Overview", overview(record, index)),
+            section("overview", "Overview", overview(record, index, tuned=tune is not None)),
+            "" if tune is None else section("search", "Batch search", search_section(tune)),
             section("throughput", "Throughput by batch", throughput_chart(points, index)),
             section("tradeoff", "Latency against throughput", tradeoff_chart(points, index)),
             section("memory", "Peak memory by batch", memory_chart(points, index)),
