@@ -8,7 +8,8 @@ traceback, prints no control character but line ends, prints nothing on failure,
 `--json` prints one JSON document. A sweep folder's files also get the values that once
 crashed the sweep page (a batch of 10**30, an img/s of 1e308, a superscript digit for an imgsz,
 a list for an object), and the record its point folders read into always passes the checks
-`sweep.json` gets when read back.
+`sweep.json` gets when read back. A batch search's `tune.json` (the hand-written one of
+tests/data) is mutated the same way.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from libreyolo.cli.main import main
 from libreyolo.document.convert import to_plain
 from libreyolo.document.sweep_files import collect_points, collect_sweep, point_folders
 from libreyolo.document.sweep_validate import HINT, record_problem
+from tests.document.test_tune_io import hand_written
 from tests.fixture_files import fixture_dir
 from tests.kineto.conftest import event, kernel, launch
 from tests.render.hostile import HOSTILE, SMALL_TRACE, make_hostile, stray_controls, v2_raw
@@ -258,6 +260,13 @@ def mutated_sweep_records(draw: st.DrawFn) -> dict[str, bytes]:
 
 
 @st.composite
+def mutated_tune_records(draw: st.DrawFn) -> dict[str, bytes]:
+    """Relative path -> bytes of a sweep folder with a mutated `tune.json` beside its record."""
+    docs = _sweep_documents() | {"tune.json": hand_written()}
+    return draw(_changed(docs, "tune.json"))
+
+
+@st.composite
 def mutated_point_folders(draw: st.DrawFn) -> dict[str, bytes]:
     """Relative path -> bytes of a sweep folder without `sweep.json` (a sweep still running):
     one file of a point folder mutated, the rest valid."""
@@ -335,6 +344,12 @@ def _read_sweep_case(files: dict[str, bytes]) -> None:
 @FUZZ
 @given(mutated_sweep_records())
 def test_fuzz_readers_on_mutated_sweep_records(files: dict[str, bytes]) -> None:
+    _read_sweep_case(files)
+
+
+@settings(FUZZ, max_examples=30)
+@given(mutated_tune_records())
+def test_fuzz_readers_on_mutated_tune_records(files: dict[str, bytes]) -> None:
     _read_sweep_case(files)
 
 

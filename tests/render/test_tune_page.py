@@ -8,18 +8,34 @@ from __future__ import annotations
 import re
 import shutil
 import sys
+import tempfile
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from libreyolo.document.sweep_io import TUNE_FILE
-from libreyolo.document.tune_model import TuneSettings
+from libreyolo.document.codec import document_bytes
+from libreyolo.document.sweep_io import TUNE_FILE, read_tune_record
+from libreyolo.document.sweep_model import MAX_BATCH, MAX_IMGSZ
+from libreyolo.document.tune_model import (
+    GOALS,
+    STOPS,
+    Recommendation,
+    TuneRecord,
+    TuneSeries,
+    TuneSettings,
+    TuneStep,
+    Versus,
+)
 from libreyolo.render.html import svg, xy
+from libreyolo.render.tune_text import tune_lines
 from libreyolo.sweep.report import write_report
 from tests.conftest import invoke
+from tests.render.hostile import HOSTILE, stray_controls
 from tests.report import pagecheck
-from tests.sweep.test_report import make_sweep
+from tests.sweep.test_report import make_point, make_sweep
 from tests.tune_records import Curve, knee_record, record_of, saturating, write_tune_sweep
 
 MAXFIT = TuneSettings(goal="maxfit", batch_min=1, batch_max=64, batch_step=2, memory_budget_mb=1100)
@@ -185,3 +201,100 @@ def test_crowded_batch_labels_leave_out_the_ones_that_would_overlap() -> None:
     drawn = re.findall(r'text-anchor="middle">(\d+)</text>', svg_text)
     assert drawn == ["1", "2", "4", "8", "16", "32", "36", "40", "48", "64"]  # 33, 34 left out
     assert svg_text.count('class="mark"') == len(batches)  # every point is still drawn
+
+
+# --- any record the reader accepts is shown: extreme values and hostile strings ------------
+
+TEXT = st.sampled_from(["", "x", HOSTILE, "w" * 300])
+METRIC_VALUE = st.none() | st.just(0) | st.sampled_from([1e-6, 0.5, 1e15]) | st.floats(1e-6, 1e15)
+NAMES = ("b1", HOSTILE, "a/b", "n" * 200)
+
+
+def _steps(draw: st.DrawFn) -> list[TuneStep]:
+    steps = []
+    for point in draw(st.lists(st.sampled_from(NAMES), max_size=5)):
+        fits = draw(st.booleans())
+        versus = draw(
+            st.none()
+            | st.builds(
+                Versus,
+                batch=st.integers(1, MAX_BATCH),
+                gain_pct=st.sampled_from([-1e15, -3.5, 0.0, 12.0, 1e15]),
+                significant=st.none() | st.booleans(),
+                p_value=st.none() | st.sampled_from([0.0, 0.05, 1.0]),
+            )
+        )
+        steps.append(
+            TuneStep(
+                point=point,
+                batch=draw(st.sampled_from([1, 2, 3, 64, MAX_BATCH])),
+                fits=fits,
+                bound=None if fits else draw(st.sampled_from([None, "oom", "over_budget"])),
+                img_per_s=draw(METRIC_VALUE),
+                img_per_s_sd=draw(METRIC_VALUE),
+                trials=draw(st.integers(0, 1 << 16)),
+                peak_mb=draw(METRIC_VALUE),
+                latency_ms=draw(METRIC_VALUE),
+                versus=versus,
+                reused=draw(st.booleans()),
+            )
+        )
+    return steps
+
+
+@st.composite
+def tune_records(draw: st.DrawFn) -> TuneRecord:
+    """A record the reader accepts: every field within its rule, the cross references kept."""
+    series, recommended = [], []
+    for _ in range(draw(st.integers(0, 3))):
+        path = _steps(draw)
+        answer = draw(st.none() | st.sampled_from(path)) if path else None
+        series.append(
+            TuneSeries(
+                imgsz=draw(st.none() | st.sampled_from([1, 640, MAX_IMGSZ])),
+                amp=draw(st.none() | st.booleans()),
+                threads=draw(st.none() | st.just(4)),
+                overrides=draw(st.lists(TEXT, max_size=2)),
+                path=path,
+                stopped=draw(st.sampled_from(STOPS)),
+                why=draw(TEXT),
+                batch=None if answer is None else answer.batch,
+            )
+        )
+        if answer is not None:
+            recommended.append(
+                Recommendation(
+                    batch=answer.batch,
+                    img_per_s=answer.img_per_s,
+                    point=answer.point,
+                    evidence=draw(st.sampled_from(["", HOSTILE, f"batch {answer.batch}: x"])),
+                    train_settings=draw(st.none() | TEXT),
+                    config_file=draw(st.none() | st.sampled_from(["tuned.yaml", HOSTILE])),
+                )
+            )
+    settings = TuneSettings(
+        goal=draw(st.sampled_from(GOALS)),
+        max_latency_ms=draw(METRIC_VALUE),
+        memory_budget_mb=draw(METRIC_VALUE),
+    )
+    return TuneRecord(
+        mode="infer", settings=settings, series=series, recommended=recommended, num_points=3
+    )
+
+
+@settings(max_examples=25, deadline=None, derandomize=True, database=None)
+@given(tune_records())
+def test_every_record_the_reader_accepts_is_shown(record: TuneRecord) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        make_point(root, 1, 64, 50.0)
+        (root / TUNE_FILE).write_bytes(document_bytes(record))
+        assert read_tune_record(root / TUNE_FILE) == record
+        text = invoke(["profile", "summary", str(root)])
+        assert (text.status, text.stderr) == (0, "") and stray_controls(text.stdout) == []
+        assert text.stdout.count("\n") == len(tune_lines(record)) + 4  # + the table
+        assert invoke(["profile", "summary", str(root), "--json"]).status == 0
+        html = _page(root, root / "page.html")
+        search = _search(html)
+        assert search.count("<h3>") == len(record.series) and "\x1b" not in html
+        assert search.count('class="ring"') <= 2 * len(record.recommended)
