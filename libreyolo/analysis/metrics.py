@@ -17,7 +17,7 @@ from libreyolo.analysis import stats
 from libreyolo.analysis.contention import host_metrics
 from libreyolo.analysis.device_memory import window_memory
 from libreyolo.document.mode import Mode
-from libreyolo.document.model import Memory, Profile, Scalar, TraceAnalysis
+from libreyolo.document.model import HostMemory, Memory, Profile, Scalar, TraceAnalysis
 from libreyolo.document.phases import DATALOAD, FORWARD, INFER_STAGES, POSTPROCESS, PREPROCESS
 
 MALLOCS_PER_STEP_THRASH = 5  # libreyolo 1.6.0's rule: ≥ 5 cudaMalloc/cudaFree per step is thrash
@@ -36,6 +36,7 @@ ALWAYS = (
     "memcpy_ms",
     "tensorcore_pct",
     "peak_vram_mb",
+    "peak_rss_mb",
     "host_overhead_ms",
     "launches_per_step",
     "cuda_mallocs_per_step",
@@ -131,6 +132,12 @@ def _memory_metrics(memory: Memory | None, trace: TraceAnalysis | None) -> dict[
     }
 
 
+def _host_memory_metrics(memory: HostMemory | None) -> dict[str, Scalar]:
+    """The measuring process's peak RSS over the window, in MB (10**6 bytes, as peak VRAM)."""
+    peak = None if memory is None else memory.peak_rss_bytes
+    return {"peak_rss_mb": None if peak is None else round(peak / 1e6, 1)}
+
+
 def _gpu_metrics(trace: TraceAnalysis) -> dict[str, Scalar]:
     n = per_step_divisor(trace)
     busy_ms, window_ms = device_busy(trace)
@@ -208,6 +215,7 @@ def compute_metrics(profile: Profile, *, bound: str) -> dict[str, Scalar]:
         )
         metrics |= _phase_metrics(trace)
     metrics |= _memory_metrics(window_memory(profile), trace)
+    metrics |= _host_memory_metrics(profile.host_memory)
     if profile.kind == Mode.INFER:
         metrics |= _inference_metrics(profile, img_per_s)
     metrics["profiler_overhead_pct"] = profiler_overhead_pct(profile)

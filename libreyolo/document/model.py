@@ -147,6 +147,20 @@ class Host:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class HostMemory:
+    """The measuring process's resident memory over the window after warmup (Linux).
+
+    `peak_rss_bytes` is the kernel's high-water mark of the process's resident set (VmHWM),
+    reset as the first iteration after warmup begins and read as the last one ends: the
+    window's own peak, not the process's since it started. DataLoader worker processes are
+    not included (their pages are their own processes' RSS, and forked pages they share with
+    this process would count twice in a sum).
+    """
+
+    peak_rss_bytes: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TraceStep:
     """One `ProfilerStep#N` of the trace (or the whole trace when it has none)."""
 
@@ -355,6 +369,9 @@ class Profile:
     # The CUDA caching allocator's own counters over the window (peaks, retries), recorded with
     # or without a trace; null on CPU and in files that predate it.
     device_memory: Memory | None = None
+    # The measuring process's peak resident memory over the window; null where it could not
+    # be measured (the run's notes say why) and in files that predate it.
+    host_memory: HostMemory | None = None
     metrics: dict[str, Scalar] = field(default_factory=dict)
     verdict: Verdict | None = None
     trials: list[Trial] = field(default_factory=list)

@@ -25,6 +25,7 @@ from libreyolo.document.mode import Mode
 from libreyolo.document.model import (
     Artifacts,
     Host,
+    HostMemory,
     Memory,
     Profile,
     RunInfo,
@@ -106,12 +107,14 @@ def assemble_profile(
     trace: TraceAnalysis | None,
     host: Host | None,
     device_memory: Memory | None,
+    host_memory: HostMemory | None,
     notes: Sequence[str],
 ) -> Profile:
     """The finalized profile (metrics, verdict) of one measurement; `device_memory` is the
     allocator's record of the window (`measure.memory.device_memory`), kept with or without a
-    trace; `notes` is everything the run noted about itself, in the order it was noted (the
-    profile's one list of them, shown by every reader with or without a trace)."""
+    trace, `host_memory` the process's peak RSS over it (`loop.run_window`); `notes` is
+    everything the run noted about itself, in the order it was noted (the profile's one list
+    of them, shown by every reader with or without a trace)."""
     return finalize(
         Profile(
             kind=kind,
@@ -124,6 +127,7 @@ def assemble_profile(
             host=host,
             trace=trace,
             device_memory=device_memory,
+            host_memory=host_memory,
             notes=list(notes),
             artifacts=Artifacts(trace=TRACE_NAME if trace is not None else None),
         )

@@ -165,6 +165,7 @@ def _profile_inference(
             recorder = TraceRecorder(plan, device.type, enabled=settings.trace)
             window = run_window(plan, device, step.step, recorder, on_progress, phases=PHASES)
             window_memory = device_memory(device, memory_before)
+        notes += window.notes
         trace = analysed_trace(recorder, run, window.phase_ms, device, notes)
         info = RunInfo(
             mode=Mode.INFER.noun,
@@ -195,6 +196,7 @@ def _profile_inference(
             trace=trace,
             host=window.host,
             device_memory=window_memory,
+            host_memory=window.host_memory,
             notes=notes,
         )
         return profile, conclude(run, profile, commit=into is None)

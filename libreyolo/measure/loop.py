@@ -5,6 +5,8 @@ warmup and the unsynced half with the profiler recording, the bare (overhead cal
 iterations and the synced half without it; collect the raw samples. An unsynced iteration
 carries exactly one device sync, at its end, so its wall time covers all the work it queued
 and its CPU/GPU overlap stays intact; a synced one gets its syncs from the timer's phases.
+The process's peak resident memory is reset as the first iteration after warmup begins and
+read as the last one ends (rss.py): the window's own peak.
 
 Must not: know what an iteration does (the step does), build models or data, analyse the
 trace, or print.
@@ -18,10 +20,11 @@ from dataclasses import dataclass, field
 
 import torch
 
-from libreyolo.document.model import Host, StepSample
+from libreyolo.document.model import Host, HostMemory, StepSample
 from libreyolo.measure.device import synchronize
 from libreyolo.measure.host import HostSampler, StepHost
 from libreyolo.measure.phases import MS_DIGITS, PhaseTimer, ms
+from libreyolo.measure.rss import WindowPeakRss
 from libreyolo.measure.stages import Progress
 from libreyolo.measure.window import TraceRecorder, WindowPlan
 
@@ -38,6 +41,8 @@ class WindowRecord:
     steps: list[StepSample] = field(default_factory=list)  # every measured iteration
     bare_ms: list[float] = field(default_factory=list)  # unsynced walls with the profiler off
     host: Host | None = None  # what the measured iterations got from the CPUs
+    host_memory: HostMemory | None = None  # this process's peak RSS after warmup; None: unknown
+    notes: list[str] = field(default_factory=list)  # what the window noted (an unknown peak)
 
     @property
     def unsynced_wall_ms(self) -> list[float]:
@@ -70,9 +75,12 @@ def run_window(
     timer = PhaseTimer(device)
     record = WindowRecord(phase_ms={name: [] for name in phases})
     sampler = HostSampler(worker_pids=worker_pids, intra_op_threads=torch.get_num_threads)
+    peak_rss = WindowPeakRss()
     after_sampled = False  # whether the previous iteration was host-sampled
     try:
         for iteration in range(plan.num_total):
+            if iteration == plan.num_warmup:
+                peak_rss.start()  # what warmup (and anything before it) held is not the window's
             if iteration == plan.num_traced:
                 recorder.close()  # the bare and synced iterations run without the profiler
             synced = plan.is_synced(iteration)
@@ -96,6 +104,8 @@ def run_window(
                 record.add(_sample(index, synced, start, input_at, end, timer, host))
             if on_progress is not None:
                 on_progress(*plan.progress(iteration))
+        record.host_memory, note = peak_rss.end()
+        record.notes += [note] if note else []
     finally:
         recorder.close()
         record.host = sampler.window()  # also closes its descriptors on failure

@@ -12,6 +12,9 @@ into what happened in between. Pure (no I/O), so the rules are tested on recorde
 - `/proc/stat`, first line: `cpu user nice system idle iowait irq softirq steal guest
   guest_nice` in clock ticks; `steal` is time a hypervisor gave this VM's CPUs to others.
   guest and guest_nice are already counted in user and nice, so they are not added again.
+- `/proc/<pid>/status`: `VmHWM:   123456 kB`, the resident set's high-water mark (KiB), which
+  writing `5` to `/proc/<pid>/clear_refs` resets to the current RSS (Linux 4.0+,
+  Documentation/filesystems/proc.rst).
 """
 
 from __future__ import annotations
@@ -110,3 +113,15 @@ def parse_running(text: str) -> int | None:
         return None
     running = fields[3].partition("/")[0]
     return int(running) if running.isdigit() else None
+
+
+def parse_vm_hwm(text: str) -> int | None:
+    """The VmHWM (peak RSS) of /proc/<pid>/status text, in bytes; None when absent or unreadable."""
+    for line in text.splitlines():
+        name, _, rest = line.partition(":")
+        if name == "VmHWM":
+            fields = rest.split()
+            if fields and fields[0].isdigit():
+                return int(fields[0]) * 1024  # the kernel writes kB (KiB)
+            return None
+    return None

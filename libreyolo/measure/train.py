@@ -313,6 +313,7 @@ def _profile_training(
             finally:
                 batches.close()  # stops loader workers before the trace is analysed
             window_memory = device_memory(device, memory_before)
+        notes += window.notes
         skipped = plan.measured_indices(skipped_updates(trainer))
         if skipped:
             notes.append(skipped_updates_note(len(skipped), plan.num_measured))
@@ -344,6 +345,7 @@ def _profile_training(
             trace=trace,
             host=window.host,
             device_memory=window_memory,
+            host_memory=window.host_memory,
             notes=notes,
         )
         return profile, conclude(run, profile, commit=into is None)

@@ -187,9 +187,21 @@ def _op_mix_lines(s: Summary) -> list[str]:
     return lines
 
 
+def _host_memory_lines(s: Summary) -> list[str]:
+    """The window's peak RSS, where the run measured it (a run that could not notes why)."""
+    peak = s.metrics.get("peak_rss_mb")
+    if peak is None:
+        return []
+    return [
+        f"memory   peak RSS {fmt_value(peak)} MB over the window (this process; DataLoader "
+        "workers not included)"
+    ]
+
+
 def summary_lines(s: Summary) -> list[str]:
     """Every line of the summary view, in order."""
     lines: list[str] = [_headline(s), *_inference_lines(s), *_device_lines(s), *_host_lines(s)]
+    lines += _host_memory_lines(s)
     if s.metrics.get("memory_pressure"):
         lines.append(MEMORY_PRESSURE_LINE)
     if s.metrics.get("contended"):

@@ -82,6 +82,9 @@ def test_training_profile_is_complete(
     yaml = Path(profile.run.config["dataset"]["name_or_path"])  # the set's own YAML file
     assert profile.run.dataset_yaml is not None and Path(profile.run.dataset_yaml) == yaml
     assert profile.metrics["step_ms"] is not None
+    # the training window's own peak RSS (the workers' not included), a real number
+    assert profile.host_memory is not None and profile.host_memory.peak_rss_bytes
+    assert profile.metrics["peak_rss_mb"] == round(profile.host_memory.peak_rss_bytes / 1e6, 1)
     # 6 batches per epoch: warmup takes one, and the 4 measured + 2 calibration steps need 6,
     # so the window starts a fresh epoch (noted).
     assert any("new epoch" in note for note in profile.notes)
