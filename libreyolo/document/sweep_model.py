@@ -132,6 +132,8 @@ class HeadlineMetrics:
     step_ms: Number_ | None = field(default=None, metadata=_meta(METRIC, group="metrics"))
     latency_p50_ms: Number_ | None = field(default=None, metadata=_meta(METRIC, group="metrics"))
     peak_vram_mb: Number_ | None = field(default=None, metadata=_meta(METRIC, group="metrics"))
+    # the measuring process's peak resident memory over the window (loader workers excluded)
+    peak_rss_mb: Number_ | None = field(default=None, metadata=_meta(METRIC, group="metrics"))
     # allocator thrash
     memory_pressure: bool | None = field(default=None, metadata=_meta(Flag(), group="metrics"))
     cpu_wait_frac: Number_ | None = field(

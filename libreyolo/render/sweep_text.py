@@ -17,7 +17,8 @@ from libreyolo.render.safe import safe_text, short_name
 if TYPE_CHECKING:
     from libreyolo.document.sweep_model import SweepRecord, SweepRow
 
-HEADER = ("point", "status", "img/s", "peak MB", "thrash", "contended", "verdict")
+# Peak memory: the device's (VRAM, CUDA) and the measuring process's resident set (RSS).
+HEADER = ("point", "status", "img/s", "VRAM MB", "RSS MB", "thrash", "contended", "verdict")
 
 
 def _fmt(value: float | bool | None, digits: int = 1) -> str:
@@ -41,6 +42,7 @@ def _row(name: str, entry: SweepRow) -> tuple[str, ...]:
         short_name(status),
         _fmt(metrics.img_per_s),
         _fmt(metrics.peak_vram_mb),
+        _fmt(metrics.peak_rss_mb),
         _fmt(metrics.memory_pressure),
         _fmt(metrics.contended),
         safe_text(verdict),
