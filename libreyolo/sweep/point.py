@@ -6,11 +6,14 @@ has imported torch but never used it: a point in the launcher's own process woul
 previous point's CUDA context, allocator cache and peak counters; its stderr also lands in
 `point.log`) or in
 this process (`sweep.isolate=false`) and leaves `status.json`: {status: ok|failed|interrupted,
-reason, code, overrides, profile (the repeat aggregate when window.repeat > 1), pid (the measuring
+reason, code, overrides, profile (the repeat aggregate when window.repeat > 1; kept too for a
+point failed by `tune.memory_budget_mb`, whose measurement is real), pid (the measuring
 process), held_device, lease_acquired_at, lease_released_at (epoch s), lease_wait_s, measure_s
 (inside measure_config), window_s (the measurement windows themselves: warmup and measured
 iterations), point_s (the whole point), reused (only when true)}. Every file lands atomically.
-In `infer` mode the sweep's `amp` key means `--half`.
+In `infer` mode the sweep's `amp` key means `--half`. With `tune.memory_budget_mb` the point
+is held to that budget (budget.py: the CUDA allocator capped there; a peak above it fails the
+point, code `over_budget`).
 
 Resume (`sweep.resume`, default on): a point whose folder already holds our `point.json` with the
 same config and overrides (`sweep.resume` itself aside) and an ok status whose profile reads back
@@ -70,6 +73,7 @@ from libreyolo.document.sweep_files import (
 from libreyolo.document.sweep_model import PointRequest, PointStatus, Status
 from libreyolo.errors import ExitStatus, OutOfMemoryError, ProfileError, UsageError
 from libreyolo.measure.failures import is_out_of_memory
+from libreyolo.sweep.budget import budget_failure, capped_device_memory, checked_budget
 from libreyolo.sweep.child_log import exit_text, last_error, relayed
 from libreyolo.sweep.lease import Lease, device_lease
 from libreyolo.sweep.owned import HINT, foreign_point_file
@@ -221,15 +225,22 @@ def _measure(request: PointRequest, point_dir: Path, clock: WindowClock) -> Poin
         cfg = dataclasses.replace(cfg, device=DeviceConfig(name=request.device))
     if cfg.mode.measures == Mode.INFER:
         cfg = dataclasses.replace(cfg, half=cfg.amp)  # a sweep's `amp` means --half for infer
+    budget_mb = checked_budget(cfg.tune.memory_budget_mb)
     clock.started = time.perf_counter()
-    _, path = measure_config(
-        cfg,
-        list(request.overrides),
-        clock,
-        held_device=request.held_device,
-        notice=Output.plain().notice,  # this process's stderr: point.log in a point's child
-    )
-    return _status(request, "ok", profile=str(path.relative_to(point_dir)))
+    with capped_device_memory(budget_mb, cfg.device.name):
+        profile, path = measure_config(
+            cfg,
+            list(request.overrides),
+            clock,
+            held_device=request.held_device,
+            notice=Output.plain().notice,  # this process's stderr: point.log in a point's child
+        )
+    recorded = str(path.relative_to(point_dir))
+    failure = None if budget_mb is None else budget_failure(profile, budget_mb)
+    if failure is not None:  # measured, but does not fit: the profile stays the record
+        code, reason = failure
+        return _status(request, "failed", reason=reason, code=code, profile=recorded)
+    return _status(request, "ok", profile=recorded)
 
 
 def _device_name(cfg_dict: JsonObject) -> str:
