@@ -42,7 +42,7 @@ DEVICE_MAX_FILE_BYTES = 16 * 2**20
 DEVICE_MAX_TOTAL_BYTES = 64 * 2**20
 DEVICE_MAX_FOLDERS_DOWN = 2
 ALLOWED_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
-TIME_BUDGET_S = 420  # ~7 minutes of the 15-minute loan, start and transfers left aside
+TIME_BUDGET_S = 450  # 7.5 minutes of the 15-minute loan, start and transfers left aside
 
 # Outputs written beside the archive parts; the parts get the remaining file slots.
 FIXED_OUTPUTS = ("gpu_check.log", "results.txt", "results.json", "truth_cuda.txt")
@@ -60,13 +60,16 @@ KILL_GRACE_S = 10  # SIGTERM first (the CLI cleans up and exits 143), then SIGKI
 @dataclass(frozen=True, slots=True)
 class Step:
     """One time-boxed command. `kind` says how its outcome is read: `profile` steps print one
-    JSON document naming their profile.json; the others are judged by exit status alone."""
+    JSON document naming their profile.json; a `sweep` step is read from its points'
+    status.json; the others are judged by exit status alone. `expect_rc`: the exit status
+    that passes (a sweep with a failed point exits 1)."""
 
     name: str
     argv: tuple[str, ...]
     limit_s: int
-    kind: str = "profile"  # profile | truth | setup
+    kind: str = "profile"  # profile | sweep | truth | setup
     family: str | None = None  # the model family the profile must name
+    expect_rc: int = 0
 
     @property
     def train(self) -> bool:
@@ -97,6 +100,9 @@ def profile_argv(py: str, project: Path, name: str, *words: str) -> tuple[str, .
 
 
 TRAIN = ("run", "synthetic", "--device", "0", "--imgsz", "320", "--workers", "2")
+# A budget far below what a training step at batch 8 and 320 px needs (well over 1 GB), above
+# what the weights, EMA and optimiser state hold (tens of MB): the capped allocator must OOM.
+BUDGET_MB = 150
 INFER = ("infer", "--device", "0", "--imgsz", "320", "--warmup", "5", "--runs", "20")
 
 
@@ -119,6 +125,37 @@ def setup_steps(py: str, *, wheels: str, site: str) -> list[Step]:
     ]
 
 
+def budget_sweep(py: str, runs: Path) -> Step:
+    """`libreyolo-sweep` over one CUDA training point (train_amp's settings, so its synthetic
+    set is drawn already) under `tune.memory_budget_mb` far below its need: the point's
+    allocator is capped there, so the point must be recorded `oom`, and the sweep exits 1."""
+    folder = runs / "budget_oom"
+    argv = (
+        py,
+        "-m",
+        "libreyolo.sweep",
+        "-m",
+        "mode=run",
+        "device=cuda",
+        "imgsz=320",
+        "batch=8",
+        "amp=true",
+        "window.steps=6",
+        "window.warmup=3",
+        "dataset.workers=2",
+        f"tune.memory_budget_mb={BUDGET_MB}",
+        f"hydra.sweep.dir={folder}",
+        f"sweep.lock_dir={folder / 'locks'}",
+    )
+    return Step("budget_oom", argv, 30, kind="sweep", expect_rc=1)
+
+
+def sweep_dir(step: Step) -> Path:
+    """The `hydra.sweep.dir=` a sweep step writes its points into."""
+    word = next(w for w in step.argv if w.startswith("hydra.sweep.dir="))
+    return Path(word.partition("=")[2])
+
+
 def measurements(py: str, runs: Path) -> list[Step]:
     """Every measurement in order, with its limit. The untraced one is an inference: the
     parser gives `--trace/--no-trace` to `infer` only."""
@@ -139,6 +176,7 @@ def measurements(py: str, runs: Path) -> list[Step]:
         Step("train_amp", prof("train_amp", *TRAIN, *small, "--amp"), 50),
         untraced,
         Step("autobatch", prof("autobatch", *autobatch), 55),
+        budget_sweep(py, runs),
         Step(
             "truth_planted",
             (py, "scripts/truth_report.py", "--device", "0", "--only", "planted"),
@@ -268,6 +306,7 @@ class StepOutcome:
     rc: int
     seconds: float
     limit_s: int
+    expect_rc: int = 0
     checks: dict[str, bool] = field(default_factory=dict)
     numbers: dict[str, Any] = field(default_factory=dict)
     note: str = ""
@@ -370,6 +409,17 @@ def profile_checks(step: Step, doc: dict[str, Any], stderr: str) -> dict[str, bo
     return checks
 
 
+def sweep_checks(folder: Path) -> dict[str, bool]:
+    """The checks of the budget sweep: its one point failed out of memory under the budget."""
+    statuses = [json.loads(p.read_text()) for p in sorted(folder.glob("*/status.json"))]
+    point = statuses[0] if len(statuses) == 1 and isinstance(statuses[0], dict) else {}
+    return {
+        "one point recorded": bool(point),
+        "point failed oom": (point.get("status"), point.get("code")) == ("failed", "oom"),
+        "reason names the budget": "tune.memory_budget_mb" in str(point.get("reason")),
+    }
+
+
 def profile_numbers(doc: dict[str, Any]) -> dict[str, Any]:
     """The table's numbers for one profile."""
     m, run = doc.get("metrics") or {}, doc.get("run") or {}
@@ -446,7 +496,7 @@ def render_table(outcomes: Sequence[StepOutcome]) -> str:
 
 
 def passed(o: StepOutcome) -> bool:
-    return o.rc == 0 and all(o.checks.values())
+    return o.rc == o.expect_rc and all(o.checks.values())
 
 
 # ---------------------------------------------------------------- main
@@ -554,7 +604,7 @@ def _one(
     log(f"== {step.name} (limit {step.limit_s} s)")
     stdout, stderr = runs / f"{step.name}.stdout", runs / f"{step.name}.stderr"
     rc, seconds = run_step(step.argv, step.limit_s, stdout, stderr, env)
-    outcome = StepOutcome(step.name, rc, round(seconds, 1), step.limit_s)
+    outcome = StepOutcome(step.name, rc, round(seconds, 1), step.limit_s, step.expect_rc)
     try:
         _read_outcome(step, outcome, stdout, stderr, runs, out, log)
     except Exception as error:  # a profile of an unforeseen shape: this step's failure only
@@ -586,6 +636,8 @@ def _read_outcome(
         else:
             outcome.checks = {"profile written": True, **profile_checks(step, doc, err)}
             outcome.numbers = profile_numbers(doc)
+    elif step.kind == "sweep":
+        outcome.checks = sweep_checks(sweep_dir(step))
     elif step.kind == "truth":
         (out / "truth_cuda.txt").write_text(printed, encoding="utf-8")
         outcome.note = next((line for line in reversed(printed.splitlines()) if line), "")

@@ -11,7 +11,8 @@
 # limit, so one failure or hang never skips the rest: the machine's versions, the wheels, then
 # on cuda:0 at imgsz 320 inference fp16, batch 8 and YOLOX-n (random init), training with AMP,
 # an untraced inference (only infer has --no-trace), AutoBatch
-# (--batch -1), and the truth suite's planted bottlenecks. Each profile is checked (GPU fields,
+# (--batch -1), a one-point training sweep under tune.memory_budget_mb far below its need (it
+# must be recorded `oom`), and the truth suite's planted bottlenecks. Each profile is checked (GPU fields,
 # kernels, phases, peak memory, tensor cores under AMP/half, no libkineto line on stderr, ...).
 #
 # What comes back, flat under $OUT (the device tool returns 8 files of 16 MiB, 64 MiB in all):

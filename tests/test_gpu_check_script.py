@@ -186,9 +186,9 @@ def test_gpu_check_dry_run_plans_what_the_device_returns_in_time(wheels: Path) -
             for part in name.lower().split("/")
         )
     seconds = int(_planned(proc.stdout, "budget").split()[1])
-    assert seconds <= 420
+    assert seconds <= 450
     commands = [line.split(maxsplit=3)[3] for line in proc.stdout.splitlines() if " s  " in line]
-    assert len(commands) == 9
+    assert len(commands) == 10
     synthetic = [c.split() for c in commands if " run synthetic " in c]
     assert len(synthetic) >= 2  # AMP and AutoBatch at least
     for words in synthetic:
@@ -208,11 +208,11 @@ def test_gpu_check_plan_sums_its_step_limits_under_the_budget() -> None:
     assert gpu_check.budget_s(steps) <= gpu_check.TIME_BUDGET_S
     assert len({s.name for s in steps}) == len(steps)
     assert gpu_check.output_problems(gpu_check.planned_outputs(), 0) == []
-    assert gpu_check.output_problems(["a/b/c/d.txt", "x y", *"abcdefgh"], 421) == [
+    assert gpu_check.output_problems(["a/b/c/d.txt", "x y", *"abcdefgh"], 451) == [
         "10 output files, the device returns 8",
         "output 'a/b/c/d.txt' would not come back",
         "output 'x y' would not come back",
-        "time budget 421 s exceeds 420 s",
+        "time budget 451 s exceeds 450 s",
     ]
 
 
@@ -362,8 +362,8 @@ def test_a_failing_step_never_skips_the_next_and_all_outputs_are_written(tmp_pat
     results = json.loads((out / "results.json").read_text())
     names = [s["name"] for s in results["steps"]]
     assert names[:2] == ["environment", "wheels"] and names[-1] == "truth_planted"
-    assert len(names) == 9
-    assert [s["rc"] for s in results["steps"][2:]] == [3] * 7
+    assert len(names) == 10
+    assert [s["rc"] for s in results["steps"][2:]] == [3] * 8
     assert results["steps"][2]["checks"] == {"profile written": False}
     files = sorted(p.name for p in out.iterdir())
     assert set(files) <= set(gpu_check.planned_outputs())
@@ -417,7 +417,8 @@ def test_a_profile_of_an_unforeseen_shape_fails_its_step_only(tmp_path: Path) ->
     out = tmp_path / "out"
     assert gpu_check.measure(_fake_python(tmp_path, body), "whl", out) == 1
     steps = json.loads((out / "results.json").read_text())["steps"]
-    assert [s["checks"] for s in steps[2:-1]] == [{"outcome readable": False}] * 6
+    assert [s["checks"] for s in steps[2:-2]] == [{"outcome readable": False}] * 6
+    assert steps[-2]["name"] == "budget_oom" and not any(steps[-2]["checks"].values())
     assert steps[-1]["rc"] == 0 and steps[-1]["note"] == "4 of 4 passed in 9 s"
     assert (out / "truth_cuda.txt").read_text() == "4 of 4 passed in 9 s\n"
 
@@ -440,3 +441,44 @@ def test_checks_read_the_keys_real_profiles_have(
     assert {label: checks[label] for label in cpu_checkable} == dict.fromkeys(cpu_checkable, True)
     assert checks["peak memory recorded"] is False  # no device memory on the CPU
     assert gpu_check.profile_numbers(doc)["bound"] == doc["verdict"]["bound"]
+
+
+def test_the_budget_sweep_composes_and_wants_its_point_recorded_oom(tmp_path: Path) -> None:
+    from libreyolo.config.compose import compose_config
+
+    gpu_check = _gpu_check()
+    step = gpu_check.budget_sweep(sys.executable, tmp_path)
+    assert step in gpu_check.measurements(sys.executable, tmp_path)
+    assert (step.kind, step.expect_rc, gpu_check.sweep_dir(step)) == (
+        "sweep",
+        1,
+        tmp_path / "budget_oom",
+    )
+    overrides = [w for w in step.argv[4:] if not w.startswith("hydra.")]
+    cfg = compose_config(overrides)
+    assert (cfg.mode.value, cfg.device.name, cfg.batch, cfg.imgsz) == ("run", "0", 8, 320)
+    assert cfg.tune.memory_budget_mb == gpu_check.BUDGET_MB
+    point = tmp_path / "budget_oom" / "b8_s320_amp1"
+    point.mkdir(parents=True)
+    oom = {
+        "status": "failed",
+        "code": "oom",
+        "reason": "out of memory in stage 'measure' under the 150 MB budget "
+        "(tune.memory_budget_mb) (lower --batch or --imgsz)",
+    }
+    (point / "status.json").write_text(json.dumps(oom))
+    assert gpu_check.sweep_checks(gpu_check.sweep_dir(step)) == {
+        "one point recorded": True,
+        "point failed oom": True,
+        "reason names the budget": True,
+    }
+    (point / "status.json").write_text(json.dumps({"status": "ok", "code": "", "reason": ""}))
+    checks = gpu_check.sweep_checks(gpu_check.sweep_dir(step))
+    assert checks == {
+        "one point recorded": True,
+        "point failed oom": False,
+        "reason names the budget": False,
+    }
+    outcome = gpu_check.StepOutcome("budget_oom", 1, 9.0, 30, 1, checks=dict.fromkeys(checks, True))
+    assert gpu_check.passed(outcome)
+    assert not gpu_check.passed(gpu_check.StepOutcome("budget_oom", 0, 9.0, 30, 1))
