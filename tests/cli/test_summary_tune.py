@@ -88,7 +88,7 @@ def test_summary_prints_the_answer_then_the_table(tune_sweep: Path) -> None:
     assert (result.status, result.stderr) == (0, "")
     lines = result.stdout.splitlines()
     assert lines[:5] == KNEE_LINES
-    assert lines[5] == "point         status  img/s  peak MB  thrash  contended  verdict"
+    assert lines[5] == "point         status  img/s  VRAM MB  RSS MB  thrash  contended  verdict"
     assert lines[-4:] == TABLE_TAIL
 
 
