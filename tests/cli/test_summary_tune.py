@@ -31,7 +31,7 @@ KNEE_LINES = [
     "train: batch=2 imgsz=96 amp=true workers=8 (tuned_s96_amp1.yaml)",
 ]
 TABLE_TAIL = [
-    "b4_s96_amp1   failed  -      -        -       -          oom: boom",
+    "b4_s96_amp1   failed  -      -        -       -       -          oom: boom",
     "highest img/s for imgsz 64: b16_s64_amp1",
     "highest img/s for imgsz 96: b2_s96_amp1",
     "1 of 9 points failed",
