@@ -262,11 +262,13 @@ def run_point(
     *,
     isolate: bool | None = None,
     overrides: list[str] | None = None,
+    reuse_bounds: bool = False,
 ) -> PointStatus:
     """Measure one point into `point_dir` under its device lease and return its status record
     (never raises for an expected failure; a `KeyboardInterrupt` is recorded and re-raised).
     `isolate` (default: the config's `sweep.isolate`) runs the measurement in a fresh child
-    process; `sweep.resume` keeps a point already measured with the same settings."""
+    process; `sweep.resume` keeps a point already measured with the same settings, and with
+    `reuse_bounds` (a tune search) one that did not fit under them too."""
     started = time.perf_counter()
     point_dir = Path(point_dir).resolve()
     point_dir.mkdir(parents=True, exist_ok=True)
@@ -278,7 +280,7 @@ def run_point(
         reason = f"refusing to replace {foreign}: libreyolo-sweep did not write it ({HINT})"
         return _status(request, "failed", reason=reason, code="usage")
     status_path = point_dir / STATUS_FILE
-    kept = reusable(point_dir, request) if sweep.resume else None
+    kept = reusable(point_dir, request, bounds=reuse_bounds) if sweep.resume else None
     if kept is not None:
         kept = dataclasses.replace(kept, reused=True)
         _write(status_path, kept)
