@@ -3,7 +3,9 @@ keeps its own stdout, logging and exit statuses.
 
 Role: the front door of configuration for single runs. Packaged defaults come from
 `pkg://libreyolo.conf`; `config_dir` adds a user's directory (its group options, and its
-primary configs when `config_name` names a file there). Hydra and OmegaConf errors become
+primary configs when `config_name` names a file there; a `group/name` file there that declares
+`# @package _global_`, an experiment such as a tune search's `tuned.yaml`, is added on top of
+the packaged primary, as `libreyolo-sweep +group=name` adds it). Hydra and OmegaConf errors become
 `ConfigError` with one line naming the offending key (and its flag, when it has one). A user's
 YAML files are parsed first, on their own: one that does not parse, or whose aliases expand to
 more than MAX_CONFIG_NODES values (a "billion laughs" takes minutes and gigabytes inside
@@ -34,6 +36,7 @@ PACKAGED_MODULE = "libreyolo.conf"
 PACKAGED_SEARCHPATH = "pkg://libreyolo.conf"
 VERSION_BASE = "1.3"
 MAX_CONFIG_NODES = 100_000  # YAML nodes one config file may hold, aliases expanded
+_GLOBAL_PACKAGE = re.compile(r"#\s*@package\s+_global_\s*$")
 MAX_CONFIG_FILES = 1000  # files checked under --config-dir
 
 
@@ -72,9 +75,12 @@ def compose_config(
                 f"config directory not found: {config_dir}", hint="--config-dir takes a folder"
             )
         check_config_files(directory)
-        user_primary = (directory / f"{config_name}.yaml").is_file()
+        path = directory / f"{config_name}.yaml"
+        experiment = _experiment(path, config_name) if path.is_file() else None
+        user_primary = path.is_file() and experiment is None
         searchpath = PACKAGED_SEARCHPATH if user_primary else directory.as_uri()
-        extra = [f"hydra.searchpath=[{searchpath}]"]
+        extra = [f"hydra.searchpath=[{searchpath}]", *([experiment] if experiment else [])]
+        config_name = "profile" if experiment else config_name
     context: AbstractContextManager[object]
     try:
         if user_primary:
@@ -98,6 +104,20 @@ def compose_config(
             hint="start its defaults list with `- profile`",
         )
     return result
+
+
+def _experiment(path: Path, config_name: str) -> str | None:
+    """`+group=name` when the file `path` (`config_name` = `group/name`) is an experiment: its
+    header comment declares `# @package _global_`; None for a primary config."""
+    if "/" not in config_name:
+        return None
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        if not line.startswith("#"):
+            break
+        if _GLOBAL_PACKAGE.match(line):
+            group, name = config_name.rsplit("/", 1)
+            return f"+{group}={name}"
+    return None
 
 
 def check_config_files(directory: Path, *, max_nodes: int | None = None) -> None:

@@ -165,6 +165,21 @@ def test_config_dir_without_that_primary_adds_options(tmp_path: Path) -> None:
     assert (cfg.model.size, cfg.model.weights) == ("s", "/w/mine.pt")
 
 
+def test_a_global_package_file_in_a_group_is_added_as_an_experiment(tmp_path: Path) -> None:
+    (tmp_path / "experiment").mkdir()
+    (tmp_path / "experiment" / "tuned.yaml").write_text(
+        "# @package _global_\n# a comment\nbatch: 24\ndataset:\n  workers: 3\n"
+    )
+    cfg = compose_config([], config_dir=tmp_path, config_name="experiment/tuned")
+    assert (cfg.batch, cfg.dataset.workers, cfg.imgsz) == (24, 3, ProfileConfig().imgsz)
+    typed = compose_config(["batch=5"], config_dir=tmp_path, config_name="experiment/tuned")
+    assert (typed.batch, typed.dataset.workers) == (5, 3)  # the flags typed still win
+    # Without the header it is a primary config, which must start from the packaged one.
+    (tmp_path / "experiment" / "plain.yaml").write_text("batch: 24\n")
+    with pytest.raises(ConfigError, match="is not a profile config"):
+        compose_config([], config_dir=tmp_path, config_name="experiment/plain")
+
+
 def test_missing_config_dir_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="config directory"):
         compose_config([], config_dir=tmp_path / "nope")
