@@ -25,11 +25,11 @@ def _run(argv: list[str]) -> None:
 
 
 def test_ruff_lint_is_clean() -> None:
-    _run([_tool("ruff"), "check", "libreyolo", "tests", "scripts"])
+    _run([_tool("ruff"), "check", "libreyolo", "tests", "scripts", "hydra_plugins"])
 
 
 def test_ruff_format_is_applied() -> None:
-    _run([_tool("ruff"), "format", "--check", "libreyolo", "tests", "scripts"])
+    _run([_tool("ruff"), "format", "--check", "libreyolo", "tests", "scripts", "hydra_plugins"])
 
 
 @pytest.mark.slow

@@ -42,12 +42,16 @@ from libreyolo.boundary.output import Output
 from libreyolo.boundary.status import exit_process, exit_status
 from libreyolo.config.compose import as_plain_dict
 from libreyolo.config.schema import DeviceConfig, ProfileConfig, SweepConfig, register_schemas
+from libreyolo.document.tune_model import TuneRecord
 from libreyolo.errors import ExitStatus, UsageError
+from libreyolo.sweep import tune_run
 from libreyolo.sweep.lease import check_lease_timeout, cuda_index, device_label, usable_lock_dir
 from libreyolo.sweep.naming import name_swept_keys
+from libreyolo.sweep.objective import PointObjective, point_objective
 from libreyolo.sweep.owned import refuse_foreign
 from libreyolo.sweep.plan import grid_plan, write_plan
 from libreyolo.sweep.point import run_point
+from libreyolo.sweep.refused import Refused
 from libreyolo.sweep.report import SweepResult, write_report
 from libreyolo.sweep.stop import signal_of, signals_ignored, stop_on_signals
 from libreyolo.sweep.trust import check_sweep_config, split_trust_flags
@@ -55,14 +59,6 @@ from libreyolo.sweep.trust import check_sweep_config, split_trust_flags
 _RAN: list[tuple[Path, Path, str]] = []  # (sweep root, point dir, status) per job in-process
 _ROOTS: list[Path] = []  # sweep roots of the multiruns this (parent) process started
 _DATED: list[bool] = []  # per root: its template holds ${now:...}, so a re-run goes elsewhere
-
-
-class Refused(BaseException):  # not an Exception: Hydra would print it with a traceback
-    """The sweep folder holds a file we would replace but did not write (`error` says which)."""
-
-    def __init__(self, error: UsageError) -> None:
-        super().__init__(error.message)
-        self.error = error
 
 
 class SweepReportCallback(Callback):
@@ -129,17 +125,21 @@ def _plan(config: DictConfig) -> dict[str, list[str]] | None:
 
 
 @hydra.main(version_base="1.3", config_path="pkg://libreyolo.conf", config_name="profile")
-def sweep_task(cfg: DictConfig) -> None:
-    """One Hydra job: measure this point into its output folder and record its status."""
+def sweep_task(cfg: DictConfig) -> PointObjective:
+    """One Hydra job: measure this point into its output folder, record its status and return
+    its result (its img/s as a float, for any sweeper; `objective.py`)."""
     hydra_cfg = HydraConfig.get()
     point_dir = Path(hydra_cfg.runtime.output_dir).resolve()
     multirun = hydra_cfg.mode == RunMode.MULTIRUN
     root = Path(hydra_cfg.sweep.dir).resolve() if multirun else point_dir
     typed = OmegaConf.to_object(cfg)
     assert isinstance(typed, ProfileConfig)
+    config = as_plain_dict(typed)
+    # A tune search records a batch that does not fit as a bound: a measured fact to keep.
+    tuning = hydra_cfg.sweeper.get("_target_") == tune_run.TUNE_SWEEPER
     try:
         record = run_point(
-            as_plain_dict(typed), point_dir, overrides=list(hydra_cfg.overrides.task)
+            config, point_dir, overrides=list(hydra_cfg.overrides.task), reuse_bounds=tuning
         )
     except KeyboardInterrupt:  # recorded as interrupted; the report still lists it
         _RAN.append((root, point_dir, "interrupted"))
@@ -148,6 +148,7 @@ def sweep_task(cfg: DictConfig) -> None:
     shown = "reused" if record.reused else record.status
     detail = f": {record.reason}" if record.status != "ok" else ""
     Output.plain().lines(f"{point_dir.name}: {shown}{detail}")
+    return point_objective(record, point_dir, root, config)
 
 
 def main() -> None:
@@ -167,6 +168,7 @@ def _sweep(out: Output) -> ExitStatus:
     _RAN.clear()
     _ROOTS.clear()
     _DATED.clear()
+    tune_run.forget()
     stopped: signal.Signals | None = None
     try:
         with stop_on_signals():
@@ -175,11 +177,16 @@ def _sweep(out: Output) -> ExitStatus:
         stopped = signal_of(stop)
     except Refused as refused:
         raise refused.error from None
+    tuned = tune_run.written()
     with signals_ignored():
-        report = _report(out)
+        report = _report(out, tuned)
     if stopped is not None:
         out.error_line("interrupted", _stopped_line(report))
         return ExitStatus(128 + stopped)
+    if tuned is not None and report is not None:
+        # A search: a batch that does not fit is a bound it found, not a failure.
+        answered = len(tuned[1].recommended) == len(tuned[1].series)
+        return ExitStatus.OK if report.complete_but_bounds and answered else ExitStatus.FAILED
     if report is not None and not report.complete:
         return ExitStatus.FAILED
     return ExitStatus.OK
@@ -198,15 +205,20 @@ def _stopped_line(report: SweepResult | None) -> str:
     return f"interrupted: {done} points done; {again}"
 
 
-def _report(out: Output) -> SweepResult | None:
-    """Write and print the report of the sweep this process ran; None when nothing ran
-    (`--help`, `--cfg`, a stop before the first job). A folder it must not write into raises
-    its `UsageError`."""
+def _report(out: Output, tuned: tuple[Path, TuneRecord] | None) -> SweepResult | None:
+    """Write and print the report of the sweep this process ran (after a tune search, its
+    training settings first); None when nothing ran (`--help`, `--cfg`, a stop before the
+    first job). A folder it must not write into raises its `UsageError`."""
     only = [point for _, point, _ in _RAN] or None
     root = _ROOTS[0] if _ROOTS else _RAN[0][0] if _RAN else None
+    if tuned is not None and only is None:  # the jobs ran elsewhere: the search knows them
+        only = [tuned[0] / step.point for series in tuned[1].series for step in series.path]
     if root is None:
         return None
     report = write_report(root, only=only, out=out)
+    for recommendation in [] if tuned is None else tuned[1].recommended:
+        if recommendation.train_settings is not None:
+            out.lines(f"train: {recommendation.train_settings} ({recommendation.config_file})")
     out.lines(report.table)
     out.lines(f"sweep: {report.path}")
     return report

@@ -68,7 +68,7 @@ def _part(config: DictConfig, key: str) -> str:
     return f"_{label}-${{slug:${{{value}}}}}"
 
 
-def _names(template: str, key: str) -> bool:
+def names_key(template: str, key: str) -> bool:
     """Whether `template` writes `key`'s value (or something unique to each job)."""
     return (
         any(marker in template for marker in PER_JOB)
@@ -86,7 +86,7 @@ def name_swept_keys(config: DictConfig) -> str:
     template = str(sweep.get("subdir"))
     keys = swept_keys(config)
     if template != PACKAGED_SUBDIR:
-        missing = [key for key in keys if not _names(template, key)]
+        missing = [key for key in keys if not names_key(template, key)]
         if missing:
             raise UsageError(
                 f"hydra.sweep.subdir {template!r} does not name the swept key "

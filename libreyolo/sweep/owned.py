@@ -1,12 +1,12 @@
 """Which files in a sweep folder this tool may replace: only those it wrote.
 
 Role: `refuse_foreign` raises `UsageError` (exit 2) naming the first file a sweep would replace
-(`sweep.json`, `sweep.png`, `sweep.html`, `sweep_plan.json`, a point's `point.json`,
-`status.json` or `point.log`) that is not ours: a `sweep.json` without the libreyolo sweep
-schema, a chart without our PNG mark (nor recorded by our `sweep.json`), a page without our
-generator tag, a `point.json` that is no request, a
-`point.log` in a folder without our `point.json`. The sweep calls it before the first point;
-the report writer calls it again before writing.
+(`sweep.json`, `sweep.png`, `sweep.html`, `sweep_plan.json`, `tune.json`, `tuned*.yaml`, a
+point's `point.json`, `status.json` or `point.log`) that is not ours: a `sweep.json` or
+`tune.json` without its libreyolo schema, a chart without our PNG mark (nor recorded by our
+`sweep.json`), a page without our generator tag, a `tuned*.yaml` without our header, a
+`point.json` that is no request, a `point.log` in a folder without our `point.json`. The sweep
+calls it before the first point; the report writer calls it again before writing.
 
 Must not: write or delete anything.
 """
@@ -17,9 +17,12 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from libreyolo.document import sweep_files as files
+from libreyolo.document.sweep_io import TUNE_FILE
+from libreyolo.document.tune_model import TUNE_SCHEMA
 from libreyolo.errors import UsageError
 from libreyolo.render.html.ours import is_our_page
 from libreyolo.sweep.chart import is_our_chart
+from libreyolo.sweep.tuned_config import is_tuned_config, tuned_files
 
 HINT = "move it away, or choose another hydra.sweep.dir"
 
@@ -58,6 +61,12 @@ def foreign_file(root: Path, names: Iterable[str] = ()) -> Path | None:
     plan = root / files.PLAN_FILE
     if _exists(plan) and not files.is_plan(files.read_json(plan)):
         return plan
+    tune = root / TUNE_FILE
+    if _exists(tune) and files.read_json(tune, files.MAX_RECORD_BYTES).get("schema") != TUNE_SCHEMA:
+        return tune
+    for tuned in tuned_files(root):
+        if not is_tuned_config(tuned):
+            return tuned
     for name in names:
         folder = files.inside(root, name)
         found = root / name if folder is None else foreign_point_file(folder)

@@ -3,7 +3,8 @@
 Role: `grid_plan` lists each job's point folder (relative to the sweep dir) and overrides in
 launch order, the way Hydra's basic sweeper and its launchers derive them (the sweeper's
 `params` then the command line's overrides, their Cartesian product, each job's
-`hydra.sweep.subdir` resolved on its own config); `write_plan` stores it in the sweep folder,
+`hydra.sweep.subdir` resolved on its own config: `job_folder`, which the tune search uses for
+the jobs it launches); `write_plan` stores it in the sweep folder,
 so a sweep stopped or killed half-way still knows which points never ran (`missing`).
 Other sweepers (optuna, nevergrad...) choose their points as they go: no plan, and the report
 falls back to the point folders found.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hydra.core.config_loader import ConfigLoader
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
 from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -52,24 +54,30 @@ def grid_plan(config: DictConfig) -> Plan | None:
     task = OmegaConf.to_container(config.hydra.overrides.task, resolve=False)
     assert isinstance(task, list)
     parsed = OverridesParser.create(config_loader=loader).parse_overrides(params + task)
+    plan: Plan = {}
+    for num, job in enumerate(BasicSweeper.split_arguments(parsed, None)[0]):
+        name = job_folder(loader, config, list(job), num)
+        if name in plan:
+            raise _shared_folder(name, plan[name], list(job))
+        plan[name] = list(job)
+    return plan
+
+
+def job_folder(loader: ConfigLoader, config: DictConfig, job: list[str], num: int) -> str:
+    """The point folder (relative to the sweep dir) of job number `num` with overrides `job`
+    in the multirun `config`: its `hydra.sweep.subdir`, resolved on the job's own config."""
     root = Path(str(config.hydra.sweep.dir)).resolve()
+    job_config = loader.load_sweep_config(config, job)
+    with open_dict(job_config):  # as the basic launcher numbers its jobs
+        job_config.hydra.job.id = num
+        job_config.hydra.job.num = num
     hydra_config = HydraConfig.instance()
     previous = hydra_config.cfg
-    plan: Plan = {}
     try:
-        for num, job in enumerate(BasicSweeper.split_arguments(parsed, None)[0]):
-            job_config = loader.load_sweep_config(config, list(job))
-            with open_dict(job_config):  # as the basic launcher numbers its jobs
-                job_config.hydra.job.id = num
-                job_config.hydra.job.num = num
-            hydra_config.set_config(job_config)  # for `${hydra:...}` in the subdir template
-            name = _name(root, str(job_config.hydra.sweep.subdir))
-            if name in plan:
-                raise _shared_folder(name, plan[name], list(job))
-            plan[name] = list(job)
+        hydra_config.set_config(job_config)  # for `${hydra:...}` in the subdir template
+        return _name(root, str(job_config.hydra.sweep.subdir))
     finally:
         hydra_config.cfg = previous
-    return plan
 
 
 def _shared_folder(name: str, first: list[str], second: list[str]) -> UsageError:

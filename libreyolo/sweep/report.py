@@ -35,6 +35,7 @@ from libreyolo.document.point_profiles import read_point_profiles
 from libreyolo.document.sweep_files import CHART_FILE, PAGE_FILE, SWEEP_FILE, collect_sweep
 from libreyolo.document.sweep_io import TUNE_FILE, read_tune_record
 from libreyolo.document.sweep_model import SweepRecord
+from libreyolo.document.tune_model import BOUNDS
 from libreyolo.errors import ExitStatus, UsageError
 from libreyolo.render.html.sweep_page import sweep_page
 from libreyolo.render.sweep_text import sweep_table as render_table
@@ -64,6 +65,15 @@ class SweepResult:
     def complete(self) -> bool:
         """Whether every point of the sweep is ok."""
         return self.record.num_ok == self.record.num_points
+
+    @property
+    def complete_but_bounds(self) -> bool:
+        """Whether every point is ok or a bound a tune search found (it did not fit: out of
+        memory, over the budget), which is no failure there."""
+        return all(
+            row.status == "ok" or (row.status == "failed" and row.code in BOUNDS)
+            for row in self.record.points.values()
+        )
 
 
 def write_report(

@@ -29,3 +29,29 @@ def tiny_sweep_argv(sweep_dir: Path, *overrides: str, isolate: bool = False) -> 
         f"sweep.lock_dir={sweep_dir / 'locks'}",
         *overrides,
     ]
+
+
+def tune_argv(sweep_dir: Path, *overrides: str, mode: str = "infer") -> list[str]:
+    """`libreyolo-sweep -m hydra/sweeper=tune` on the CPU at imgsz 64, in-process points, tiny
+    windows (2 runs for inference, 2 steps for training) into `sweep_dir`; `overrides` add the
+    search's settings and anything else."""
+    return [
+        sys.executable,
+        "-m",
+        "libreyolo.sweep",
+        "-m",
+        "hydra/sweeper=tune",
+        f"mode={mode}",
+        "device=cpu",
+        "imgsz=64",
+        "window.warmup=1",
+        "window.runs=2",
+        "window.steps=2",
+        "dataset.workers=0",
+        "trace=false",
+        f"model.weights={CHECKPOINT}",
+        f"hydra.sweep.dir={sweep_dir}",
+        "sweep.isolate=false",
+        f"sweep.lock_dir={sweep_dir / 'locks'}",
+        *overrides,
+    ]

@@ -1,0 +1,167 @@
+"""What a sweep point returns to Hydra: its img/s as a float, with the point's facts on it.
+
+Role: `sweep_task` returns `point_objective(...)` for every job, so any Hydra sweeper can drive
+`libreyolo-sweep`: `float(result)` is the point's img/s (NaN when it has none: it did not fit,
+failed or was refused), which Optuna and the like maximise, and the attributes carry what the
+`hydra/sweeper=tune` search reads (`tune_run.measured_of`): status, code, folder, settings,
+each trial's img/s, latency percentiles, peaks, whether it fits or which bound it hit, whether
+it was reused. The values come from the point's `status.json` record and its profile; one the
+sweep files' rules refuse (`sweep_model.METRIC`) is left out (None), never passed on.
+
+Must not: measure, write, or hold anything that cannot be pickled (submitit and Ray send the
+result back from another process: `__reduce__` rebuilds it from plain values).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from libreyolo.document.json_value import JsonObject, JsonValue
+from libreyolo.document.limits import MAX_PROFILE_BYTES
+from libreyolo.document.sweep_files import inside, read_json
+from libreyolo.document.sweep_model import METRIC, PointStatus
+from libreyolo.document.tune_model import Bound
+
+LATENCY_PERCENTILES = (50, 90, 99)  # the profile's latency_p50_ms, latency_p90_ms, latency_p99_ms
+# A failed point's code when it is a bound the tune search records, not a failure.
+BOUND_OF_CODE: dict[str, Bound] = {"oom": "oom", "over_budget": "over_budget"}
+
+
+class PointObjective(float):
+    """A point's img/s (NaN: none) and its facts (module docstring)."""
+
+    __slots__ = (
+        "amp",
+        "batch",
+        "bound",
+        "code",
+        "fits",
+        "imgsz",
+        "latency_p50_ms",
+        "latency_p90_ms",
+        "latency_p99_ms",
+        "peak_rss_mb",
+        "peak_vram_mb",
+        "point",
+        "reason",
+        "reused",
+        "status",
+        "threads",
+        "trials_img_per_s",
+    )
+    status: str
+    code: str | None
+    reason: str | None
+    point: str  # the point's folder, relative to the sweep folder
+    batch: int | None
+    imgsz: int | None
+    amp: bool | None
+    threads: int | None
+    trials_img_per_s: tuple[float, ...]  # each trial's img/s (one for a single window)
+    latency_p50_ms: float | None
+    latency_p90_ms: float | None
+    latency_p99_ms: float | None
+    peak_vram_mb: float | None
+    peak_rss_mb: float | None  # the window's peak resident memory
+    fits: bool  # measured to the end (status ok)
+    bound: Bound | None  # why it does not fit: out of memory, or over tune.memory_budget_mb
+    reused: bool
+
+    def __new__(cls, img_per_s: float | None, **facts: Any) -> PointObjective:
+        self = super().__new__(cls, math.nan if img_per_s is None else img_per_s)
+        for name in cls.__slots__:
+            object.__setattr__(self, name, facts.pop(name))
+        if facts:
+            raise TypeError(f"unknown point facts: {', '.join(sorted(facts))}")
+        return self
+
+    @property
+    def img_per_s(self) -> float | None:
+        """The img/s, None where the float is NaN."""
+        return None if math.isnan(self) else float(self)
+
+    def facts(self) -> dict[str, Any]:
+        """Every attribute but the value, by name."""
+        return {name: getattr(self, name) for name in self.__slots__}
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (self.img_per_s, self.facts()))
+
+    def __repr__(self) -> str:
+        return f"PointObjective({self.img_per_s!r}, point={self.point!r}, status={self.status!r})"
+
+
+def _rebuild(img_per_s: float | None, facts: dict[str, Any]) -> PointObjective:
+    return PointObjective(img_per_s, **facts)
+
+
+def _metric(value: JsonValue) -> float | None:
+    """A metric the sweep files accept (a number 0..1e15), as a float; None otherwise."""
+    if type(value) not in (int, float) or METRIC(value, "metric") is not None:
+        return None
+    assert isinstance(value, int | float)
+    return float(value)
+
+
+def _setting(config: Mapping[str, JsonValue], key: str, kind: type) -> Any:
+    value = config.get(key)
+    return value if type(value) is kind else None
+
+
+def _profile(point_dir: Path, record: PointStatus) -> JsonObject:
+    """The point's profile as raw JSON ({} when it has none inside its folder)."""
+    path = inside(point_dir, record.profile)
+    return {} if path is None else read_json(path, MAX_PROFILE_BYTES)
+
+
+def _trials(profile: JsonObject, img_per_s: float | None) -> tuple[float, ...]:
+    """Each trial's img/s (`trials[*].metrics.img_per_s`; a single window: its own)."""
+    trials = profile.get("trials")
+    if not isinstance(trials, list) or not trials:
+        return () if img_per_s is None else (img_per_s,)
+    found = []
+    for trial in trials:
+        metrics = trial.get("metrics") if isinstance(trial, dict) else None
+        value = _metric(metrics.get("img_per_s")) if isinstance(metrics, dict) else None
+        if value is None:  # a trial without img/s: no test can use the others alone
+            return ()
+        found.append(value)
+    return tuple(found)
+
+
+def point_objective(
+    record: PointStatus, point_dir: Path, root: Path, config: Mapping[str, JsonValue]
+) -> PointObjective:
+    """The objective of the point measured (or kept) into `point_dir` under the sweep folder
+    `root`, from its status `record`, its profile and its resolved `config`."""
+    profile = _profile(point_dir, record) if record.profile else {}
+    raw = profile.get("metrics")
+    metrics: JsonObject = raw if isinstance(raw, dict) else {}
+    fits = record.status == "ok"
+    bound = BOUND_OF_CODE.get(record.code or "") if record.status == "failed" else None
+    img_per_s = _metric(metrics.get("img_per_s"))
+    latency = {
+        f"latency_p{p}_ms": _metric(metrics.get(f"latency_p{p}_ms")) for p in LATENCY_PERCENTILES
+    }
+    point = point_dir.relative_to(root).as_posix() if point_dir != root else point_dir.name
+    return PointObjective(
+        img_per_s if fits else None,
+        status=record.status,
+        code=record.code or None,
+        reason=record.reason or None,
+        point=point,
+        batch=_setting(config, "batch", int),
+        imgsz=_setting(config, "imgsz", int),
+        amp=_setting(config, "amp", bool),
+        threads=_setting(config, "threads", int),
+        trials_img_per_s=_trials(profile, img_per_s),
+        **latency,
+        peak_vram_mb=_metric(metrics.get("peak_vram_mb")),
+        peak_rss_mb=_metric(metrics.get("peak_rss_mb")),
+        fits=fits,
+        bound=bound,
+        reused=record.reused,
+    )

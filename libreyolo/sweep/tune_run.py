@@ -1,0 +1,219 @@
+"""The `hydra/sweeper=tune` search: rounds of points through the configured launcher until
+every series has its answer, then `tune.json`.
+
+Role: `search` (what the plug-in's `TuneSweeper.sweep` runs) splits the overrides into series
+(`tune_series.split_series`), reads and checks each series' composed config before any job
+(`tune_series.check_search`; a refusal is raised as `Refused`: one line, exit 2, nothing
+measured), then runs rounds: each unfinished series' next batch (`analysis.tune.decide`) goes
+into one `launcher.launch` call, so a parallel launcher measures the series side by side, and
+each job's `PointObjective` becomes the series' next `Measured`. When every series is `Done`,
+or when the sweep is stopped (the unfinished series then `interrupted`, the points of the
+round cut short that had finished read from their folders, and the stop goes on), `tune_write`
+writes `tune.json`; `written` tells `libreyolo.sweep.app` what this process wrote.
+The decision is deterministic, so a resumed search (its points reused by `run_point`) replays
+the same path.
+
+Must not: measure (the jobs do), hand a `DictConfig` on, or keep state but the records this
+process wrote (`_WRITTEN`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from hydra.core.config_loader import ConfigLoader
+from hydra.core.utils import JobReturn, JobStatus
+from hydra.errors import HydraException
+from hydra.plugins.launcher import Launcher
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from libreyolo.analysis.tune import Done, Measured, decide
+from libreyolo.config.compose import ConfigError, describe_error
+from libreyolo.document.sweep_io import REQUEST_FILE, STATUS_FILE, inside, read_request, read_status
+from libreyolo.document.tune_model import TuneRecord, TuneSettings
+from libreyolo.errors import UsageError
+from libreyolo.sweep.objective import PointObjective, point_objective
+from libreyolo.sweep.plan import job_folder
+from libreyolo.sweep.refused import Refused
+from libreyolo.sweep.tune_series import PERCENTILES, Series, check_search, series_of, split_series
+from libreyolo.sweep.tune_write import SeriesResult, tune_record, write_tune
+
+# hydra/sweeper=tune's `_target_` (libreyolo/conf/hydra/sweeper/tune.yaml)
+TUNE_SWEEPER = "hydra_plugins.libreyolo_tune_sweeper.tune_sweeper.TuneSweeper"
+_WRITTEN: list[tuple[Path, TuneRecord]] = []  # (sweep root, record) per search of this process
+
+
+def written() -> tuple[Path, TuneRecord] | None:
+    """The sweep folder and record of the last search this process finished or stopped."""
+    return _WRITTEN[-1] if _WRITTEN else None
+
+
+def forget() -> None:
+    """Forget the searches this process ran (a new sweep starts)."""
+    _WRITTEN.clear()
+
+
+def _series(config: DictConfig, loader: ConfigLoader, arguments: Sequence[str]) -> list[Series]:
+    """Each series with what its composed config says. ConfigError for one that does not
+    compose."""
+    found = []
+    for job in split_series(loader, arguments):
+        try:
+            composed = loader.load_sweep_config(config, list(job))
+        except (HydraException, OmegaConfBaseException) as err:
+            raise ConfigError(describe_error(err, job)) from err
+        found.append(series_of(job, composed))
+    return found
+
+
+def _prepared(
+    config: DictConfig, loader: ConfigLoader, arguments: Sequence[str]
+) -> tuple[list[Series], TuneSettings]:
+    """The series and the search's settings, checked; `Refused` when the search cannot run."""
+    try:
+        series = _series(config, loader, arguments)
+        sweep = OmegaConf.to_container(config.hydra.sweep, resolve=False)
+        assert isinstance(sweep, dict)
+        return series, check_search(series, str(sweep.get("subdir")))
+    except UsageError as err:
+        raise Refused(err) from None
+
+
+def _folder(ret: JobReturn, root: Path) -> str:
+    """The job's point folder, relative to the sweep folder."""
+    assert ret.hydra_cfg is not None  # run_job sets it before the task runs
+    output = Path(str(OmegaConf.select(ret.hydra_cfg, "hydra.runtime.output_dir"))).resolve()
+    return output.relative_to(root).as_posix() if output.is_relative_to(root) else output.name
+
+
+def _from_objective(value: PointObjective, batch: int, settings: TuneSettings) -> Measured:
+    latency = None
+    if settings.percentile in PERCENTILES:
+        latency = getattr(value, f"latency_p{settings.percentile}_ms")
+    failed = None if value.fits or value.bound else (value.reason or value.status)
+    return Measured(
+        point=value.point,
+        batch=batch,
+        fits=value.fits,
+        bound=value.bound,
+        trials=value.trials_img_per_s if value.fits else (),
+        latency_ms=latency,
+        peak_mb=value.peak_vram_mb if value.peak_vram_mb is not None else value.peak_rss_mb,
+        failed=failed,
+        reused=value.reused,
+    )
+
+
+def measured_of(ret: JobReturn, batch: int, settings: TuneSettings, root: Path) -> Measured:
+    """What the search reads from one job: its `PointObjective`, or the failure of a job whose
+    task raised (it is never re-raised: that series stops `failed`)."""
+    if ret.status != JobStatus.COMPLETED:
+        error = ret._return_value  # the task's exception (`return_value` would raise it)
+        reason = f"{type(error).__name__}: {error}"
+        return Measured(point=_folder(ret, root), batch=batch, fits=False, failed=reason)
+    value = ret.return_value
+    if not isinstance(value, PointObjective):
+        reason = f"the job returned {type(value).__name__}, not a point's result"
+        return Measured(point=_folder(ret, root), batch=batch, fits=False, failed=reason)
+    return _from_objective(value, batch, settings)
+
+
+def finished_point(
+    root: Path, folder: str, batch: int, settings: TuneSettings, since: float
+) -> Measured | None:
+    """A point of the round a stop cut short that finished before it (its status written since
+    `since`, epoch seconds, and not `interrupted`), read from its folder; None otherwise."""
+    point_dir = inside(root, folder)
+    status_path = None if point_dir is None else point_dir / STATUS_FILE
+    record = None if status_path is None else read_status(status_path)
+    if point_dir is None or status_path is None or record is None:
+        return None
+    if record.status == "interrupted" or status_path.stat().st_mtime < since:
+        return None  # stopped, or a previous sweep's: this one never started it
+    request = read_request(point_dir / REQUEST_FILE)
+    config = {} if request is None else request.config
+    return _from_objective(point_objective(record, point_dir, root, config), batch, settings)
+
+
+class SearchState:
+    """The state of a search: per series what it measured and how it ended."""
+
+    def __init__(self, series: list[Series], settings: TuneSettings) -> None:
+        self.series = series
+        self.settings = settings
+        self.measured: list[list[Measured]] = [[] for _ in series]
+        self.done: list[Done | None] = [None] * len(series)
+
+    def round(self) -> list[tuple[int, int]]:
+        """(series, batch) of the next round: each unfinished series' next batch."""
+        launches = []
+        for index, measured in enumerate(self.measured):
+            if self.done[index] is not None:
+                continue
+            step = decide(self.settings, measured)
+            if isinstance(step, Done):
+                self.done[index] = step
+                continue
+            assert all(m.batch != step.batch for m in measured), "decide() repeated a batch"
+            launches.append((index, step.batch))
+        return launches
+
+    def results(self) -> list[SeriesResult]:
+        return [
+            SeriesResult(
+                overrides=series.overrides,
+                imgsz=series.imgsz,
+                amp=series.amp,
+                threads=series.threads,
+                measured=tuple(measured),
+                done=done,
+            )
+            for series, measured, done in zip(self.series, self.measured, self.done, strict=True)
+        ]
+
+
+def _finish(root: Path, search: SearchState) -> None:
+    record, texts = tune_record(root, search.series[0].mode, search.settings, search.results())
+    write_tune(root, record, texts)
+    _WRITTEN.append((root, record))
+
+
+def search(
+    *, config: DictConfig, loader: ConfigLoader, launcher: Launcher, arguments: Sequence[str]
+) -> list[Sequence[JobReturn]]:
+    """Run the search `arguments` (the sweeper's params, then the command line's overrides)
+    describes; return every round's job returns, as Hydra's basic sweeper does."""
+    series, settings = _prepared(config, loader, arguments)
+    root = Path(str(config.hydra.sweep.dir)).resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    OmegaConf.save(config, root / "multirun.yaml")  # as every Hydra sweeper leaves it
+    state = SearchState(series, settings)
+    returns: list[Sequence[JobReturn]] = []
+    job_idx = 0
+    launches: list[tuple[int, int]] = []
+    folders: list[str] = []
+    since = time.time()
+    try:
+        while launches := state.round():
+            batches = [[*series[i].overrides, f"batch={batch}"] for i, batch in launches]
+            folders = [
+                job_folder(loader, config, job, job_idx + n) for n, job in enumerate(batches)
+            ]
+            since = time.time()
+            results = launcher.launch(batches, initial_job_idx=job_idx)
+            job_idx += len(batches)
+            returns.append(results)
+            for (index, batch), ret in zip(launches, results, strict=True):
+                state.measured[index].append(measured_of(ret, batch, settings, root))
+    except KeyboardInterrupt:  # the stop goes on once what was measured is written down
+        for (index, batch), folder in zip(launches, folders, strict=True):
+            finished = finished_point(root, folder, batch, settings, since)
+            if finished is not None:
+                state.measured[index].append(finished)
+        _finish(root, state)
+        raise
+    _finish(root, state)
+    return returns
