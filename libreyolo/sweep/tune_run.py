@@ -44,6 +44,9 @@ from libreyolo.sweep.tune_write import SeriesResult, tune_record, write_tune
 # hydra/sweeper=tune's `_target_` (libreyolo/conf/hydra/sweeper/tune.yaml)
 TUNE_SWEEPER = "hydra_plugins.libreyolo_tune_sweeper.tune_sweeper.TuneSweeper"
 _WRITTEN: list[tuple[Path, TuneRecord]] = []  # (sweep root, record) per search of this process
+# A file system may keep modification times to the second (or two): a status written after a
+# round began may read as up to this much older. No other sweep writes there that recently.
+MTIME_SLACK_S = 2.0
 
 
 def written() -> tuple[Path, TuneRecord] | None:
@@ -131,7 +134,7 @@ def finished_point(
     record = None if status_path is None else read_status(status_path)
     if point_dir is None or status_path is None or record is None:
         return None
-    if record.status == "interrupted" or status_path.stat().st_mtime < since:
+    if record.status == "interrupted" or status_path.stat().st_mtime < since - MTIME_SLACK_S:
         return None  # stopped, or a previous sweep's: this one never started it
     request = read_request(point_dir / REQUEST_FILE)
     config = {} if request is None else request.config

@@ -132,6 +132,15 @@ def check_settings(settings: TuneSettings) -> None:
             f"tune.memory_budget_mb must be a positive number of MB "
             f"(got {settings.memory_budget_mb:g})"
         )
+    if not _positive(settings.max_latency_ms):
+        raise UsageError(
+            f"tune.max_latency_ms must be a positive number of ms (got {settings.max_latency_ms:g})"
+        )
+    if settings.percentile not in PERCENTILES:
+        raise UsageError(
+            f"tune.percentile must be 50, 90 or 99 (got {settings.percentile}): the latency "
+            "percentiles a profile measures"
+        )
 
 
 def _check_goal(series: Series) -> None:
@@ -153,15 +162,6 @@ def _check_goal(series: Series) -> None:
     if settings.max_latency_ms is None:
         raise UsageError(
             "tune.goal=latency needs tune.max_latency_ms", hint="e.g. tune.max_latency_ms=50"
-        )
-    if not _positive(settings.max_latency_ms):
-        raise UsageError(
-            f"tune.max_latency_ms must be a positive number of ms (got {settings.max_latency_ms:g})"
-        )
-    if settings.percentile not in PERCENTILES:
-        raise UsageError(
-            f"tune.percentile must be 50, 90 or 99 (got {settings.percentile}): the latency "
-            "percentiles a profile measures"
         )
 
 

@@ -97,6 +97,11 @@ def test_a_search_that_cannot_run_is_refused_in_one_line(
             {"memory_budget_mb": math.inf},
             "tune.memory_budget_mb must be a positive number of MB (got inf)",
         ),
+        (  # whatever the goal: tune.json records it
+            {"percentile": 150},
+            "tune.percentile must be 50, 90 or 99 (got 150): the latency percentiles a profile "
+            "measures",
+        ),
     ],
 )
 def test_settings_no_search_can_run_with_are_refused(
