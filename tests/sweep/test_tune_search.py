@@ -85,6 +85,8 @@ def test_a_knee_search_recommends_a_measured_batch_and_resumes_without_measuring
     assert recommended["evidence"].startswith(f"batch {recommended['batch']}: ")
     assert (recommended["train_settings"], recommended["config_file"]) == (None, None)
     assert not (tmp_path / "tuned.yaml").exists()  # inference writes no training config
+    answer = f"tune: {recommended['point']}: {recommended['evidence']}"
+    assert answer in done.stdout.splitlines()  # printed before the table
     statuses = {s["point"]: _json(tmp_path / s["point"] / "status.json") for s in path}
 
     again = _tune(tmp_path, *search)
@@ -155,7 +157,9 @@ def test_a_maxfit_training_search_stops_at_a_bound_and_writes_the_config_to_trai
     assert evidence.endswith("; 4 does not fit (over the memory budget)")
     assert recommended["train_settings"] == "batch=3 imgsz=64 amp=true workers=0"
     assert recommended["config_file"] == "tuned.yaml"
-    assert "train: batch=3 imgsz=64 amp=true workers=0 (tuned.yaml)" in done.stdout.splitlines()
+    lines = done.stdout.splitlines()
+    answer = lines.index(f"tune: b3_s64_amp1: {evidence}")
+    assert lines[answer + 1] == "train: batch=3 imgsz=64 amp=true workers=0 (tuned.yaml)"
 
     text = (tmp_path / "tuned.yaml").read_text(encoding="utf-8")
     lines = text.splitlines()
