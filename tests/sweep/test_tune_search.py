@@ -10,6 +10,9 @@ from typing import Any
 
 import yaml
 
+from libreyolo.document.convert import convert
+from libreyolo.document.rules import field_problem
+from libreyolo.document.tune_model import TuneRecord
 from tests.sweep.helpers import CHECKPOINT, tune_argv
 
 TUNE_KEYS = {"mode", "num_points", "recommended", "schema", "series", "settings"}
@@ -39,13 +42,21 @@ def _json(path: Path) -> dict[str, Any]:
     return dict(json.loads(path.read_text(encoding="utf-8")))
 
 
+def _tune_record(root: Path) -> dict[str, Any]:
+    """tune.json, once checked against the rules its reader applies."""
+    record = _json(root / "tune.json")
+    assert field_problem(record, TuneRecord, str) is None
+    assert isinstance(convert(record, TuneRecord), TuneRecord)
+    return record
+
+
 def test_a_knee_search_recommends_a_measured_batch_and_resumes_without_measuring(
     tmp_path: Path,
 ) -> None:
     search = ("window.repeat=3", "tune.batch_max=2", "tune.batch_step=1")
     done = _tune(tmp_path, *search)
     assert done.returncode == 0, done.stderr
-    record = _json(tmp_path / "tune.json")
+    record = _tune_record(tmp_path)
     assert set(record) == TUNE_KEYS
     assert (record["schema"], record["mode"], record["num_points"]) == (
         "libreyolo.tune/v1",
@@ -91,7 +102,7 @@ def test_a_knee_search_recommends_a_measured_batch_and_resumes_without_measuring
 
     again = _tune(tmp_path, *search)
     assert again.returncode == 0, again.stderr
-    replayed = _json(tmp_path / "tune.json")
+    replayed = _tune_record(tmp_path)
     assert replayed["series"][0]["path"] == [step | {"reused": True} for step in path]
     assert replayed["recommended"] == record["recommended"]
     for point, status in statuses.items():  # nothing measured again: the records are kept
@@ -136,7 +147,7 @@ def test_a_maxfit_training_search_stops_at_a_bound_and_writes_the_config_to_trai
         tmp_path, "tune.goal=maxfit", "tune.batch_max=8", "tune.batch_step=1", budget, mode="run"
     )
     assert done.returncode == 0, done.stderr  # a bound is no failure of a search
-    record = _json(tmp_path / "tune.json")
+    record = _tune_record(tmp_path)
     assert record["mode"] == "run" and record["num_points"] == 4
     (series,) = record["series"]
     steps = [(s["batch"], s["fits"], s["bound"], s["reused"]) for s in series["path"]]
