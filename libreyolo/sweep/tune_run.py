@@ -63,12 +63,12 @@ def _series(config: DictConfig, loader: ConfigLoader, arguments: Sequence[str]) 
     """Each series with what its composed config says. ConfigError for one that does not
     compose."""
     found = []
-    for job in split_series(loader, arguments):
+    for job, swept in split_series(loader, arguments):
         try:
             composed = loader.load_sweep_config(config, list(job))
         except (HydraException, OmegaConfBaseException) as err:
             raise ConfigError(describe_error(err, job)) from err
-        found.append(series_of(job, composed))
+        found.append(series_of(job, swept, composed))
     return found
 
 
@@ -167,7 +167,7 @@ class SearchState:
     def results(self) -> list[SeriesResult]:
         return [
             SeriesResult(
-                overrides=series.overrides,
+                overrides=series.swept,
                 imgsz=series.imgsz,
                 amp=series.amp,
                 threads=series.threads,

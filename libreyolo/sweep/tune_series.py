@@ -37,7 +37,8 @@ NEEDS_TRIALS = ("knee", "latency")
 class Series:
     """One series: its overrides and what its composed config says."""
 
-    overrides: tuple[str, ...]
+    overrides: tuple[str, ...]  # every override of its jobs but the batch
+    swept: tuple[str, ...]  # those of them that are the values of swept axes
     mode: str
     repeat: int  # window.repeat
     imgsz: int | None
@@ -46,9 +47,12 @@ class Series:
     settings: TuneSettings
 
 
-def split_series(loader: ConfigLoader, arguments: Sequence[str]) -> list[list[str]]:
+def split_series(
+    loader: ConfigLoader, arguments: Sequence[str]
+) -> list[tuple[list[str], list[str]]]:
     """The series of `arguments` (sweeper params first, then the command line's overrides),
-    in the basic sweeper's order. UsageError for a batch or a swept `tune.*` key."""
+    in the basic sweeper's order: each one's overrides and, of them, the swept axes' values.
+    UsageError for a batch or a swept `tune.*` key."""
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper  # pinned: hydra-core 1.3
 
     try:
@@ -67,12 +71,13 @@ def split_series(loader: ConfigLoader, arguments: Sequence[str]) -> list[list[st
                     "settings, which cannot be swept",
                     hint="run one search for each",
                 )
+        swept = {o.get_key_element() for o in parsed if o.is_sweep_override()}
         jobs = BasicSweeper.split_arguments(parsed, None)[0]
     except HydraException as err:  # a sweep the basic sweeper cannot cross (range of floats...)
         raise UsageError(
             f"hydra/sweeper=tune: {err}", hint="give each axis a list of values"
         ) from None
-    return [list(job) for job in jobs]
+    return [(list(job), [o for o in job if o.split("=", 1)[0] in swept]) for job in jobs]
 
 
 def tune_settings(tune: TuneConfig) -> TuneSettings:
@@ -93,13 +98,14 @@ def tune_settings(tune: TuneConfig) -> TuneSettings:
     )
 
 
-def series_of(overrides: Sequence[str], config: DictConfig) -> Series:
-    """A series from its overrides and its composed (job) config."""
+def series_of(overrides: Sequence[str], swept: Sequence[str], config: DictConfig) -> Series:
+    """A series from its overrides, its swept values and its composed (job) config."""
     tune = OmegaConf.to_object(config.tune)
     assert isinstance(tune, TuneConfig)
     threads = config.get("threads")
     return Series(
         overrides=tuple(overrides),
+        swept=tuple(swept),
         mode=ModeOption(config.mode).value,
         repeat=int(config.window.repeat),
         imgsz=int(config.imgsz),

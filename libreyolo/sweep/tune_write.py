@@ -45,7 +45,7 @@ INTERRUPTED_WHY = "the sweep was stopped before this search ended"
 class SeriesResult:
     """One series' search as it ended: its settings, what it measured, its answer."""
 
-    overrides: tuple[str, ...]
+    overrides: tuple[str, ...]  # the values of its swept axes (every one but the batch)
     imgsz: int | None
     amp: bool | None
     threads: int | None

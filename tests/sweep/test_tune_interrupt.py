@@ -39,7 +39,7 @@ def test_a_stopped_search_writes_what_it_measured_and_stops(tmp_path: Path) -> N
     assert _no_process_left(proc.pid)
     record = json.loads((tmp_path / "tune.json").read_text(encoding="utf-8"))
     quick, stopped = record["series"]
-    assert "window.runs=2" in quick["overrides"] and "window.runs=5000" in stopped["overrides"]
+    assert (quick["overrides"], stopped["overrides"]) == (["window.runs=2"], ["window.runs=5000"])
     # The quick point finished in the round the stop cut short: it is on the path.
     assert [(s["point"], s["fits"]) for s in quick["path"]] == [("b1_s64_amp1_runs-2", True)]
     assert stopped["path"] == []

@@ -127,8 +127,8 @@ def test_the_search_reads_each_job_as_a_measured_batch() -> None:
 def test_each_round_launches_every_unfinished_series_next_batch_together() -> None:
     settings = TuneSettings(goal="maxfit", batch_max=2)
     series = [
-        Series(("imgsz=64",), "infer", 1, 64, True, None, settings),
-        Series(("imgsz=96",), "infer", 1, 96, True, None, settings),
+        Series(("imgsz=64",), ("imgsz=64",), "infer", 1, 64, True, None, settings),
+        Series(("imgsz=96",), ("imgsz=96",), "infer", 1, 96, True, None, settings),
     ]
     state = SearchState(series, settings)
     assert state.round() == [(0, 1), (1, 1)]

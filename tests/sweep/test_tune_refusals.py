@@ -115,6 +115,7 @@ def test_settings_no_search_can_run_with_are_refused(
 def _series(**changes: object) -> Series:
     fields: dict[str, object] = {
         "overrides": ("imgsz=64",),
+        "swept": ("imgsz=64",),
         "mode": "infer",
         "repeat": 3,
         "imgsz": 64,

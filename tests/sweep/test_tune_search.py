@@ -10,8 +10,7 @@ from typing import Any
 
 import yaml
 
-from libreyolo.document.convert import convert
-from libreyolo.document.rules import field_problem
+from libreyolo.document.sweep_io import read_tune_record
 from libreyolo.document.tune_model import TuneRecord
 from tests.sweep.helpers import CHECKPOINT, tune_argv
 
@@ -43,11 +42,9 @@ def _json(path: Path) -> dict[str, Any]:
 
 
 def _tune_record(root: Path) -> dict[str, Any]:
-    """tune.json, once checked against the rules its reader applies."""
-    record = _json(root / "tune.json")
-    assert field_problem(record, TuneRecord, str) is None
-    assert isinstance(convert(record, TuneRecord), TuneRecord)
-    return record
+    """tune.json, once its reader (the one `summary` and the page use) has accepted it."""
+    assert isinstance(read_tune_record(root / "tune.json"), TuneRecord)
+    return _json(root / "tune.json")
 
 
 def test_a_knee_search_recommends_a_measured_batch_and_resumes_without_measuring(
@@ -75,8 +72,7 @@ def test_a_knee_search_recommends_a_measured_batch_and_resumes_without_measuring
     }
     (series,) = record["series"]
     assert (series["imgsz"], series["amp"], series["threads"]) == (64, True, None)
-    assert "tune.batch_max=2" in series["overrides"]
-    assert not any(o.startswith("batch=") for o in series["overrides"])
+    assert series["overrides"] == []  # no axis swept but the batch
     path = series["path"]
     assert [step["batch"] for step in path] == [1, 2]  # the growth: 1, then batch_max
     for step in path:
@@ -158,13 +154,14 @@ def test_a_maxfit_training_search_stops_at_a_bound_and_writes_the_config_to_trai
         (3, True, None, False),
     ]
     assert series["path"][2]["point"] == bound and series["path"][2]["img_per_s"] is None
+    # what fits was measured, its peak resident memory too (held to the budget)
+    assert all(s["peak_mb"] > 0 for s in series["path"] if s["fits"])
     assert (series["stopped"], series["batch"]) == ("no_fit", 3)
     assert series["why"] == "batch 4 does not fit (over the memory budget)"
     (recommended,) = record["recommended"]
     assert recommended["batch"] == 3 and recommended["point"] == "b3_s64_amp1"
-    # "batch 3 fits (peak … MB); ..." once the profile measures the window's resident memory
     evidence = recommended["evidence"]
-    assert evidence.startswith("batch 3 fits")
+    assert evidence.startswith("batch 3 fits (peak ")  # the window's resident memory
     assert evidence.endswith("; 4 does not fit (over the memory budget)")
     assert recommended["train_settings"] == "batch=3 imgsz=64 amp=true workers=0"
     assert recommended["config_file"] == "tuned.yaml"
