@@ -1,12 +1,14 @@
 """Which files in a sweep folder this tool may replace: only those it wrote.
 
 Role: `refuse_foreign` raises `UsageError` (exit 2) naming the first file a sweep would replace
-(`sweep.json`, `sweep.png`, `sweep.html`, `sweep_plan.json`, `tune.json`, `tuned*.yaml`, a
-point's `point.json`, `status.json` or `point.log`) that is not ours: a `sweep.json` or
-`tune.json` without its libreyolo schema, a chart without our PNG mark (nor recorded by our
-`sweep.json`), a page without our generator tag, a `tuned*.yaml` without our header, a
-`point.json` that is no request, a `point.log` in a folder without our `point.json`. The sweep
-calls it before the first point; the report writer calls it again before writing.
+(`sweep.json`, `sweep.png`, `sweep.html`, `sweep_plan.json`, a point's `point.json`,
+`status.json` or `point.log`) that is not ours: a `sweep.json` without the libreyolo sweep
+schema, a chart without our PNG mark (nor recorded by our `sweep.json`), a page without our
+generator tag, a `point.json` that is no request, a `point.log` in a folder without our
+`point.json`. The sweep calls it before the first point; the report writer calls it again
+before writing. `refuse_foreign_tune` does the same for the files only a tune search writes
+(`tune.json` without the libreyolo tune schema, a `tuned*.yaml` without our header), before its
+first point: a grid or a report, which write neither, leaves them alone.
 
 Must not: write or delete anything.
 """
@@ -61,12 +63,6 @@ def foreign_file(root: Path, names: Iterable[str] = ()) -> Path | None:
     plan = root / files.PLAN_FILE
     if _exists(plan) and not files.is_plan(files.read_json(plan)):
         return plan
-    tune = root / TUNE_FILE
-    if _exists(tune) and files.read_json(tune, files.MAX_RECORD_BYTES).get("schema") != TUNE_SCHEMA:
-        return tune
-    for tuned in tuned_files(root):
-        if not is_tuned_config(tuned):
-            return tuned
     for name in names:
         folder = files.inside(root, name)
         found = root / name if folder is None else foreign_point_file(folder)
@@ -75,10 +71,26 @@ def foreign_file(root: Path, names: Iterable[str] = ()) -> Path | None:
     return None
 
 
-def refuse_foreign(root: Path, names: Iterable[str] = ()) -> None:
-    """`UsageError` naming the first file `foreign_file` finds."""
-    found = foreign_file(root, names)
+def foreign_tune_file(root: Path) -> Path | None:
+    """The first of `tune.json` and the `tuned*.yaml` at `root` not written by us."""
+    tune = root / TUNE_FILE
+    if _exists(tune) and files.read_json(tune, files.MAX_RECORD_BYTES).get("schema") != TUNE_SCHEMA:
+        return tune
+    return next((path for path in tuned_files(root) if not is_tuned_config(path)), None)
+
+
+def _refuse(found: Path | None) -> None:
     if found is not None:
         raise UsageError(
             f"refusing to replace {found}: libreyolo-sweep did not write it", hint=HINT
         )
+
+
+def refuse_foreign(root: Path, names: Iterable[str] = ()) -> None:
+    """`UsageError` naming the first file `foreign_file` finds."""
+    _refuse(foreign_file(root, names))
+
+
+def refuse_foreign_tune(root: Path) -> None:
+    """`UsageError` naming the first file `foreign_tune_file` finds."""
+    _refuse(foreign_tune_file(root))

@@ -3,10 +3,11 @@ every series has its answer, then `tune.json`.
 
 Role: `search` (what the plug-in's `TuneSweeper.sweep` runs) splits the overrides into series
 (`tune_series.split_series`), reads and checks each series' composed config before any job
-(`tune_series.check_search`; a refusal is raised as `Refused`: one line, exit 2, nothing
-measured), then runs rounds: each unfinished series' next batch (`analysis.tune.decide`) goes
-into one `launcher.launch` call, so a parallel launcher measures the series side by side, and
-each job's `PointObjective` becomes the series' next `Measured`. When every series is `Done`,
+(`tune_series.check_search`, and `owned.refuse_foreign_tune`: a tune.json or tuned*.yaml it did
+not write; a refusal is raised as `Refused`: one line, exit 2, nothing measured), then runs
+rounds: each unfinished series' next batch (`analysis.tune.decide`) goes into one
+`launcher.launch` call, so a parallel launcher measures the series side by side, and each
+job's `PointObjective` becomes the series' next `Measured`. When every series is `Done`,
 or when the sweep is stopped (the unfinished series then `interrupted`, the points of the
 round cut short that had finished read from their folders, and the stop goes on), `tune_write`
 writes `tune.json`; `written` tells `libreyolo.sweep.app` what this process wrote.
@@ -36,6 +37,7 @@ from libreyolo.document.sweep_io import REQUEST_FILE, STATUS_FILE, inside, read_
 from libreyolo.document.tune_model import TuneRecord, TuneSettings
 from libreyolo.errors import UsageError
 from libreyolo.sweep.objective import PointObjective, point_objective
+from libreyolo.sweep.owned import refuse_foreign_tune
 from libreyolo.sweep.plan import job_folder
 from libreyolo.sweep.refused import Refused
 from libreyolo.sweep.tune_series import PERCENTILES, Series, check_search, series_of, split_series
@@ -80,9 +82,11 @@ def _prepared(
         series = _series(config, loader, arguments)
         sweep = OmegaConf.to_container(config.hydra.sweep, resolve=False)
         assert isinstance(sweep, dict)
-        return series, check_search(series, str(sweep.get("subdir")))
+        settings = check_search(series, str(sweep.get("subdir")))
+        refuse_foreign_tune(Path(str(config.hydra.sweep.dir)).resolve())
     except UsageError as err:
         raise Refused(err) from None
+    return series, settings
 
 
 def _folder(ret: JobReturn, root: Path) -> str:

@@ -14,7 +14,7 @@ import yaml
 from libreyolo.config.compose import as_plain_dict
 from libreyolo.config.schema import ProfileConfig
 from libreyolo.errors import UsageError
-from libreyolo.sweep.owned import refuse_foreign
+from libreyolo.sweep.owned import refuse_foreign, refuse_foreign_tune
 from libreyolo.sweep.tuned_config import (
     is_tuned_config,
     train_settings,
@@ -23,6 +23,7 @@ from libreyolo.sweep.tuned_config import (
     write_tuned,
 )
 from tests.conftest import invoke
+from tests.sweep.helpers import tune_argv
 
 
 def _text(batch: int = 24, imgsz: int = 320, threads: int | None = None) -> str:
@@ -101,9 +102,25 @@ def test_a_search_replaces_its_own_files_and_never_another(tmp_path: Path) -> No
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tuned.yaml", "tuned_mine.yaml"]
     assert yaml.safe_load((tmp_path / "tuned.yaml").read_text(encoding="utf-8"))["batch"] == 8
     with pytest.raises(UsageError, match=r"tuned_mine\.yaml: libreyolo-sweep did not write it"):
-        refuse_foreign(tmp_path)
+        refuse_foreign_tune(tmp_path)
     (tmp_path / "tuned_mine.yaml").unlink()
-    refuse_foreign(tmp_path)
+    refuse_foreign_tune(tmp_path)
     shutil.copy(tmp_path / "tuned.yaml", tmp_path / "tune.json")  # not a tune record
     with pytest.raises(UsageError, match=r"tune\.json: libreyolo-sweep did not write it"):
-        refuse_foreign(tmp_path)
+        refuse_foreign_tune(tmp_path)
+    refuse_foreign(tmp_path)  # a grid or a report writes neither file: none of its business
+
+
+def test_a_search_into_a_folder_with_a_foreign_tune_json_is_refused(tmp_path: Path) -> None:
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    (sweep / "tune.json").write_text("precious", encoding="utf-8")
+    argv = tune_argv(sweep, "tune.goal=maxfit")
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        f"refusing to replace {sweep / 'tune.json'}: libreyolo-sweep did not write it "
+        "(move it away, or choose another hydra.sweep.dir)\n"
+    )
+    assert (sweep / "tune.json").read_text(encoding="utf-8") == "precious"
+    assert not (sweep / "b1_s64_amp1").exists()  # nothing measured
