@@ -79,6 +79,13 @@ class BusyError(UsageError):
     code = "busy"
 
 
+class WontFitError(UsageError):
+    """Refused before measuring: the batch would need more host memory than is available (a
+    sweep records it as a point that does not fit, code `oom`)."""
+
+    code = "wont_fit"
+
+
 class NoProfileError(ProfileError):
     """A measuring command ended without a profile."""
 

@@ -18,7 +18,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from libreyolo.errors import UsageError
+from libreyolo.errors import WontFitError
 
 CHANNELS = 3
 FLOAT32_BYTES = 4
@@ -165,15 +165,15 @@ def check_fits(
     available: int | None,
     other_levers: tuple[str, ...] = (),
 ) -> None:
-    """UsageError naming the numbers and the way out when `batch` at `imgsz` needs more than
-    `available` bytes; nothing when it fits or nothing is known (`available` None)."""
+    """WontFitError (a usage error) naming the numbers and the way out when `batch` at `imgsz`
+    needs more than `available` bytes; nothing when it fits or nothing is known (None)."""
     total = need.total_bytes(batch)
     if available is None or total <= available:
         return
     fits = need.batch_that_fits(available)
     levers = [f"--batch to about {_round_down(fits)}"] if fits else []
     levers += ["--imgsz", *other_levers]
-    raise UsageError(
+    raise WontFitError(
         f"--batch {batch} at --imgsz {imgsz} needs about {_gb(total)} of memory "
         f"({_size(need.per_image_bytes)} an image); {_gb(available)} are available",
         hint=f"lower {_either(levers)}",

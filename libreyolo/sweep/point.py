@@ -71,7 +71,13 @@ from libreyolo.document.sweep_files import (
     read_status,
 )
 from libreyolo.document.sweep_model import PointRequest, PointStatus, Status
-from libreyolo.errors import ExitStatus, OutOfMemoryError, ProfileError, UsageError
+from libreyolo.errors import (
+    ExitStatus,
+    OutOfMemoryError,
+    ProfileError,
+    UsageError,
+    WontFitError,
+)
 from libreyolo.measure.failures import is_out_of_memory
 from libreyolo.sweep.budget import budget_failure, capped_device_memory, checked_budget
 from libreyolo.sweep.child_log import exit_text, last_error, relayed
@@ -151,7 +157,7 @@ def _reason(err: ProfileError) -> str:
 def _is_oom(err: BaseException | None) -> bool:
     """Out of memory, however it surfaced: the measurement's own error, or its cause (the
     sweep records both as code `oom`)."""
-    if isinstance(err, OutOfMemoryError):
+    if isinstance(err, OutOfMemoryError | WontFitError):  # WontFit: refused before measuring
         return True
     return err is not None and is_out_of_memory(err)
 

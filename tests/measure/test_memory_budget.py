@@ -124,7 +124,7 @@ def test_a_batch_that_cannot_fit_is_one_line_with_the_numbers_and_the_way_out() 
         "21.9 GB are available"
     )
     assert info.value.hint == "lower --batch to about 1400 or --imgsz"
-    assert info.value.code == "usage" and info.value.status == 2
+    assert info.value.code == "wont_fit" and info.value.status == 2
 
 
 def test_when_not_even_one_image_fits_only_the_size_and_other_levers_are_named() -> None:

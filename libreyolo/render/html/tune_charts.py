@@ -89,8 +89,10 @@ def _points(
             _tip(order + 1, step, kind),
             shape=KINDS[kind][0],
             label=str(order + 1),
-            ring=step.point == ringed,
+            ring=step.point == ringed,  # once: a hand-made path may repeat a point
         )
+        if point.ring:
+            ringed = None
         if step.fits and value is not None:
             joined.append(point)
         else:

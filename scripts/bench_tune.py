@@ -1,0 +1,124 @@
+"""The knee search against the full power-of-two grid over the same range, side by side.
+
+For each mode (inference, training) on the CPU: `libreyolo-sweep -m hydra/sweeper=tune
+tune.goal=knee ...` and the grid `batch=1,2,4,...,batch_max` with the same window and trials,
+each into a fresh folder. Prints the points and windows each measured, their wall times, the
+search's answer, the grid's batches as good as its best (`analysis.tune.as_good_as_best`, the
+same test) and whether the answer is one of them. Target (issue 23): the same recommendation
+with at most half of the grid's measured windows.
+
+    python scripts/bench_tune.py [--modes infer,run] [--batch-max 32] [--imgsz 128]
+                                 [--repeat 3] [--override KEY=VALUE ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from libreyolo.analysis.tune import Measured, as_good_as_best
+from libreyolo.document.sweep_io import SWEEP_FILE, TUNE_FILE
+from libreyolo.document.tune_model import TuneSettings
+
+ROOT = Path(__file__).resolve().parents[1]
+# Short windows: every point measures `repeat` trials of these.
+WINDOWS = {
+    "infer": ["window.warmup=2", "window.runs=10"],
+    "run": ["window.warmup=1", "window.steps=4", "dataset.workers=0"],
+}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    points: int  # measured (not reused)
+    wall_s: float
+    answer: list[int]  # the search's recommendation, or the grid's batches as good as its best
+    contended: int  # points measured on a busy host
+
+
+def _sweep(folder: Path, overrides: list[str]) -> float:
+    argv = [sys.executable, "-m", "libreyolo.sweep", "-m", *overrides]
+    argv.append(f"hydra.sweep.dir={folder}")
+    start = time.perf_counter()
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"exit {done.returncode}: {' '.join(argv)}\n{done.stderr[-2000:]}")
+    return wall
+
+
+def _rows(folder: Path) -> dict[str, dict[str, object]]:
+    record = json.loads((folder / SWEEP_FILE).read_text(encoding="utf-8"))
+    points: dict[str, dict[str, object]] = record["points"]
+    return points
+
+
+def _contended(folder: Path) -> int:
+    return sum(1 for row in _rows(folder).values() if (row.get("metrics") or {}).get("contended"))  # type: ignore[union-attr]
+
+
+def _trials(folder: Path, row: dict[str, object]) -> tuple[float, ...]:
+    profile = json.loads((folder / str(row["profile"])).read_text(encoding="utf-8"))
+    return tuple(float(t["metrics"]["img_per_s"]) for t in profile["trials"])
+
+
+def search(folder: Path, common: list[str], batch_max: int) -> Outcome:
+    overrides = ["hydra/sweeper=tune", "tune.goal=knee", f"tune.batch_max={batch_max}", *common]
+    wall = _sweep(folder, overrides)
+    record = json.loads((folder / TUNE_FILE).read_text(encoding="utf-8"))
+    measured = sum(1 for s in record["series"] for step in s["path"] if not step["reused"])
+    answer = [int(r["batch"]) for r in record["recommended"]]
+    return Outcome(measured, wall, answer, _contended(folder))
+
+
+def grid(folder: Path, common: list[str], batch_max: int) -> Outcome:
+    batches = [1 << i for i in range(batch_max.bit_length()) if 1 << i <= batch_max]
+    wall = _sweep(folder, [f"batch={','.join(map(str, batches))}", *common])
+    measured = [
+        Measured(name, int(row["batch"]), True, trials=_trials(folder, row))  # type: ignore[call-overload]
+        for name, row in _rows(folder).items()
+        if row["status"] == "ok"
+    ]
+    return Outcome(len(batches), wall, as_good_as_best(TuneSettings(), measured), _contended(folder))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--modes", default="infer,run")
+    parser.add_argument("--batch-max", type=int, default=32)
+    parser.add_argument("--imgsz", type=int, default=128)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE")
+    args = parser.parse_args()
+    header = "mode   | search: points windows wall | grid: points windows wall | answer | grid's equals | agree | windows ratio"
+    lines = [header, "-" * len(header)]
+    with tempfile.TemporaryDirectory(prefix="bench_tune_") as tmp:
+        for mode in args.modes.split(","):
+            common = [f"mode={mode}", "device=cpu", f"imgsz={args.imgsz}"]
+            common += [f"window.repeat={args.repeat}", *WINDOWS[mode], *args.override]
+            found = search(Path(tmp) / f"{mode}_search", common, args.batch_max)
+            full = grid(Path(tmp) / f"{mode}_grid", common, args.batch_max)
+            agree = bool(found.answer) and all(b in full.answer for b in found.answer)
+            ratio = found.points / full.points
+            lines.append(
+                f"{mode:<6} | {found.points:>6} {found.points * args.repeat:>7} "
+                f"{found.wall_s:>6.1f}s | {full.points:>5} {full.points * args.repeat:>7} "
+                f"{full.wall_s:>6.1f}s | {found.answer} | {full.answer} | "
+                f"{'yes' if agree else 'NO'} | {ratio:.2f} ({'MET' if ratio <= 0.5 else 'MISSED'})"
+            )
+            if found.contended or full.contended:
+                lines.append(
+                    f"       {found.contended + full.contended} points measured on a busy host: "
+                    "run again with nothing else running"
+                )
+    sys.stdout.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
