@@ -58,6 +58,7 @@ class Measured:
     peak_mb: float | None = None  # VRAM on CUDA, resident memory on the CPU
     failed: str | None = None  # it failed for another reason than not fitting: the reason
     reused: bool = False
+    contended: bool = False  # measured on a busy host
 
     @property
     def mean(self) -> float | None:
@@ -296,7 +297,19 @@ def _memory_ratio(answer: Measured, other: Measured) -> str:
 def evidence(settings: TuneSettings, measured: Sequence[Measured], batch: int) -> str:
     """The recommendation in one sentence: its throughput (or peak, for maxfit) and what the
     next measured batch up showed ("batch 32: 412.0 ± 3.1 img/s; 64 adds +1.2 %, not
-    significant (Welch p 0.41), at 1.9× the memory")."""
+    significant (Welch p 0.41), at 1.9× the memory"), and a second when points of the series
+    were measured on a busy host (their img/s ranks the host's load as much as the batch)."""
+    busy = sum(m.contended for m in measured)
+    if not busy or settings.goal == "maxfit":
+        return _evidence(settings, measured, batch)
+    return (
+        f"{_evidence(settings, measured, batch)}. {busy} of {len(measured)} points were "
+        "measured on a busy host: measure again on a quiet one (sweep.resume=false) before "
+        "trusting the answer"
+    )
+
+
+def _evidence(settings: TuneSettings, measured: Sequence[Measured], batch: int) -> str:
     answer = next(m for m in measured if m.batch == batch)
     bigger = sorted((m for m in measured if m.batch > batch), key=lambda m: m.batch)
     if settings.goal == "maxfit":

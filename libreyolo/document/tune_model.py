@@ -112,6 +112,8 @@ class TuneStep:
     latency_ms: Number_ | None = field(default=None, metadata=_meta(METRIC))  # the percentile
     versus: Versus | None = field(default=None, metadata=_meta(Fields(Versus, null=True)))
     reused: bool = field(default=False, metadata=_meta(Flag(null=False)))
+    # measured on a busy host: its img/s ranks the host's load as much as the batch
+    contended: bool = field(default=False, metadata=_meta(Flag(null=False)))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -38,6 +38,7 @@ class PointObjective(float):
         "batch",
         "bound",
         "code",
+        "contended",
         "fits",
         "imgsz",
         "latency_p50_ms",
@@ -69,6 +70,7 @@ class PointObjective(float):
     fits: bool  # measured to the end (status ok)
     bound: Bound | None  # why it does not fit: out of memory, or over tune.memory_budget_mb
     reused: bool
+    contended: bool  # measured on a busy host (the profile's metrics.contended)
 
     def __new__(cls, img_per_s: float | None, **facts: Any) -> PointObjective:
         self = super().__new__(cls, math.nan if img_per_s is None else img_per_s)
@@ -164,4 +166,5 @@ def point_objective(
         fits=fits,
         bound=bound,
         reused=record.reused,
+        contended=metrics.get("contended") is True,
     )

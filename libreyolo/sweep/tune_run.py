@@ -111,6 +111,7 @@ def _from_objective(value: PointObjective, batch: int, settings: TuneSettings) -
         peak_mb=value.peak_vram_mb if value.peak_vram_mb is not None else value.peak_rss_mb,
         failed=failed,
         reused=value.reused,
+        contended=value.contended,
     )
 
 

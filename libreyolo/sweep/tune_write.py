@@ -71,6 +71,7 @@ def _path(measured: Sequence[Measured]) -> list[TuneStep]:
             latency_ms=point.latency_ms,
             versus=versus(measured[: index + 1], point),
             reused=point.reused,
+            contended=point.contended,
         )
         for index, point in enumerate(measured)
     ]

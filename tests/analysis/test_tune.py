@@ -219,3 +219,17 @@ def test_as_good_as_best_is_the_set_a_grid_may_recommend_from() -> None:
     measured.append(Measured("b64", 64, False, "oom"))
     assert as_good_as_best(TuneSettings(), measured) == [4, 8, 16]
     assert as_good_as_best(TuneSettings(), [measured[-1]]) == []
+
+
+def test_evidence_says_when_points_were_measured_on_a_busy_host() -> None:
+    measured = [
+        Measured("b1", 1, True, trials=trials(50.0)),
+        Measured("b2", 2, True, trials=trials(50.2), contended=True),
+    ]
+    settings = TuneSettings(batch_max=2)
+    assert evidence(settings, measured, 1).endswith(
+        ". 1 of 2 points were measured on a busy host: measure again on a quiet one "
+        "(sweep.resume=false) before trusting the answer"
+    )
+    quiet = [Measured("b1", 1, True, trials=trials(50.0))]
+    assert "busy" not in evidence(settings, quiet, 1)

@@ -60,6 +60,7 @@ STEP_KEYS = {
     "latency_ms",
     "versus",
     "reused",
+    "contended",
 }
 VERSUS_KEYS = {"batch", "gain_pct", "significant", "p_value"}
 RECOMMENDATION_KEYS = {

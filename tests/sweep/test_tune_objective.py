@@ -45,6 +45,7 @@ def _facts(**changes: Any) -> dict[str, Any]:
         "fits": True,
         "bound": None,
         "reused": False,
+        "contended": False,
     }
     return facts | changes
 
@@ -83,6 +84,7 @@ def test_the_objective_reads_the_point_record_and_its_profile(tmp_path: Path) ->
     assert (result.latency_p50_ms, result.latency_p99_ms) == (1000 * 4 / 41.0, 99.5)
     assert result.peak_vram_mb is None  # 1e308 is no value a sweep file takes: left out
     assert (result.peak_rss_mb, result.fits, result.bound) == (700.0, True, None)
+    assert result.contended is False
 
     oom = _point(tmp_path, 8, None)  # failed, code oom, no profile
     record = read_status(oom / "status.json")
@@ -114,6 +116,10 @@ def test_the_search_reads_each_job_as_a_measured_batch() -> None:
         latency_ms=95.0,  # the goal's percentile
         peak_mb=512.5,  # no VRAM: the resident memory
     )
+    busy = measured_of(
+        _job(PointObjective(41.0, **_facts(contended=True))), 4, settings, Path("/s")
+    )
+    assert busy.contended is True
     bound = _facts(status="failed", code="over_budget", fits=False, bound="over_budget")
     over = measured_of(_job(PointObjective(None, **bound)), 4, settings, Path("/s"))
     assert (over.fits, over.bound, over.failed, over.trials) == (False, "over_budget", None, ())
