@@ -23,13 +23,14 @@ Must not: read or write files, import torch, numpy, Hydra or OmegaConf.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from libreyolo.analysis import stats
 from libreyolo.analysis.compare import threshold_multiplier
 from libreyolo.document.tune_model import Bound, Stop, TuneSettings, Versus
+
+MEMORY_COST = 1.1  # a bigger batch's peak from this many times the answer's is a cost
 
 __all__ = [
     "Done",
@@ -289,7 +290,9 @@ def _latency_text(settings: TuneSettings, point: Measured) -> str:
 
 
 def _memory_ratio(answer: Measured, other: Measured) -> str:
-    if answer.peak_mb and other.peak_mb and not math.isclose(answer.peak_mb, other.peak_mb):
+    """`, at 1.9× the memory` when the bigger batch needs clearly more (a peak within 10 %,
+    or lower, is the allocator's and the host's noise, not a cost of the batch)."""
+    if answer.peak_mb and other.peak_mb and other.peak_mb >= MEMORY_COST * answer.peak_mb:
         return f", at {other.peak_mb / answer.peak_mb:.1f}× the memory"
     return ""
 

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from libreyolo.document.sweep_model import SweepRecord, SweepRow
 
 # Peak memory: the device's (VRAM, CUDA) and the measuring process's resident set (RSS).
+# The table's name for its best point per imgsz once a batch search gave the answer.
+HIGHEST = "highest img/s"
 HEADER = ("point", "status", "img/s", "VRAM MB", "RSS MB", "thrash", "contended", "verdict")
 
 

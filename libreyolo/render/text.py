@@ -260,14 +260,15 @@ def _(result: MeasurementOutcome) -> Lines:
 
 @_view(ResultKind.SWEEP)
 def _(result: SweepView) -> Lines:
-    from libreyolo.render.sweep_text import sweep_lines  # sweeps only: profile readers skip it
+    # sweeps only: profile readers skip it
+    from libreyolo.render.sweep_text import HIGHEST, sweep_lines
 
     if result.tune is None:
         return sweep_lines(result.record)
     from libreyolo.render.tune_text import tune_lines
 
     # the search's answer first; the grid's own pick is then only the fastest point
-    return tune_lines(result.tune) + sweep_lines(result.record, best="highest img/s")
+    return tune_lines(result.tune) + sweep_lines(result.record, best=HIGHEST)
 
 
 @_view(ResultKind.SWEEP_COMPARE)

@@ -44,7 +44,8 @@ from libreyolo.config.compose import as_plain_dict
 from libreyolo.config.schema import DeviceConfig, ProfileConfig, SweepConfig, register_schemas
 from libreyolo.document.tune_model import TuneRecord
 from libreyolo.errors import ExitStatus, UsageError
-from libreyolo.render.safe import safe_text
+from libreyolo.render.sweep_text import HIGHEST, sweep_lines
+from libreyolo.render.tune_text import tune_lines
 from libreyolo.sweep import tune_run
 from libreyolo.sweep.lease import check_lease_timeout, cuda_index, device_label, usable_lock_dir
 from libreyolo.sweep.naming import name_swept_keys
@@ -206,23 +207,6 @@ def _stopped_line(report: SweepResult | None) -> str:
     return f"interrupted: {done} points done; {again}"
 
 
-def _tune_lines(record: TuneRecord) -> str:
-    """Each series' answer (`tune: b32_s640_amp1: <evidence>`) or why it has none, then each
-    training settings line (`train: batch=32 imgsz=640 amp=true workers=8 (tuned.yaml)`)."""
-    lines = [f"tune: {safe_text(r.point)}: {safe_text(r.evidence)}" for r in record.recommended]
-    lines += [
-        f"tune: no batch ({series.stopped}): {safe_text(series.why)}"
-        for series in record.series
-        if series.batch is None
-    ]
-    lines += [
-        f"train: {r.train_settings} ({r.config_file})"
-        for r in record.recommended
-        if r.train_settings is not None
-    ]
-    return "\n".join(lines)
-
-
 def _report(out: Output, tuned: tuple[Path, TuneRecord] | None) -> SweepResult | None:
     """Write and print the report of the sweep this process ran (after a tune search, its
     answers first); None when nothing ran (`--help`, `--cfg`, a stop before the
@@ -234,9 +218,10 @@ def _report(out: Output, tuned: tuple[Path, TuneRecord] | None) -> SweepResult |
     if root is None:
         return None
     report = write_report(root, only=only, out=out)
-    if tuned is not None:
-        out.lines(_tune_lines(tuned[1]))
-    out.lines(report.table)
+    if tuned is None:
+        out.lines(report.table)
+    else:  # as `summary <sweep dir>` prints it: the answer, then the table
+        out.lines("\n".join(tune_lines(tuned[1]) + sweep_lines(report.record, best=HIGHEST)))
     out.lines(f"sweep: {report.path}")
     return report
 

@@ -53,4 +53,5 @@ def test_a_stopped_search_writes_what_it_measured_and_stops(tmp_path: Path) -> N
     status = json.loads((tmp_path / slow / "status.json").read_text(encoding="utf-8"))
     assert (status["status"], status["reason"]) == ("interrupted", "stopped by SIGINT")
     assert out.splitlines()[-2] == "1 of 2 points ok, 1 interrupted"
-    assert out.count(f"tune: no batch (interrupted): {INTERRUPTED_WHY}\n") == 2
+    answer = f": no recommendation: {INTERRUPTED_WHY} (stopped: interrupted)\n"
+    assert out.count(answer) == 2

@@ -25,6 +25,7 @@ STEP_KEYS = {
     "peak_mb",
     "point",
     "reused",
+    "contended",
     "trials",
     "versus",
 }
@@ -92,8 +93,11 @@ def test_a_knee_search_recommends_a_measured_batch_and_resumes_without_measuring
     assert recommended["evidence"].startswith(f"batch {recommended['batch']}: ")
     assert (recommended["train_settings"], recommended["config_file"]) == (None, None)
     assert not (tmp_path / "tuned.yaml").exists()  # inference writes no training config
-    answer = f"tune: {recommended['point']}: {recommended['evidence']}"
-    assert answer in done.stdout.splitlines()  # printed before the table
+    # printed before the table, as `summary <sweep dir>` prints it
+    answer = (
+        f"imgsz 64, amp on: recommended {recommended['evidence']} (stopped: {series['stopped']})"
+    )
+    assert answer in done.stdout.splitlines()
     statuses = {s["point"]: _json(tmp_path / s["point"] / "status.json") for s in path}
 
     again = _tune(tmp_path, *search)
@@ -166,7 +170,7 @@ def test_a_maxfit_training_search_stops_at_a_bound_and_writes_the_config_to_trai
     assert recommended["train_settings"] == "batch=3 imgsz=64 amp=true workers=0"
     assert recommended["config_file"] == "tuned.yaml"
     lines = done.stdout.splitlines()
-    answer = lines.index(f"tune: b3_s64_amp1: {evidence}")
+    answer = lines.index(f"imgsz 64, amp on: recommended {evidence} (stopped: no_fit)")
     assert lines[answer + 1] == "train: batch=3 imgsz=64 amp=true workers=0 (tuned.yaml)"
 
     text = (tmp_path / "tuned.yaml").read_text(encoding="utf-8")
