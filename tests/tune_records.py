@@ -24,7 +24,8 @@ from tests.sweep.test_report import make_point
 
 # Three trials around each mean: ±0.5 %, so a 1 % step is noise and a 10 % one is not.
 SPREAD = (-0.005, 0.0, 0.005)
-KNEE = TuneSettings(goal="knee", batch_min=1, batch_max=64, batch_step=2)
+# patience 0: the path these views are drawn from stops at the first doubling that buys nothing
+KNEE = TuneSettings(goal="knee", batch_min=1, batch_max=64, batch_step=2, patience=0)
 
 
 def point_name(batch: int, imgsz: int, amp: bool = True) -> str:

@@ -7,8 +7,10 @@ The test between two batches is `analysis.compare`'s rule on their trials' img/s
 is significant and at least `min_gain_pct`. A batch is *as good as* the best measured one
 unless the best's gain over it counts.
 
-* knee: the batch grows geometrically from `batch_min` (x2, capped at `batch_max`) until a size
-  gains nothing that counts over the one before, does not fit, or is `batch_max`. The answer is
+* knee: the batch grows geometrically from `batch_min` (x2, capped at `batch_max`) until
+  `patience` + 1 doublings in a row gain nothing that counts over the last size that did (a
+  curve may stall and climb again: measured on a CPU, batch 2 no faster than 1, 4 half again),
+  a size does not fit, or it is `batch_max`. The answer is
   the smallest measured batch as good as the best; refinement bisects, on multiples of
   `batch_step`, between it and the largest batch below it that is not, and, when the growth was
   stopped by a batch that does not fit while the largest fitting one still gained, between
@@ -187,7 +189,8 @@ def _answer(settings: TuneSettings, feasible: Sequence[Measured]) -> Measured:
 
 def _grow(settings: TuneSettings, by_batch: dict[int, Measured]) -> Next | Done | None:
     """The next growth size, or how the growth ended (its `Done` carries no batch yet)."""
-    previous: Measured | None = None
+    level: Measured | None = None  # the last size that gained what counts (the first at first)
+    misses = 0  # doublings since `level` that gained nothing that counts
     for size in growth(settings):
         point = by_batch.get(size)
         if point is None:
@@ -196,13 +199,14 @@ def _grow(settings: TuneSettings, by_batch: dict[int, Measured]) -> Next | Done 
             return Done("no_fit", f"batch {size} does not fit ({_bound_text(point)})", None)
         if not _feasible(settings, point):
             return Done("latency_bound", f"batch {size}: {_latency_text(settings, point)}", None)
-        gained = previous is None or _counts(settings, previous, point)
-        if settings.goal != "maxfit" and not gained:
-            assert previous is not None
-            return Done("no_gain", _no_gain_why(settings, previous, point), None)
+        if level is None or settings.goal == "maxfit" or _counts(settings, level, point):
+            level, misses = point, 0
+        else:
+            misses += 1
+            if misses > settings.patience:
+                return Done("no_gain", _no_gain_why(settings, level, point), None)
         if size == settings.batch_max:
             return Done("batch_max", f"reached tune.batch_max ({size})", None)
-        previous = point
     return None  # growth() always ends with batch_max, which returns above
 
 

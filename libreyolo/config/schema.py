@@ -124,10 +124,12 @@ class TuneConfig:
 
     `goal`: knee, maxfit or latency. The batch grows geometrically from `batch_min` to
     `batch_max`; refinement measures multiples of `batch_step` only. `min_gain_pct`: a
-    significant gain smaller than this is no gain (knee). `percentile` and `max_latency_ms`:
-    the latency bound (latency goal). `memory_budget_mb` (also a plain sweep's): a point that
-    needs more memory than this does not fit (CUDA: the allocator is capped there; CPU: the
-    window's peak resident memory is compared with it). None: the device's own memory.
+    significant gain smaller than this is no gain (knee). `patience`: how many more doublings
+    the growth tries after one that gains nothing (a curve may stall, then climb again).
+    `percentile` and `max_latency_ms`: the latency bound (latency goal). `memory_budget_mb`
+    (also a plain sweep's): a point that needs more memory than this does not fit (CUDA: the
+    allocator is capped there; CPU: the window's peak resident memory is compared with it).
+    None: the device's own memory.
     """
 
     goal: TuneGoal = TuneGoal.knee
@@ -135,6 +137,7 @@ class TuneConfig:
     batch_max: int = 64
     batch_step: int = 8
     min_gain_pct: float = 5.0
+    patience: int = 1
     percentile: int = 99
     max_latency_ms: float | None = None
     memory_budget_mb: float | None = None

@@ -79,6 +79,8 @@ class TuneSettings:
     batch_max: int = field(default=64, metadata=_meta(BATCH))
     batch_step: int = field(default=8, metadata=_meta(BATCH))
     min_gain_pct: Number_ = field(default=5.0, metadata=_meta(PERCENT))
+    # further doublings tried after one that gains nothing that counts, before the growth stops
+    patience: int = field(default=1, metadata=_meta(Count(0, 64)))
     percentile: int = field(default=99, metadata=_meta(Count(1, 100)))
     max_latency_ms: Number_ | None = field(default=None, metadata=_meta(METRIC))
     memory_budget_mb: Number_ | None = field(default=None, metadata=_meta(METRIC))

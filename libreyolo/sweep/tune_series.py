@@ -31,6 +31,7 @@ from libreyolo.sweep.naming import SUBDIR_HINT, names_key
 MIN_TRIALS = 3  # knee and latency test a gain on the trials' img/s: two give one degree of freedom
 PERCENTILES = (50, 90, 99)  # the profile's latency_p50_ms, latency_p90_ms, latency_p99_ms
 NEEDS_TRIALS = ("knee", "latency")
+MAX_PATIENCE = 64  # as tune.json's rule: far beyond the 20 doublings to MAX_BATCH
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +93,7 @@ def tune_settings(tune: TuneConfig) -> TuneSettings:
         batch_max=tune.batch_max,
         batch_step=tune.batch_step,
         min_gain_pct=float(tune.min_gain_pct),
+        patience=tune.patience,
         percentile=tune.percentile,
         max_latency_ms=number(tune.max_latency_ms),
         memory_budget_mb=number(tune.memory_budget_mb),
@@ -133,6 +135,10 @@ def check_settings(settings: TuneSettings) -> None:
     gain = settings.min_gain_pct
     if not (math.isfinite(gain) and 0 <= gain <= MAX_METRIC):
         raise UsageError(f"tune.min_gain_pct must be a percentage of at least 0 (got {gain:g})")
+    if not 0 <= settings.patience <= MAX_PATIENCE:
+        raise UsageError(
+            f"tune.patience must be 0..{MAX_PATIENCE} doublings (got {settings.patience})"
+        )
     if not _positive(settings.memory_budget_mb):
         raise UsageError(
             f"tune.memory_budget_mb must be a positive number of MB "

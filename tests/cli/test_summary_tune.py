@@ -42,6 +42,7 @@ SETTINGS_KEYS = {
     "batch_min",
     "batch_max",
     "batch_step",
+    "patience",
     "min_gain_pct",
     "percentile",
     "max_latency_ms",

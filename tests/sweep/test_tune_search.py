@@ -67,6 +67,7 @@ def test_a_knee_search_recommends_a_measured_batch_and_resumes_without_measuring
         "batch_max": 2,
         "batch_step": 1,
         "min_gain_pct": 5.0,
+        "patience": 1,
         "percentile": 99,
         "max_latency_ms": None,
         "memory_budget_mb": None,
