@@ -245,3 +245,17 @@ def test_evidence_says_when_points_were_measured_on_a_busy_host() -> None:
     )
     quiet = [Measured("b1", 1, True, trials=trials(50.0))]
     assert "busy" not in evidence(settings, quiet, 1)
+
+
+def test_evidence_compares_with_the_best_when_it_is_a_bigger_batch() -> None:
+    measured = [
+        Measured("b1", 1, True, trials=(90.0, 90.4, 90.8)),
+        Measured("b2", 2, True, trials=(81.0, 84.0, 87.0)),
+        Measured("b4", 4, True, trials=(98.0, 108.0, 118.0)),  # +19.5 %, on three noisy trials
+    ]
+    settings = TuneSettings(batch_max=4)
+    done = decide(settings, measured)
+    assert isinstance(done, Done) and done.batch == 1
+    assert evidence(settings, measured, 1).startswith(
+        "batch 1: 90.4 ± 0.4 img/s; 4 adds +19.5 %, not significant (Welch p "
+    )
