@@ -1,12 +1,12 @@
 """Field rules: what a struct's fields accept, declared on the fields (the sweep's files).
 
 A struct of `sweep_model.py` declares on each field the type and range of what a reader accepts
-(`Count`, `Number`, `Flag`, `Text`, `Choice`, `Strings`, `Fields`, `Named`, under the metadata
-key `RULE`). `field_problem` checks plain JSON data against them before the converter
-(`convert.py`) builds the struct, so the first unusable value is one line naming its field
-("points['a'].batch is 0 (out of range 1..1048576, or -1 for auto)"), as `validate.py` names a
-profile's; the JSON Schema generator (`scripts/gen_schema.py`) reads the same rules, so the
-published ranges are the checked ones.
+(`Count`, `Number`, `Signed`, `Flag`, `Text`, `Choice`, `Items` and its `strings`, `Fields`,
+`Named`, under the metadata key `RULE`). `field_problem` checks plain JSON data against them
+before the converter (`convert.py`) builds the struct, so the first unusable value is one line
+naming its field ("points['a'].batch is 0 (out of range 1..1048576, or -1 for auto)"), as
+`validate.py` names a profile's; the JSON Schema generator (`scripts/gen_schema.py`) reads the
+same rules, so the published ranges are the checked ones.
 
 Pure and small: no I/O; imports nothing beyond the standard library and `json_value`.
 """
@@ -199,26 +199,6 @@ class Signed:
 
 
 @dataclass(frozen=True, slots=True)
-class Strings:
-    """A list of at most `max_items` strings of at most `max_chars` characters each."""
-
-    max_items: int
-    max_chars: int
-
-    def __call__(self, value: object, path: str) -> str | None:
-        if not isinstance(value, list):
-            return f"{path} is {kind_of(value)}, not a list"
-        if len(value) > self.max_items:
-            return f"{path} holds {len(value)} items (at most {self.max_items})"
-        item = Text(self.max_chars, null=False)
-        return first_problem((f"{path}[{i}]", v, item) for i, v in enumerate(value))
-
-    def schema(self) -> JsonObject:
-        items: JsonObject = {"type": "string", "maxLength": self.max_chars}
-        return {"type": "array", "maxItems": self.max_items, "items": items}
-
-
-@dataclass(frozen=True, slots=True)
 class Items:
     """A list of at most `max_items` values, each by `item`."""
 
@@ -234,6 +214,11 @@ class Items:
 
     def schema(self) -> JsonObject:
         return {"type": "array", "maxItems": self.max_items, "items": self.item.schema()}
+
+
+def strings(max_items: int, max_chars: int) -> Items:
+    """A list of at most `max_items` strings of at most `max_chars` characters each."""
+    return Items(Text(max_chars, null=False), max_items)
 
 
 @dataclass(frozen=True, slots=True)

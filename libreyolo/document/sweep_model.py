@@ -31,8 +31,8 @@ from libreyolo.document.rules import (
     Named,
     Number,
     Rule,
-    Strings,
     Text,
+    strings,
 )
 
 REQUEST_SCHEMA = "libreyolo.sweep-point/v1"
@@ -64,7 +64,7 @@ METRIC: Rule = Number(MAX_METRIC, least=MIN_METRIC)
 SECONDS: Rule = Number(MAX_METRIC)  # measured, not rounded: any positive value
 NAME: Rule = Text(MAX_NAME_CHARS)
 REASON: Rule = Text(MAX_TEXT_CHARS)
-OVERRIDES: Rule = Strings(MAX_OVERRIDES, MAX_NAME_CHARS)
+OVERRIDES: Rule = strings(MAX_OVERRIDES, MAX_NAME_CHARS)
 COUNT: Rule = Count(0, MAX_COUNT)
 
 
