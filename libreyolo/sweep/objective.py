@@ -85,7 +85,7 @@ class PointObjective(float):
         """The img/s, None where the float is NaN."""
         return None if math.isnan(self) else float(self)
 
-    def facts(self) -> dict[str, Any]:
+    def facts(self) -> dict[str, object]:
         """Every attribute but the value, by name."""
         return {name: getattr(self, name) for name in self.__slots__}
 
@@ -96,7 +96,7 @@ class PointObjective(float):
         return f"PointObjective({self.img_per_s!r}, point={self.point!r}, status={self.status!r})"
 
 
-def _rebuild(img_per_s: float | None, facts: dict[str, Any]) -> PointObjective:
+def _rebuild(img_per_s: float | None, facts: dict[str, object]) -> PointObjective:
     return PointObjective(img_per_s, **facts)
 
 
