@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from libreyolo.errors import WontFitError
+from libreyolo.measure.procfs import kib_field
 
 CHANNELS = 3
 FLOAT32_BYTES = 4
@@ -125,13 +126,7 @@ def train_need(
 
 def parse_mem_available(meminfo: str) -> int | None:
     """MemAvailable of /proc/meminfo text, in bytes; None when absent (kernels before 3.14)."""
-    for line in meminfo.splitlines():
-        name, _, rest = line.partition(":")
-        if name == "MemAvailable":
-            fields = rest.split()
-            if fields and fields[0].isdigit():
-                return int(fields[0]) * 1024  # the kernel writes kB (KiB)
-    return None
+    return kib_field(meminfo, "MemAvailable")
 
 
 def cgroup_room(max_text: str, current_text: str, stat_text: str = "") -> int | None:

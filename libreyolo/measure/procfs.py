@@ -115,13 +115,19 @@ def parse_running(text: str) -> int | None:
     return int(running) if running.isdigit() else None
 
 
-def parse_vm_hwm(text: str) -> int | None:
-    """The VmHWM (peak RSS) of /proc/<pid>/status text, in bytes; None when absent or unreadable."""
+def kib_field(text: str, key: str) -> int | None:
+    """`key:   123456 kB` of /proc's `key: value` text (status, meminfo), in bytes; None when
+    absent or unreadable."""
     for line in text.splitlines():
         name, _, rest = line.partition(":")
-        if name == "VmHWM":
+        if name == key:
             fields = rest.split()
             if fields and fields[0].isdigit():
                 return int(fields[0]) * 1024  # the kernel writes kB (KiB)
             return None
     return None
+
+
+def parse_vm_hwm(text: str) -> int | None:
+    """The VmHWM (peak RSS) of /proc/<pid>/status text, in bytes; None when absent or unreadable."""
+    return kib_field(text, "VmHWM")
