@@ -19,6 +19,15 @@ ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = Path(__file__).resolve().parent / "golden"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """One GEMM-peak cache for the session, never the user's: a run calibrates once per dtype
+    and thread count, and no test reads a peak another machine or session measured."""
+    import os
+    import tempfile
+
+    os.environ["LIBREYOLO_CACHE_DIR"] = tempfile.mkdtemp(prefix="libreyolo-test-cache-")
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--update-goldens", action="store_true", help="rewrite tests/golden files")
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from libreyolo.analysis import stats
 from libreyolo.analysis.contention import host_metrics
 from libreyolo.analysis.device_memory import window_memory
+from libreyolo.analysis.efficiency import efficiency_metrics
 from libreyolo.document.mode import Mode
 from libreyolo.document.model import HostMemory, Memory, Profile, Scalar, TraceAnalysis
 from libreyolo.document.phases import DATALOAD, FORWARD, INFER_STAGES, POSTPROCESS, PREPROCESS
@@ -218,6 +219,7 @@ def compute_metrics(profile: Profile, *, bound: str) -> dict[str, Scalar]:
     metrics |= _host_memory_metrics(profile.host_memory)
     if profile.kind == Mode.INFER:
         metrics |= _inference_metrics(profile, img_per_s)
+    metrics |= efficiency_metrics(profile.compute, img_per_s)
     metrics["profiler_overhead_pct"] = profiler_overhead_pct(profile)
     metrics |= host_metrics(profile)
     return metrics

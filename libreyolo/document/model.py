@@ -160,6 +160,73 @@ class HostMemory:
     peak_rss_bytes: int | None = None
 
 
+# How `Flops` counts (torch.utils.flop_counter, the convention of the YOLO authors' tables).
+FLOP_CONVENTION = (
+    "2 FLOPs per multiply-add; convolutions, matmul, addmm, bmm and attention counted "
+    "(torch.utils.flop_counter, grouped-convolution weight gradients corrected); elementwise, "
+    "normalisation and pooling ops not counted"
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Flops:
+    """The FLOPs of one image through the model the window ran, counted once, before the
+    window, on fake tensors (shapes only: no real work, nothing the window measures changes).
+
+    Inference: the model's forward (preprocess and NMS apart). Training: the forward and the
+    backward of the model (the loss's few FLOPs and the optimizer apart)."""
+
+    per_image: float  # inference: the forward; training: forward + backward
+    forward_per_image: float
+    backward_per_image: float | None = None  # training only
+    batch: int  # the input counted: (batch, 3, imgsz, imgsz); per image = count / batch
+    imgsz: int
+    count_ms: float  # the counter's own wall time, outside the window
+    convention: str = FLOP_CONVENTION
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Peak:
+    """A FLOP/s ceiling of the measured device in the window's math dtype.
+
+    `table`: the dense (not 2:4-sparse) datasheet peak of a known GPU, `reference` naming the
+    datasheet. `measured`: the best of a short calibrated GEMM on this device and dtype
+    (`reference` gives its shape and runs), cached per machine, dtype and thread count."""
+
+    source: Literal["table", "measured"]
+    dtype: str  # fp32 | tf32 | fp16 | bf16
+    tflops: float
+    reference: str
+    cached: bool | None = None  # measured: read from the per-machine cache, not re-run now
+    calibration_ms: float | None = None  # measured: what the calibration cost when it ran
+    contended: bool | None = None  # measured: the host took CPU from the calibration
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Energy:
+    """The GPU's energy over the window's unsynced iterations (the ones `img_per_s` is timed
+    on), from NVML's total-energy counter read at their two ends (Volta and newer)."""
+
+    joules: float
+    window_ms: float  # wall time between the two counter reads
+    num_images: int  # images those iterations processed
+    power_limit_w: float | None = None  # the enforced power limit while measuring
+    sm_clock_mhz: int | None = None  # the SM clock at the window's end
+    gpu: str | None = None  # NVML's name of the GPU read
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Compute:
+    """How far the window is from the hardware's limit: what one image costs in FLOPs, the
+    device's peaks in the math dtype the window ran, and (CUDA, NVML) the energy it drew.
+    `flops` null: the count failed (the notes say why); `peaks` empty: no peak is known."""
+
+    math_dtype: str  # fp32 | tf32 | fp16 | bf16: what the convolutions ran in
+    flops: Flops | None = None
+    peaks: list[Peak] = field(default_factory=list)
+    energy: Energy | None = None
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TraceStep:
     """One `ProfilerStep#N` of the trace (or the whole trace when it has none)."""
@@ -372,6 +439,9 @@ class Profile:
     # The measuring process's peak resident memory over the window; null where it could not
     # be measured (the run's notes say why) and in files that predate it.
     host_memory: HostMemory | None = None
+    # FLOPs per image, the device's peaks and energy; null in files that predate it and in
+    # bare traces (nothing says what model or device they ran).
+    compute: Compute | None = None
     metrics: dict[str, Scalar] = field(default_factory=dict)
     verdict: Verdict | None = None
     trials: list[Trial] = field(default_factory=list)

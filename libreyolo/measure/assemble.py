@@ -24,6 +24,7 @@ from libreyolo.document.files import save
 from libreyolo.document.mode import Mode
 from libreyolo.document.model import (
     Artifacts,
+    Compute,
     Host,
     HostMemory,
     Memory,
@@ -108,11 +109,13 @@ def assemble_profile(
     host: Host | None,
     device_memory: Memory | None,
     host_memory: HostMemory | None,
+    compute: Compute | None,
     notes: Sequence[str],
 ) -> Profile:
     """The finalized profile (metrics, verdict) of one measurement; `device_memory` is the
     allocator's record of the window (`measure.memory.device_memory`), kept with or without a
-    trace, `host_memory` the process's peak RSS over it (`loop.run_window`); `notes` is
+    trace, `host_memory` the process's peak RSS over it (`loop.run_window`), `compute` the FLOPs,
+    peaks and energy (`measure.compute`); `notes` is
     everything the run noted about itself, in the order it was noted (the profile's one list
     of them, shown by every reader with or without a trace)."""
     return finalize(
@@ -128,6 +131,7 @@ def assemble_profile(
             trace=trace,
             device_memory=device_memory,
             host_memory=host_memory,
+            compute=compute,
             notes=list(notes),
             artifacts=Artifacts(trace=TRACE_NAME if trace is not None else None),
         )

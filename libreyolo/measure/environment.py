@@ -27,18 +27,22 @@ def _cpu_name() -> str | None:
     return platform.processor() or None
 
 
+def device_name(device: torch.device) -> str | None:
+    """What `device` is: the GPU's name, "Apple MPS" or the CPU's model name."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    if device.type == "mps":
+        return "Apple MPS"
+    return _cpu_name()
+
+
 def collect_environment(device: torch.device) -> Environment:
     """The Environment of a measurement on `device`."""
     gpu_names: list[str] = []
     memory_bytes: int | None = None
     if device.type == "cuda":
         gpu_names = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
-        device_name: str | None = torch.cuda.get_device_name(device)
         memory_bytes = int(torch.cuda.get_device_properties(device).total_memory)
-    elif device.type == "mps":
-        device_name = "Apple MPS"
-    else:
-        device_name = _cpu_name()
     return Environment(
         python=platform.python_version(),
         platform=platform.platform(),
@@ -46,7 +50,7 @@ def collect_environment(device: torch.device) -> Environment:
         num_threads=torch.get_num_threads(),
         torch=str(torch.__version__),
         cuda=torch.version.cuda,
-        device_name=device_name,
+        device_name=device_name(device),
         gpu_names=gpu_names,
         device_memory_bytes=memory_bytes,
     )

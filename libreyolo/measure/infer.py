@@ -27,11 +27,13 @@ from libreyolo import defaults
 from libreyolo.config.compose import as_plain_dict
 from libreyolo.config.schema import ProfileConfig
 from libreyolo.document.mode import Mode
-from libreyolo.document.model import Profile, RunInfo, Samples
+from libreyolo.document.model import Compute, Profile, RunInfo, Samples
 from libreyolo.errors import UsageError
 from libreyolo.measure.artifacts import StagedRun, set_dir
 from libreyolo.measure.assemble import analysed_trace, assemble_profile, conclude, staged
+from libreyolo.measure.compute import count_model_flops, device_peaks, math_dtype
 from libreyolo.measure.device import resolve_device, select_device
+from libreyolo.measure.environment import device_name
 from libreyolo.measure.loop import run_window
 from libreyolo.measure.memory import device_memory, reset_peaks
 from libreyolo.measure.memory_check import check_inference
@@ -120,6 +122,9 @@ def _profile_inference(
 
     notes = list(prior_notes)
     warn_if_crowded(0, device, notes)  # inference runs no loader workers
+    dtype = math_dtype(device, amp_dtype if settings.half else None)
+    with stage("calibrate peak", on_progress, hint="check the device"):
+        peaks = device_peaks(device, device_name(device), dtype, notes)
     with stage("load weights", on_progress, hint="check --weights and --size"):
         workload, model = load_workload_model(
             settings.model.weights, settings.model.size, device, notes, settings.model.family
@@ -155,6 +160,10 @@ def _profile_inference(
             batch=settings.batch,
             imgsz=imgsz,
             decoded_bytes_per_image=decoded if settings.include_decode else 0,
+        )
+    with stage("count FLOPs", on_progress, hint="check the model"):
+        flops = count_model_flops(
+            model, batch=settings.batch, imgsz=imgsz, training=False, notes=notes
         )
     amp_effective = step.amp_effective
     if settings.half and not amp_effective:
@@ -197,6 +206,7 @@ def _profile_inference(
             host=window.host,
             device_memory=window_memory,
             host_memory=window.host_memory,
+            compute=Compute(math_dtype=dtype, flops=flops, peaks=peaks),
             notes=notes,
         )
         return profile, conclude(run, profile, commit=into is None)

@@ -32,12 +32,14 @@ import torch
 from libreyolo.config.compose import as_plain_dict
 from libreyolo.config.schema import ProfileConfig
 from libreyolo.document.mode import Mode
-from libreyolo.document.model import Profile, RunInfo, Samples
+from libreyolo.document.model import Compute, Profile, RunInfo, Samples
 from libreyolo.document.phases import DATALOAD, TRAIN_PHASES
 from libreyolo.errors import NoProfileError, UsageError
 from libreyolo.measure.artifacts import StagedRun, set_dir
 from libreyolo.measure.assemble import analysed_trace, assemble_profile, conclude, staged
+from libreyolo.measure.compute import count_model_flops, device_peaks, math_dtype
 from libreyolo.measure.device import resolve_device, select_device
+from libreyolo.measure.environment import device_name
 from libreyolo.measure.from_config import Note
 from libreyolo.measure.loop import run_window
 from libreyolo.measure.memory import device_memory, reset_peaks
@@ -218,6 +220,10 @@ def _profile_training(
     if batch == -1:  # first: the synthetic set is generated to the fitted batch
         with stage("fit batch", on_progress, hint="pass an explicit --batch"):
             batch, fitted_note = _fit_batch(settings, device, plan)
+    dtype = math_dtype(device, torch.float16 if settings.amp else None)  # the step's autocast
+    compute_notes: list[str] = []
+    with stage("calibrate peak", on_progress, hint="check the device"):
+        peaks = device_peaks(device, device_name(device), dtype, compute_notes)
     drawing = check_synthetic_window(data, plan, batch)
     if drawing:
         warnings.warn(drawing, Note, stacklevel=2)
@@ -263,6 +269,13 @@ def _profile_training(
             workload.reset_classes(model, spec.nc, dict(enumerate(spec.names)))
             notes.append(f"class layers reset from the checkpoint's classes to {spec.nc}")
         trainer = workload.train_step(model, device=device, amp=settings.amp)
+    with stage("count FLOPs", on_progress, hint="check the model"):
+        notes += compute_notes
+        # `train_step` put the model (the same module) in train mode: PGI's auxiliary branch
+        # and the heads' training outputs are what the step computes.
+        flops = count_model_flops(
+            model, batch=batch, imgsz=settings.imgsz, training=True, notes=notes
+        )
     with stage("check memory", on_progress, hint="lower --batch or --imgsz"):
         check_training(
             model,
@@ -346,6 +359,7 @@ def _profile_training(
             host=window.host,
             device_memory=window_memory,
             host_memory=window.host_memory,
+            compute=Compute(math_dtype=dtype, flops=flops, peaks=peaks),
             notes=notes,
         )
         return profile, conclude(run, profile, commit=into is None)

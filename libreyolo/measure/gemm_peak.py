@@ -1,0 +1,204 @@
+"""The measured achievable peak: a short calibrated GEMM in the window's math dtype.
+
+Role: on the measured device, multiply two n x n matrices in the dtype the window's
+convolutions ran in (`fp32`, `tf32`, `fp16`, `bf16`), doubling the multiplies per run until a
+run lasts `MIN_RUN_S`, and keep the best of `NUM_RUNS` runs as 2 n^3 FLOPs per multiply over
+its time: what this device really reaches on the friendliest dense kernel, on every device the
+datasheet table does not know (every CPU). Bounded: the whole calibration stops at
+`BUDGET_S`. The host sampler watches the calibration's own threads; one that waited for a
+CPU (another process busy) is kept for this profile, flagged `contended`, and never cached.
+
+The result is cached per machine (host name and device), dtype, intra-op thread count and
+torch version in `$LIBREYOLO_CACHE_DIR/gemm_peaks.json` (default `~/.cache/libreyolo`), so a
+sweep calibrates once. The cache is written atomically; one that cannot be read, parsed or
+trusted is ignored and rewritten, never fatal.
+
+Must not: run inside the measured window, or decide what the peak means (analysis does).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import platform
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from libreyolo.analysis.contention import CPU_WAIT_FRAC_CONTENDED
+from libreyolo.document.files import write_atomic
+from libreyolo.document.model import Peak
+from libreyolo.measure.device import synchronize
+from libreyolo.measure.host import HostSampler
+
+CACHE_DIR_ENV = "LIBREYOLO_CACHE_DIR"
+DEFAULT_CACHE_DIR = Path("~/.cache/libreyolo")
+CACHE_NAME = "gemm_peaks.json"
+CACHE_MAX_BYTES = 1 << 20  # a cache larger than this is not ours: ignored
+BUDGET_S = 1.5  # the whole calibration, sizing included
+MIN_RUN_S = 0.05  # a run shorter than this is too close to the timer's resolution
+NUM_RUNS = 5
+# n: big enough to reach the dense peak, small enough to fit any device and the budget.
+SIDE = {"cpu": 2048, "cuda": 8192}
+SLOW_SIDE = 1024  # a CPU whose one 2048-side GEMM takes more than a third of the budget
+DTYPES = {
+    "fp32": torch.float32,
+    "tf32": torch.float32,
+    "fp16": torch.float16,
+    "bf16": torch.bfloat16,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class GemmRun:
+    """The best run of one calibration."""
+
+    tflops: float
+    side: int
+    num_runs: int
+    calibration_ms: float
+    contended: bool
+
+    def reference(self, dtype: str) -> str:
+        return f"best of {self.num_runs} runs of {self.side}x{self.side} {dtype} GEMMs"
+
+
+def cache_path() -> Path:
+    return Path(os.environ.get(CACHE_DIR_ENV) or DEFAULT_CACHE_DIR).expanduser() / CACHE_NAME
+
+
+def cache_key(device: torch.device, device_name: str | None, dtype: str) -> str:
+    """One machine, device, dtype, thread count and torch: what the GEMM's speed depends on."""
+    threads = torch.get_num_threads() if device.type == "cpu" else None
+    return "|".join(
+        [
+            platform.node(),
+            device.type,
+            device_name or "unknown",
+            dtype,
+            f"threads={threads}",
+            f"torch={torch.__version__}",
+        ]
+    )
+
+
+def measured_peak(device: torch.device, device_name: str | None, dtype: str) -> Peak:
+    """The cached peak of this machine, device and dtype, else a calibration now (cached
+    when the host left it alone)."""
+    key = cache_key(device, device_name, dtype)
+    cached = _read_cache().get(key)
+    if cached is not None:
+        tflops, reference = cached
+        return Peak(source="measured", dtype=dtype, tflops=tflops, reference=reference, cached=True)
+    run = calibrate(device, dtype)
+    peak = Peak(
+        source="measured",
+        dtype=dtype,
+        tflops=run.tflops,
+        reference=run.reference(dtype),
+        cached=False,
+        calibration_ms=run.calibration_ms,
+        contended=run.contended,
+    )
+    if not run.contended:
+        _write_cache(key, peak)
+    return peak
+
+
+@contextlib.contextmanager
+def _matmul_precision(device: torch.device, dtype: str) -> Iterator[None]:
+    """fp32 GEMMs on CUDA in TF32 exactly when `dtype` says so; restored after."""
+    if device.type != "cuda":
+        yield
+        return
+    before = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = before
+
+
+def calibrate(device: torch.device, dtype: str, *, budget_s: float = BUDGET_S) -> GemmRun:
+    """The best TFLOP/s of n x n GEMMs in `dtype` on `device` within `budget_s`."""
+    started = time.perf_counter()
+    deadline = started + budget_s
+    side = SIDE.get(device.type, SIDE["cpu"])
+    sampler = HostSampler(intra_op_threads=torch.get_num_threads)
+    with torch.inference_mode(), _matmul_precision(device, dtype):
+        a, b = (torch.randn(side, side, device=device, dtype=DTYPES[dtype]) for _ in range(2))
+        first = _timed(a, b, 1, device)  # also the warm-up: first calls pay for setup
+        if device.type == "cpu" and first > budget_s / 3 and side > SLOW_SIDE:
+            side = SLOW_SIDE
+            a, b = a[:side, :side].contiguous(), b[:side, :side].contiguous()
+            first = _timed(a, b, 1, device)
+        reps = max(1, math.ceil(MIN_RUN_S / max(_timed(a, b, 1, device), 1e-6)))
+        best, num_runs = 0.0, 0
+        sampler.begin()
+        while num_runs < NUM_RUNS and (num_runs == 0 or time.perf_counter() < deadline):
+            seconds = _timed(a, b, reps, device)
+            best = max(best, 2 * side**3 * reps / seconds / 1e12)
+            num_runs += 1
+        host = sampler.end()
+        sampler.window()
+    return GemmRun(
+        tflops=round(best, 4),
+        side=side,
+        num_runs=num_runs,
+        calibration_ms=round((time.perf_counter() - started) * 1000, 1),
+        contended=_waited(host.cpu_ms, host.cpu_wait_ms),
+    )
+
+
+def _waited(cpu_ms: float | None, wait_ms: float | None) -> bool:
+    """Whether the calibration's threads spent the contention share of their time waiting."""
+    if cpu_ms is None or wait_ms is None or cpu_ms + wait_ms <= 0:
+        return False
+    return wait_ms / (cpu_ms + wait_ms) >= CPU_WAIT_FRAC_CONTENDED
+
+
+def _timed(a: torch.Tensor, b: torch.Tensor, reps: int, device: torch.device) -> float:
+    synchronize(device)
+    start = time.perf_counter()
+    for _ in range(reps):
+        torch.mm(a, b)
+    synchronize(device)
+    return time.perf_counter() - start
+
+
+def _read_cache() -> dict[str, tuple[float, str]]:
+    """The cache's well-formed entries; anything unreadable or malformed is left out."""
+    path = cache_path()
+    try:
+        if path.stat().st_size > CACHE_MAX_BYTES:
+            return {}
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    entries: dict[str, tuple[float, str]] = {}
+    for key, entry in data.items():
+        if not isinstance(entry, dict):
+            continue
+        tflops, reference = entry.get("tflops"), entry.get("reference")
+        if isinstance(tflops, bool) or not isinstance(tflops, int | float):
+            continue
+        if 0 < tflops < math.inf and isinstance(reference, str):
+            entries[key] = (float(tflops), reference[:200])
+    return entries
+
+
+def _write_cache(key: str, peak: Peak) -> None:
+    """This entry added to the cache's good ones; a cache that cannot be written is skipped
+    (the next run calibrates again)."""
+    entries = {k: {"tflops": t, "reference": r} for k, (t, r) in _read_cache().items()}
+    entries[key] = {"tflops": peak.tflops, "reference": peak.reference}
+    payload = json.dumps(entries, indent=1, sort_keys=True).encode()
+    with contextlib.suppress(OSError):
+        write_atomic(cache_path(), payload)
