@@ -220,15 +220,16 @@ def _profile_training(
     if batch == -1:  # first: the synthetic set is generated to the fitted batch
         with stage("fit batch", on_progress, hint="pass an explicit --batch"):
             batch, fitted_note = _fit_batch(settings, device, plan)
-    dtype = math_dtype(device, torch.float16 if settings.amp else None)  # the step's autocast
-    compute_notes: list[str] = []
-    with stage("calibrate peak", on_progress, hint="check the device"):
-        peaks = device_peaks(device, device_name(device), dtype, compute_notes)
     drawing = check_synthetic_window(data, plan, batch)
     if drawing:
         warnings.warn(drawing, Note, stacklevel=2)
     with stage("build data", on_progress, hint="check the dataset YAML, images and labels"):
         spec = resolve_dataset(data, window_batches=plan.num_total, batch=batch)
+    dtype = math_dtype(device, torch.float16 if settings.amp else None)  # the step's autocast
+    # Before the weights load: the GEMM's operands must not count in the window's peaks.
+    compute_notes: list[str] = []
+    with stage("calibrate peak", on_progress, hint="check the device"):
+        peaks = device_peaks(device, device_name(device), dtype, compute_notes)
     # The family (from the file) decides the dataset's transforms, so the weights load first;
     # their notes keep their place after the data's.
     weight_notes: list[str] = []
