@@ -6,7 +6,9 @@ iterations and the synced half without it; collect the raw samples. An unsynced 
 carries exactly one device sync, at its end, so its wall time covers all the work it queued
 and its CPU/GPU overlap stays intact; a synced one gets its syncs from the timer's phases.
 The process's peak resident memory is reset as the first iteration after warmup begins and
-read as the last one ends (rss.py): the window's own peak.
+read as the last one ends (rss.py): the window's own peak. A meter (energy.py's, on CUDA) is
+started as the first unsynced iteration begins and stopped as the last one ends, so it spans
+exactly the iterations that img/s is timed on.
 
 Must not: know what an iteration does (the step does), build models or data, analyse the
 trace, or print.
@@ -17,6 +19,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
 
 import torch
 
@@ -28,9 +31,26 @@ from libreyolo.measure.rss import WindowPeakRss
 from libreyolo.measure.stages import Progress
 from libreyolo.measure.window import TraceRecorder, WindowPlan
 
+if TYPE_CHECKING:
+    from libreyolo.measure.energy import EnergyReading
+
 # Runs iteration `i` inside the timer's phases. Returns the perf_counter time at which its input
 # was in hand (training: the end of `next(batches)`, for the unsynced `dataload_ms`), or None.
 IterationStep = Callable[[int, PhaseTimer], float | None]
+
+
+class WindowMeter(Protocol):
+    """Read at the two ends of the unsynced iterations (energy.py's `EnergyMeter`)."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> tuple[EnergyReading | None, str | None]:
+        """The reading, or None and the note saying why there is none."""
+        ...
+
+    def close(self) -> None:
+        """Release what `start` took (idempotent; also when `stop` never ran)."""
+        ...
 
 
 @dataclass
@@ -42,6 +62,7 @@ class WindowRecord:
     bare_ms: list[float] = field(default_factory=list)  # unsynced walls with the profiler off
     host: Host | None = None  # what the measured iterations got from the CPUs
     host_memory: HostMemory | None = None  # this process's peak RSS after warmup; None: unknown
+    energy: EnergyReading | None = None  # the meter's reading of the unsynced iterations
     notes: list[str] = field(default_factory=list)  # what the window noted (an unknown peak)
 
     @property
@@ -65,12 +86,14 @@ def run_window(
     *,
     phases: Sequence[str],
     worker_pids: Callable[[], Sequence[int]] = tuple,
+    meter: WindowMeter | None = None,
 ) -> WindowRecord:
     """Run all `plan.num_total` iterations of `step`; `phases` name the synced walls kept.
 
     `recorder` records the traced iterations and is closed on the way out, also on failure.
     Every measured iteration (not warmup, not bare) is host-sampled: the threads of this
-    process and of the processes `worker_pids` names (the DataLoader's workers).
+    process and of the processes `worker_pids` names (the DataLoader's workers). `meter`
+    spans the unsynced iterations; its note joins the window's, and it is closed on the way out.
     """
     timer = PhaseTimer(device)
     record = WindowRecord(phase_ms={name: [] for name in phases})
@@ -80,6 +103,8 @@ def run_window(
     try:
         for iteration in range(plan.num_total):
             if iteration == plan.num_warmup:
+                if meter is not None:  # first: NVML's library is not the window's memory or CPU
+                    meter.start()
                 peak_rss.start()  # what warmup (and anything before it) held is not the window's
             if iteration == plan.num_traced:
                 recorder.close()  # the bare and synced iterations run without the profiler
@@ -95,6 +120,9 @@ def run_window(
             end = time.perf_counter()
             host = sampler.end() if measured else StepHost()
             after_sampled = measured
+            if meter is not None and iteration == plan.num_traced - 1:  # the last unsynced one
+                record.energy, note = meter.stop()
+                record.notes += [note] if note else []
             if iteration < plan.num_traced:
                 recorder.step()
             if plan.is_bare(iteration):
@@ -108,6 +136,8 @@ def run_window(
         record.notes += [note] if note else []
     finally:
         recorder.close()
+        if meter is not None:
+            meter.close()
         record.host = sampler.window()  # also closes its descriptors on failure
     return record
 

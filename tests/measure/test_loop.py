@@ -7,9 +7,15 @@ import time
 import pytest
 import torch
 
+from libreyolo.measure.energy import EnergyReading
 from libreyolo.measure.loop import run_window
 from libreyolo.measure.phases import PhaseTimer
-from libreyolo.measure.window import TraceRecorder, WindowPlan, plan_window
+from libreyolo.measure.window import (
+    TraceRecorder,
+    WindowPlan,
+    plan_inference_window,
+    plan_window,
+)
 
 CPU = torch.device("cpu")
 PHASES = ("load", "work")
@@ -85,3 +91,62 @@ def test_the_recorder_is_closed_when_a_step_fails() -> None:
     with pytest.raises(RuntimeError, match="boom"):
         run_window(plan, CPU, step, recorder, None, phases=PHASES)
     assert recorder.closed_at == 2
+
+
+class RecordingMeter:
+    """A window meter that logs where in the loop it is started, stopped and closed."""
+
+    def __init__(self, events: list[str]) -> None:
+        self.events = events
+        self.reading = EnergyReading(
+            joules=600.0, window_ms=2000.0, power_limit_w=700.0, sm_clock_mhz=1980, gpu="H200"
+        )
+
+    def start(self) -> None:
+        self.events.append("start")
+
+    def stop(self) -> tuple[EnergyReading | None, str | None]:
+        self.events.append("stop")
+        return self.reading, "a meter's note"
+
+    def close(self) -> None:
+        self.events.append("close")
+
+
+@pytest.mark.parametrize(
+    "plan", [plan_window(2, 5), plan_inference_window(1, 3, traced=False)], ids=["run", "infer"]
+)
+def test_the_meter_spans_exactly_the_unsynced_iterations(plan: WindowPlan) -> None:
+    events: list[str] = []
+    meter = RecordingMeter(events)
+
+    def step(iteration: int, timer: PhaseTimer) -> None:
+        events.append(f"{iteration}{'s' if timer.synced else ''}")
+
+    record = run_window(plan, CPU, step, CountingRecorder(plan), None, phases=PHASES, meter=meter)
+    inside = events[events.index("start") + 1 : events.index("stop")]
+    assert inside == [str(i) for i in range(plan.num_warmup, plan.num_traced)]
+    assert events[: plan.num_warmup] == [str(i) for i in range(plan.num_warmup)]
+    assert events.count("start") == events.count("stop") == 1 and events[-1] == "close"
+    assert record.energy is meter.reading and record.notes[0] == "a meter's note"
+
+
+def test_the_meter_is_closed_unstopped_when_a_step_fails() -> None:
+    plan = plan_window(1, 4)
+    events: list[str] = []
+
+    def step(iteration: int, timer: PhaseTimer) -> None:
+        if iteration == 1:
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        run_window(
+            plan,
+            CPU,
+            step,
+            CountingRecorder(plan),
+            None,
+            phases=PHASES,
+            meter=RecordingMeter(events),
+        )
+    assert events == ["start", "close"]
