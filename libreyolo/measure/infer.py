@@ -33,6 +33,7 @@ from libreyolo.measure.artifacts import StagedRun, set_dir
 from libreyolo.measure.assemble import analysed_trace, assemble_profile, conclude, staged
 from libreyolo.measure.compute import count_model_flops, device_peaks, math_dtype
 from libreyolo.measure.device import resolve_device, select_device
+from libreyolo.measure.energy import energy_meter, window_energy
 from libreyolo.measure.environment import device_name
 from libreyolo.measure.loop import run_window
 from libreyolo.measure.memory import device_memory, reset_peaks
@@ -172,7 +173,10 @@ def _profile_inference(
     with staged(set_dir(settings.project, "infer"), into) as run, torch.inference_mode():
         with stage("measure", on_progress, hint="try --no-trace, a smaller --batch or --imgsz"):
             recorder = TraceRecorder(plan, device.type, enabled=settings.trace)
-            window = run_window(plan, device, step.step, recorder, on_progress, phases=PHASES)
+            meter = energy_meter(device)  # CUDA only; spans the unsynced runs
+            window = run_window(
+                plan, device, step.step, recorder, on_progress, phases=PHASES, meter=meter
+            )
             window_memory = device_memory(device, memory_before)
         notes += window.notes
         trace = analysed_trace(recorder, run, window.phase_ms, device, notes)
@@ -196,6 +200,9 @@ def _profile_inference(
             stage_ms=window.phase_ms,
             bare_ms=window.bare_ms,
         )
+        energy = window_energy(
+            window.energy, settings.batch * plan.num_unsynced
+        )  # the metered images
         profile = assemble_profile(
             kind=Mode.INFER,
             info=info,
@@ -206,7 +213,7 @@ def _profile_inference(
             host=window.host,
             device_memory=window_memory,
             host_memory=window.host_memory,
-            compute=Compute(math_dtype=dtype, flops=flops, peaks=peaks),
+            compute=Compute(math_dtype=dtype, flops=flops, peaks=peaks, energy=energy),
             notes=notes,
         )
         return profile, conclude(run, profile, commit=into is None)

@@ -39,6 +39,7 @@ from libreyolo.measure.artifacts import StagedRun, set_dir
 from libreyolo.measure.assemble import analysed_trace, assemble_profile, conclude, staged
 from libreyolo.measure.compute import count_model_flops, device_peaks, math_dtype
 from libreyolo.measure.device import resolve_device, select_device
+from libreyolo.measure.energy import energy_meter, window_energy
 from libreyolo.measure.environment import device_name
 from libreyolo.measure.from_config import Note
 from libreyolo.measure.loop import run_window
@@ -323,6 +324,7 @@ def _profile_training(
                     on_progress,
                     phases=TRAIN_PHASES,
                     worker_pids=lambda: worker_pids(loader),
+                    meter=energy_meter(device),
                 )
             finally:
                 batches.close()  # stops loader workers before the trace is analysed
@@ -350,6 +352,7 @@ def _profile_training(
             config=as_plain_dict(settings),
         )
         samples = Samples(steps=window.steps, bare_ms=window.bare_ms, amp_skipped_steps=skipped)
+        energy = window_energy(window.energy, batch * plan.num_unsynced)  # the metered images
         profile = assemble_profile(
             kind=Mode.TRAIN,
             info=info,
@@ -360,7 +363,7 @@ def _profile_training(
             host=window.host,
             device_memory=window_memory,
             host_memory=window.host_memory,
-            compute=Compute(math_dtype=dtype, flops=flops, peaks=peaks),
+            compute=Compute(math_dtype=dtype, flops=flops, peaks=peaks, energy=energy),
             notes=notes,
         )
         return profile, conclude(run, profile, commit=into is None)
