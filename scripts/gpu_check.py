@@ -70,6 +70,7 @@ class Step:
     kind: str = "profile"  # profile | sweep | truth | setup
     family: str | None = None  # the model family the profile must name
     expect_rc: int = 0
+    energy: bool = False  # its window is long enough that NVML's energy must be reported
 
     @property
     def train(self) -> bool:
@@ -87,6 +88,10 @@ class Step:
     def autobatch(self) -> bool:
         return _flag(self.argv, "--batch") == "-1"
 
+    @property
+    def imgsz(self) -> int:
+        return int(_flag(self.argv, "--imgsz") or 640)
+
 
 def _flag(argv: Sequence[str], flag: str) -> str | None:
     """The value after `flag` in `argv` (the last one wins, as in argparse), or None."""
@@ -103,7 +108,18 @@ TRAIN = ("run", "synthetic", "--device", "0", "--imgsz", "320", "--workers", "2"
 # A budget far below what a training step at batch 8 and 320 px needs (well over 1 GB), above
 # what the weights, EMA and optimiser state hold (tens of MB): the capped allocator must OOM.
 BUDGET_MB = 150
-INFER = ("infer", "--device", "0", "--imgsz", "320", "--warmup", "5", "--runs", "20")
+INFER_ON_GPU = ("infer", "--device", "0", "--warmup", "5")
+INFER = (*INFER_ON_GPU, "--imgsz", "320", "--runs", "20")
+# The energy window: untraced, so no trace grows with its runs; 400 runs of batch 8 at 640 px
+# last a few seconds on an H200 (over 2.5 ms each is enough), past the ~1 s NVML resolves.
+ENERGY = (*INFER_ON_GPU, "--imgsz", "640", "--runs", "400", "--batch", "8", "--no-trace")
+# YOLOv9-t's published FLOPs at 640 px (the YOLOv9 authors' table: 7.7 G); a fully
+# convolutional count scales with the image area, so other sides are checked against the scaled
+# figure, within FLOPS_TOLERANCE.
+YOLO9T_FLOPS_AT_640 = 7.7e9
+FLOPS_TOLERANCE = 0.05
+YOLO9T_FLOPS_CHECK = "flops_per_image within 5 % of 7.7 G x (imgsz / 640)^2"
+MIN_ENERGY_WINDOW_MS = 1000  # NVML's counter updates every 20 to 100 ms
 
 
 def setup_steps(py: str, *, wheels: str, site: str) -> list[Step]:
@@ -157,16 +173,14 @@ def sweep_dir(step: Step) -> Path:
 
 
 def measurements(py: str, runs: Path) -> list[Step]:
-    """Every measurement in order, with its limit. The untraced one is an inference: the
-    parser gives `--trace/--no-trace` to `infer` only."""
+    """Every measurement in order, with its limit. The untraced one is an inference (the
+    parser gives `--trace/--no-trace` to `infer` only) and the energy window (ENERGY)."""
 
     def prof(name: str, *words: str) -> tuple[str, ...]:
         return profile_argv(py, runs, name, *words)
 
     small = ("--batch", "8", "--steps", "6", "--warmup", "3")
-    untraced = Step(
-        "infer_notrace", prof("infer_notrace", *INFER, "--batch", "8", "--no-trace"), 35
-    )
+    untraced = Step("infer_notrace", prof("infer_notrace", *ENERGY), 40, energy=True)
     yolox = (*INFER, "--weights", "LibreYOLOXn.pt")
     autobatch = (*TRAIN, "--batch", "-1", "--steps", "4", "--warmup", "2")
     return [
@@ -406,6 +420,25 @@ def profile_checks(step: Step, doc: dict[str, Any], stderr: str) -> dict[str, bo
         checks["a note names --batch -1"] = any("--batch -1" in str(n) for n in notes)
     if step.family:
         checks[f"model is {step.family}"] = step.family in json.dumps(run).lower()
+    return checks | efficiency_checks(step, doc)
+
+
+def efficiency_checks(step: Step, doc: dict[str, Any]) -> dict[str, bool]:
+    """What `get` reads of the compute record (the metric map it prints): MFU against the
+    H200's datasheet row, YOLOv9-t's FLOPs (inference), the energy of a long window."""
+    m = doc.get("metrics") or {}
+    checks = {
+        "mfu in (0, 1]": 0 < (m.get("mfu") or 0) <= 1,
+        "peak_source table": m.get("peak_source") == "table",
+    }
+    if not step.train and step.family is None:  # the default weights: YOLOv9-t
+        expected = YOLO9T_FLOPS_AT_640 * (step.imgsz / 640) ** 2
+        flops = m.get("flops_per_image") or 0
+        checks[YOLO9T_FLOPS_CHECK] = abs(flops / expected - 1) <= FLOPS_TOLERANCE
+    if step.energy:
+        energy = (doc.get("compute") or {}).get("energy") or {}
+        checks["energy_j_per_img > 0"] = (m.get("energy_j_per_img") or 0) > 0
+        checks["energy window >= 1 s"] = (energy.get("window_ms") or 0) >= MIN_ENERGY_WINDOW_MS
     return checks
 
 
@@ -434,6 +467,8 @@ def profile_numbers(doc: dict[str, Any]) -> dict[str, Any]:
         "batch": run.get("batch"),
         "tensorcore_pct": m.get("tensorcore_pct"),
         "amp_skipped": len(skipped) if isinstance(skipped, list) else None,
+        "mfu": m.get("mfu"),
+        "j_per_img": m.get("energy_j_per_img"),
     }
 
 
@@ -449,8 +484,9 @@ def _fmt(value: Any, spec: str = "") -> str:
 
 
 def render_table(outcomes: Sequence[StepOutcome]) -> str:
-    """One compact row per step (ms: step_ms, else latency p50; skip: AMP-skipped measured
-    steps); each step's failed checks and note listed under the table."""
+    """One compact row per step (ms: step_ms, else latency p50; mfu against the headline peak;
+    J/img: NVML's energy per image; skip: AMP-skipped measured steps); each step's failed
+    checks and note listed under the table."""
     header = (
         "step",
         "rc",
@@ -459,7 +495,9 @@ def render_table(outcomes: Sequence[StepOutcome]) -> str:
         "img/s",
         "ms",
         "util",
+        "mfu",
         "peakMB",
+        "J/img",
         "skip",
         "bound",
         "checks",
@@ -478,7 +516,9 @@ def render_table(outcomes: Sequence[StepOutcome]) -> str:
                 _fmt(n.get("img_per_s"), ".1f"),
                 _fmt(ms, ".2f"),
                 _fmt(n.get("gpu_util"), ".2f"),
+                _fmt(n.get("mfu"), ".3f"),
                 _fmt(n.get("peak_mb"), ".0f"),
+                _fmt(n.get("j_per_img"), ".3g"),
                 _fmt(n.get("amp_skipped")),
                 _fmt(n.get("bound")),
                 f"{passed}/{len(o.checks)}" if o.checks else "-",

@@ -39,6 +39,7 @@ WHEELS = (
     ("omegaconf", "2.3.1", "omegaconf", PURE, ("antlr4-python3-runtime==4.9.*", "PyYAML>=5.1.0")),
     ("antlr4_python3_runtime", "4.9.3", "antlr4", PURE, ()),
     ("msgspec", "0.23.0", "msgspec", CP312, ()),
+    ("nvidia_ml_py", "13.615.71", "pynvml", PURE, ()),
 )
 
 
@@ -295,6 +296,8 @@ def _doc(**extra: object) -> dict[str, object]:
             "step_ms": 12.5,
             "img_per_s": 640.0,
             "peak_vram_mb": None,
+            "mfu": 0.031,
+            "peak_source": "table",
         },
         "trace": {
             "categories": {"gemm": 1.0},
@@ -320,15 +323,66 @@ def test_checks_of_a_training_profile_under_amp() -> None:
     assert noisy["no libkineto lines on stderr"] is False
 
 
+def _energy_doc(**metrics: object) -> dict[str, object]:
+    """An untraced YOLOv9-t inference profile at 640 px whose 2.4 s window drew energy."""
+    at_640 = {"latency_p50_ms": 3.2, "flops_per_image": 7_728_000_000, "energy_j_per_img": 0.42}
+    return _doc(
+        trace=None,
+        metrics=_doc()["metrics"] | at_640 | metrics,  # type: ignore[operator]
+        device_memory={"peak_allocated_bytes": 3 * MiB},
+        compute={"energy": {"joules": 1344.0, "window_ms": 2400.0, "num_images": 3200}},
+    )
+
+
 def test_checks_of_an_untraced_profile_need_only_the_allocator_peak() -> None:
     gpu_check = _gpu_check()
     step = gpu_check.measurements("py", Path("/r"))[4]
     assert step.name == "infer_notrace" and not step.traced and not step.train
-    metrics = _doc()["metrics"] | {"latency_p50_ms": 3.2}  # type: ignore[operator]
-    doc = _doc(trace=None, metrics=metrics, device_memory={"peak_allocated_bytes": 3 * MiB})
+    doc = _energy_doc()
     assert all(gpu_check.profile_checks(step, doc, "").values())
     bare = gpu_check.profile_checks(step, _doc(trace=None, device_memory=None), "")
     assert bare["peak memory recorded"] is False
+
+
+def test_the_energy_window_is_untraced_640_px_and_must_report_joules_over_1_s() -> None:
+    gpu_check = _gpu_check()
+    step = next(s for s in gpu_check.measurements("py", Path("/r")) if s.energy)
+    assert step.name == "infer_notrace" and (step.imgsz, step.traced) == (640, False)
+    assert int(gpu_check._flag(step.argv, "--runs")) * 2.5e-3 >= 1.0  # 2.5 ms a run is enough
+    checks = gpu_check.efficiency_checks(step, _energy_doc())
+    assert checks == {
+        "mfu in (0, 1]": True,
+        "peak_source table": True,
+        gpu_check.YOLO9T_FLOPS_CHECK: True,
+        "energy_j_per_img > 0": True,
+        "energy window >= 1 s": True,
+    }
+    short = _energy_doc(energy_j_per_img=None) | {"compute": {"energy": None}}
+    failed = gpu_check.efficiency_checks(step, short)
+    assert not failed["energy_j_per_img > 0"] and not failed["energy window >= 1 s"]
+    off = gpu_check.efficiency_checks(step, _energy_doc(flops_per_image=8.2e9, mfu=1.3))
+    assert not off[gpu_check.YOLO9T_FLOPS_CHECK] and not off["mfu in (0, 1]"]
+    measured = gpu_check.efficiency_checks(step, _energy_doc(peak_source="measured"))
+    assert not measured["peak_source table"]
+
+
+def test_efficiency_checks_scale_the_flops_to_the_side_and_skip_them_in_training() -> None:
+    gpu_check = _gpu_check()
+    steps = {s.name: s for s in gpu_check.measurements("py", Path("/r"))}
+    at_320 = _doc(metrics=_doc()["metrics"] | {"flops_per_image": 1.95e9})  # type: ignore[operator]
+    wrong = _doc(metrics=_doc()["metrics"] | {"flops_per_image": 7.7e9})  # type: ignore[operator]
+    assert not gpu_check.efficiency_checks(steps["infer_b8"], wrong)[gpu_check.YOLO9T_FLOPS_CHECK]
+    infer = gpu_check.efficiency_checks(steps["infer_b8"], at_320)
+    assert infer[gpu_check.YOLO9T_FLOPS_CHECK] is True and "energy window >= 1 s" not in infer
+    assert set(gpu_check.efficiency_checks(steps["train_amp"], _doc())) == {
+        "mfu in (0, 1]",
+        "peak_source table",
+    }
+    assert gpu_check.YOLO9T_FLOPS_CHECK not in gpu_check.efficiency_checks(
+        steps["infer_yolox"], at_320
+    )
+    numbers = gpu_check.profile_numbers(_energy_doc())
+    assert (numbers["mfu"], numbers["j_per_img"]) == (0.031, 0.42)
 
 
 def test_checks_of_autobatch_want_the_fitted_batch_and_its_note() -> None:
@@ -434,7 +488,7 @@ def test_checks_read_the_keys_real_profiles_have(
     step = next(s for s in gpu_check.measurements("py", Path("/r")) if s.name == name)
     doc = json.loads(Path(request.getfixturevalue(fixture)).read_text())
     checks = gpu_check.profile_checks(step, doc, "")
-    cpu_checkable = ["host sampled", "verdict bound named", "phases present"]
+    cpu_checkable = ["host sampled", "verdict bound named", "phases present", "mfu in (0, 1]"]
     cpu_checkable.append("step time measured" if step.train else "latency p50 measured")
     if step.train:
         cpu_checkable.append("training phases")
