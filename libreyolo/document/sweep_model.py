@@ -58,6 +58,8 @@ MAX_PROFILE_INT = 2**64 - 1  # the largest integer a profile holds (`validate.py
 MAX_NAME_CHARS = 4096  # PATH_MAX: point names are folder paths
 MAX_TEXT_CHARS = 1 << 20  # what a status.json (MAX_SMALL_BYTES) can hold
 MAX_OVERRIDES = 1024
+# Where an MFU's peak comes from: a datasheet table, or a GEMM measured on the device.
+PEAK_SOURCES = ("table", "measured")
 
 Number_ = float | int  # a JSON number: an integer stays one when read back
 METRIC: Rule = Number(MAX_METRIC, least=MIN_METRIC)
@@ -142,6 +144,16 @@ class HeadlineMetrics:
     # measured on a busy host
     contended: bool | None = field(default=None, metadata=_meta(Flag(), group="metrics"))
     bound: str | None = field(default=None, metadata=_meta(NAME, group="metrics"))
+    # How far from the hardware's limit (the profile's `analysis/efficiency.py` keys): the model
+    # FLOP rate achieved and its share of the peak `peak_source` names (a measured GEMM peak
+    # that ran low can leave it above 1, so no upper bound but the metrics' own).
+    achieved_tflops: Number_ | None = field(default=None, metadata=_meta(METRIC, group="metrics"))
+    mfu: Number_ | None = field(default=None, metadata=_meta(METRIC, group="metrics"))
+    peak_source: Literal["table", "measured"] | None = field(
+        default=None, metadata=_meta(Choice(PEAK_SOURCES, null=True), group="metrics")
+    )
+    # the GPU's joules per image over the window (CUDA with NVML only)
+    energy_j_per_img: Number_ | None = field(default=None, metadata=_meta(METRIC, group="metrics"))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

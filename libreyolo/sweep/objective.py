@@ -4,7 +4,8 @@ Role: `sweep_task` returns `point_objective(...)` for every job, so any Hydra sw
 `libreyolo-sweep`: `float(result)` is the point's img/s (NaN when it has none: it did not fit,
 failed or was refused), which Optuna and the like maximise, and the attributes carry what the
 `hydra/sweeper=tune` search reads (`tune_run.measured_of`): status, code, folder, settings,
-each trial's img/s, latency percentiles, peaks, whether it fits or which bound it hit, whether
+each trial's img/s, latency percentiles, peaks, MFU and energy per image (for an Optuna
+objective of the user's own), whether it fits or which bound it hit, whether
 it was reused. The values come from the point's `status.json` record and its profile; one the
 sweep files' rules refuse (`sweep_model.METRIC`) is left out (None), never passed on.
 
@@ -39,11 +40,13 @@ class PointObjective(float):
         "bound",
         "code",
         "contended",
+        "energy_j_per_img",
         "fits",
         "imgsz",
         "latency_p50_ms",
         "latency_p90_ms",
         "latency_p99_ms",
+        "mfu",
         "peak_rss_mb",
         "peak_vram_mb",
         "point",
@@ -67,6 +70,8 @@ class PointObjective(float):
     latency_p99_ms: float | None
     peak_vram_mb: float | None
     peak_rss_mb: float | None  # the window's peak resident memory
+    mfu: float | None  # achieved model FLOP/s over the device's peak (the profile's `mfu`)
+    energy_j_per_img: float | None  # the GPU's joules per image (CUDA with NVML only)
     fits: bool  # measured to the end (status ok)
     bound: Bound | None  # why it does not fit: out of memory, or over tune.memory_budget_mb
     reused: bool
@@ -163,6 +168,8 @@ def point_objective(
         **latency,
         peak_vram_mb=_metric(metrics.get("peak_vram_mb")),
         peak_rss_mb=_metric(metrics.get("peak_rss_mb")),
+        mfu=_metric(metrics.get("mfu")),
+        energy_j_per_img=_metric(metrics.get("energy_j_per_img")),
         fits=fits,
         bound=bound,
         reused=record.reused,

@@ -69,8 +69,11 @@ def make_point(
     thrash: bool = False,
     contended: bool = False,
     status: dict[str, Any] | None = None,
+    efficiency: dict[str, Any] | None = None,
 ) -> str:
-    """One point folder as a sweep leaves it; `ips=None` makes a failed point (oom)."""
+    """One point folder as a sweep leaves it; `ips=None` makes a failed point (oom). Its MFU is
+    ips / 1000 against a measured peak and it has no energy (a CPU's), unless `efficiency`
+    gives those metrics."""
     name = f"b{batch}_s{imgsz}_amp{int(amp)}"
     folder = root / name
     (folder / "infer").mkdir(parents=True)
@@ -91,7 +94,11 @@ def make_point(
             "contended": contended,
             "bound": "contended" if contended else "compute",
             "not_headline": 1,
-        }
+            "achieved_tflops": ips / 250,
+            "mfu": ips / 1000,
+            "peak_source": "measured",
+            "energy_j_per_img": None,
+        } | (efficiency or {})
         ran = amp if amp_ran is None else amp_ran
         verdict = {"bound": metrics["bound"]}
         profile = {"metrics": metrics, "verdict": verdict, "run": {"amp": ran}}

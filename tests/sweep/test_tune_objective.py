@@ -42,6 +42,8 @@ def _facts(**changes: Any) -> dict[str, Any]:
         "latency_p99_ms": 99.0,
         "peak_vram_mb": None,
         "peak_rss_mb": 512.5,
+        "mfu": 0.04,
+        "energy_j_per_img": None,
         "fits": True,
         "bound": None,
         "reused": False,
@@ -72,6 +74,7 @@ def test_the_objective_reads_the_point_record_and_its_profile(tmp_path: Path) ->
     profile_path = folder / "infer" / "profile.json"
     profile = json.loads(profile_path.read_text(encoding="utf-8"))
     profile["metrics"] |= {"latency_p99_ms": 99.5, "peak_rss_mb": 700.0, "peak_vram_mb": 1e308}
+    profile["metrics"] |= {"mfu": 0.041, "energy_j_per_img": 0.0234}
     profile["trials"] = [{"metrics": {"img_per_s": v}} for v in (40.0, 41.0, 42.0)]
     profile_path.write_text(json.dumps(profile), encoding="utf-8")
     record = read_status(folder / "status.json")
@@ -85,12 +88,14 @@ def test_the_objective_reads_the_point_record_and_its_profile(tmp_path: Path) ->
     assert result.peak_vram_mb is None  # 1e308 is no value a sweep file takes: left out
     assert (result.peak_rss_mb, result.fits, result.bound) == (700.0, True, None)
     assert result.contended is False
+    assert (result.mfu, result.energy_j_per_img) == (0.041, 0.0234)  # for an Optuna objective
 
     oom = _point(tmp_path, 8, None)  # failed, code oom, no profile
     record = read_status(oom / "status.json")
     assert record is not None
     result = point_objective(record, oom, tmp_path, config | {"batch": 8})
     assert math.isnan(result) and result.trials_img_per_s == ()
+    assert (result.mfu, result.energy_j_per_img) == (None, None)
     assert (result.status, result.code, result.fits, result.bound) == (
         "failed",
         "oom",
