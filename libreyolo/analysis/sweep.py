@@ -1,6 +1,7 @@
 """A sweep as data: the recommended point per imgsz, the throughput order, the sweep record
 (`sweep.json`) built from the points' rows, the chart series (img/s by batch per (imgsz, amp,
-threads)) and the latency/throughput Pareto front. Pure: the rows come from
+threads)), the Pareto front of a cost (latency, J/img) against img/s, and whether a sweep
+measured energy. Pure: the rows come from
 `libreyolo.document.sweep_files.collect_points`; `sweep.png` and the sweep page draw from here.
 
 Must not: read or write files, import torch, numpy, Hydra or OmegaConf, or print.
@@ -145,10 +146,16 @@ def latency_metric(points: Points) -> str:
     return "step_ms"
 
 
+def has_energy(points: Points) -> bool:
+    """Whether some point has its energy per image (CUDA with NVML: a CPU sweep never does)."""
+    return any(e.metrics.energy_j_per_img is not None for e in points.values())
+
+
 def pareto_front(points: Mapping[str, tuple[float, float]]) -> list[str]:
-    """The names whose (latency, img/s) no other point beats: none has latency as low and
-    img/s as high with one of them strictly better. Equal points are all on the front. Sorted
-    by latency, then by name."""
+    """The names whose (cost, img/s) no other point beats: none has a cost as low and img/s as
+    high with one of them strictly better. The cost is the latency (or step time) on the
+    trade-off chart, J/img on the energy one. Equal points are all on the front. Sorted by
+    cost, then by name."""
     front = [
         name
         for name, (lat, ips) in points.items()

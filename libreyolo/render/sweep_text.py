@@ -1,5 +1,6 @@
 """The sweep table: one row per point sorted by img/s (points without a result last; a point a
-resumed sweep kept shows `reused`), then the recommended point per imgsz and the counts, which
+resumed sweep kept shows `reused`) with its MFU and, where some point has it, its energy per
+image, then the recommended point per imgsz and the counts, which
 call a sweep "all ok" only when every planned point is (`2 of 4 points ok, 1 interrupted,
 1 missing`). The sweep prints it at its end and
 `libreyolo profile summary <sweep-dir>` prints it from `sweep.json`.
@@ -11,16 +12,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from libreyolo.analysis.sweep import Points, by_throughput, counts
+from libreyolo.analysis.sweep import Points, by_throughput, counts, has_energy
 from libreyolo.render.safe import safe_text, short_name
+from libreyolo.render.units import significant_decimals
 
 if TYPE_CHECKING:
     from libreyolo.document.sweep_model import SweepRecord, SweepRow
 
-# Peak memory: the device's (VRAM, CUDA) and the measuring process's resident set (RSS).
 # The table's name for its best point per imgsz once a batch search gave the answer.
 HIGHEST = "highest img/s"
-HEADER = ("point", "status", "img/s", "VRAM MB", "RSS MB", "thrash", "contended", "verdict")
+# MFU: the model FLOP rate's share of the device's peak. J/img (the GPU's energy per image)
+# only when some point has it: NVML on CUDA measures it, a CPU never does. Peak memory: the
+# device's (VRAM, CUDA) and the measuring process's resident set (RSS).
+HEADER = ("point", "status", "img/s", "MFU", "VRAM MB", "RSS MB", "thrash", "contended", "verdict")
+ENERGY_COLUMN = "J/img"
+ENERGY_AT = HEADER.index("MFU") + 1
+J_DIGITS = 3  # significant digits of J/img: it spans mJ (a big GPU batch) to J
 
 
 def _fmt(value: float | bool | None, digits: int = 1) -> str:
@@ -31,7 +38,24 @@ def _fmt(value: float | bool | None, digits: int = 1) -> str:
     return "-"
 
 
-def _row(name: str, entry: SweepRow) -> tuple[str, ...]:
+def fmt_mfu(value: float | None) -> str:
+    """A fraction as a whole percent (`33%`); `<1%` for any MFU under one percent, which a
+    rounded `0%` would misread as nothing done."""
+    if value is None:
+        return "-"
+    if 0 < value < 0.01:
+        return "<1%"
+    return f"{value * 100:.0f}%"
+
+
+def fmt_joules(value: float | None) -> str:
+    """J/img to J_DIGITS significant digits in plain notation (`0.0234`, `1.20`)."""
+    if value is None:
+        return "-"
+    return f"{value:.{significant_decimals(value, J_DIGITS)}f}"
+
+
+def _row(name: str, entry: SweepRow, energy: bool) -> tuple[str, ...]:
     metrics = entry.metrics
     status: str = entry.status
     if status == "ok":
@@ -39,10 +63,13 @@ def _row(name: str, entry: SweepRow) -> tuple[str, ...]:
         status = "reused" if entry.reused is True else status
     else:
         verdict = f"{entry.code or 'failed'}: {entry.reason or ''}".strip()
+    joules = (fmt_joules(metrics.energy_j_per_img),) if energy else ()
     return (  # names, statuses and reasons come from the sweep's files: escaped
         short_name(name),
         short_name(status),
         _fmt(metrics.img_per_s),
+        fmt_mfu(metrics.mfu),
+        *joules,
         _fmt(metrics.peak_vram_mb),
         _fmt(metrics.peak_rss_mb),
         _fmt(metrics.memory_pressure),
@@ -51,12 +78,21 @@ def _row(name: str, entry: SweepRow) -> tuple[str, ...]:
     )
 
 
+def header(energy: bool) -> tuple[str, ...]:
+    """The table's column names, with `J/img` after MFU when `energy`."""
+    if not energy:
+        return HEADER
+    return (*HEADER[:ENERGY_AT], ENERGY_COLUMN, *HEADER[ENERGY_AT:])
+
+
 def sweep_lines(record: SweepRecord, best: str = "recommended") -> list[str]:
     """The table lines of a sweep record (`sweep.json`); `best` names the trusted point with
     the highest img/s per imgsz (after a batch search's answer: `highest img/s`)."""
     points = record.points
-    rows = [HEADER, *(_row(name, points[name]) for name in by_throughput(points))]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER) - 1)]
+    energy = has_energy(points)
+    names = header(energy)
+    rows = [names, *(_row(name, points[name], energy) for name in by_throughput(points))]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(names) - 1)]
     lines = [
         "  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1]
         for r in rows

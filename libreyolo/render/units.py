@@ -34,6 +34,14 @@ def fmt_share(value: object) -> str:
     return f"{float(value) * 100:.0f}%" if isinstance(value, int | float) else "?"
 
 
+def significant_decimals(value: float | None, digits: int) -> int:
+    """The decimals that show `value` to `digits` significant digits in plain notation
+    (0.0234 at 3: 4); `digits - 1` for zero or none."""
+    if not value:
+        return digits - 1
+    return max(digits - 1 - math.floor(math.log10(abs(value))), 0)
+
+
 def fmt_count(value: float) -> str:
     """A per-step count: whole numbers without decimals, fractions with one."""
     return f"{value:.0f}" if abs(value - round(value)) < 0.05 else f"{value:.1f}"

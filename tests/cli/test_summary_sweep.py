@@ -16,12 +16,12 @@ from tests.test_architecture import _run_blocked
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLE = [
-    "point        status  img/s  VRAM MB  RSS MB  thrash  contended  verdict",
-    "b4_s64_amp1  ok      120.0  400.0    540.0   yes     no         compute",
-    "b2_s64_amp1  ok      80.0   200.0    520.0   no      no         compute",
-    "b1_s64_amp1  ok      50.0   100.0    510.0   no      no         compute",
-    "b1_s96_amp1  ok      30.0   100.0    510.0   no      no         compute",
-    "b2_s96_amp1  failed  -      -        -       -       -          oom: boom",
+    "point        status  img/s  MFU  VRAM MB  RSS MB  thrash  contended  verdict",
+    "b4_s64_amp1  ok      120.0  12%  400.0    540.0   yes     no         compute",
+    "b2_s64_amp1  ok      80.0   8%   200.0    520.0   no      no         compute",
+    "b1_s64_amp1  ok      50.0   5%   100.0    510.0   no      no         compute",
+    "b1_s96_amp1  ok      30.0   3%   100.0    510.0   no      no         compute",
+    "b2_s96_amp1  failed  -      -    -        -       -       -          oom: boom",
     "recommended for imgsz 64: b2_s64_amp1",
     "recommended for imgsz 96: b1_s96_amp1",
     "1 of 5 points failed",

@@ -31,7 +31,7 @@ KNEE_LINES = [
     "train: batch=2 imgsz=96 amp=true workers=8 (tuned_s96_amp1.yaml)",
 ]
 TABLE_TAIL = [
-    "b4_s96_amp1   failed  -      -        -       -       -          oom: boom",
+    "b4_s96_amp1   failed  -      -    -        -       -       -          oom: boom",
     "highest img/s for imgsz 64: b16_s64_amp1",
     "highest img/s for imgsz 96: b2_s96_amp1",
     "1 of 9 points failed",
@@ -90,7 +90,8 @@ def test_summary_prints_the_answer_then_the_table(tune_sweep: Path) -> None:
     assert (result.status, result.stderr) == (0, "")
     lines = result.stdout.splitlines()
     assert lines[:5] == KNEE_LINES
-    assert lines[5] == "point         status  img/s  VRAM MB  RSS MB  thrash  contended  verdict"
+    header = "point         status  img/s  MFU  VRAM MB  RSS MB  thrash  contended  verdict"
+    assert lines[5] == header
     assert lines[-4:] == TABLE_TAIL
 
 

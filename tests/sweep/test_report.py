@@ -233,12 +233,12 @@ def test_point_folders_skip_hidden_folders_and_stop_at_the_depth_limit(tmp_path:
 def test_table_lines_sort_by_throughput_and_end_with_the_counts(tmp_path: Path) -> None:
     record = write_report(make_sweep(tmp_path)).record
     lines = sweep_lines(record)
-    header = ["point", "status", "img/s", "VRAM", "MB", "RSS", "MB", "thrash", "contended"]
-    header.append("verdict")
-    assert lines[0].split() == header
+    header = ["point", "status", "img/s", "MFU", "VRAM", "MB", "RSS", "MB", "thrash"]
+    header += ["contended", "verdict"]
+    assert lines[0].split() == header  # no J/img: no point measured its energy
     names = [line.split()[0] for line in lines[1:6]]
     assert names == ["b4_s64_amp1", "b2_s64_amp1", "b1_s64_amp1", "b1_s96_amp1", "b2_s96_amp1"]
-    assert lines[1].split()[2:8] == ["120.0", "400.0", "540.0", "yes", "no", "compute"]
+    assert lines[1].split()[2:9] == ["120.0", "12%", "400.0", "540.0", "yes", "no", "compute"]
     assert lines[5].endswith("oom: boom")
     assert lines[6:] == [
         "recommended for imgsz 64: b2_s64_amp1",
@@ -255,8 +255,8 @@ def test_a_contended_point_is_marked_and_never_recommended(tmp_path: Path) -> No
     assert data["recommended"] == {"64": "b1_s64_amp1"}
     assert data["points"]["b2_s64_amp1"]["metrics"]["contended"] is True
     lines = sweep_lines(report.record)
-    row = ["b2_s64_amp1", "ok", "90.0", "200.0", "520.0", "no", "yes", "contended"]
-    assert lines[1].split()[:8] == row
+    row = ["b2_s64_amp1", "ok", "90.0", "9%", "200.0", "520.0", "no", "yes", "contended"]
+    assert lines[1].split()[:9] == row
     assert lines[-2:] == [
         "contended: 1 point was measured on a busy host and never recommended; measure again "
         "on a quiet machine",
