@@ -82,6 +82,7 @@ def test_sweep_page(browser: Browser, cpu_sweep: Path, tmp_path: Path) -> None:
     assert isinstance(record, dict)
     ok = sum(1 for p in record["points"].values() if p["status"] == "ok")
     assert ok == 6 and len(drawn["throughput"]) == ok and len(drawn["tradeoff"]) == ok
+    assert len(drawn["mfu"]) == ok  # MFU by batch, drawn to scale (check_page)
     assert palette_pixels(shot, BLUE) > 200
     with browser.open(html) as page:  # a point's own section opens and shows its verdict
         opened = page.evaluate(

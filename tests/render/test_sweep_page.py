@@ -275,7 +275,12 @@ def test_a_cpu_sweep_says_peak_memory_is_cuda_only(cpu_sweep: Path) -> None:
     marks = parse(page)
     assert "memory" not in marks.marks and CPU_MEMORY_LINE in page
     assert marks.marks["throughput"] == 6 == marks.marks["tradeoff"]  # every point ok
+    # every real CPU point has an MFU (its measured GEMM peak); none has energy, so no card
+    assert marks.marks["mfu"] == 6 and "energy" not in marks.marks and "J/img" not in page
     check_numbers(marks)
+    lines = invoke(["profile", "summary", str(cpu_sweep)]).stdout.splitlines()
+    assert lines[0].split()[3:5] == ["MFU", "VRAM"]  # no J/img column
+    assert all(line.split()[3].endswith("%") for line in lines[1:7])
 
 
 def test_the_report_command_rewrites_the_sweeps_own_page(cpu_sweep: Path) -> None:

@@ -1,6 +1,6 @@
 """MFU and energy in a sweep, on hand-made point folders: each row copies them from its point's
-profile, `summary --json` prints them, and the table shows MFU always and J/img only where a
-point measured its energy."""
+profile, `summary --json` prints them, the table shows MFU always and J/img only where a point
+measured its energy, and the page draws MFU by batch and, with energy, J/img against img/s."""
 
 from __future__ import annotations
 
@@ -8,8 +8,11 @@ import json
 from pathlib import Path
 
 from libreyolo.document.sweep_files import collect_points, point_folders
+from libreyolo.render.html.sweep_charts import NO_MFU_LINE
 from libreyolo.render.sweep_text import fmt_joules, fmt_mfu
 from tests.conftest import invoke
+from tests.render.test_sweep_page import check_numbers, parse
+from tests.report import pagecheck
 from tests.sweep.test_report import make_point, make_sweep
 
 # batch -> (img/s, MFU, J/img); None: unknown (the count failed, no energy reading)
@@ -110,3 +113,53 @@ def test_an_unusable_efficiency_value_makes_the_point_invalid(tmp_path: Path) ->
     assert rows["b2_s64_amp1"].reason == (
         "infer/profile.json metrics.peak_source is 'guess', not one of table, measured"
     )
+
+
+def _page(root: Path, out: Path) -> pagecheck.Page:
+    result = invoke(["profile", "report", str(root), "-o", str(out)])
+    assert (result.status, result.stderr) == (0, "")
+    text = out.read_text(encoding="utf-8")
+    assert check_numbers(parse(text)) > 0  # every number and mark is what summary --json prints
+    return pagecheck.parse(text)
+
+
+def test_the_page_draws_mfu_by_batch_and_the_energy_front(tmp_path: Path) -> None:
+    html = tmp_path / "page.html"
+    page = _page(gpu_sweep(tmp_path / "sweep"), html)
+    text = html.read_text(encoding="utf-8")
+    mfu = pagecheck.marks(page, "mfu")
+    assert sorted(m.value for m in mfu) == [0.004, 0.05, 0.08]  # the reader's fractions
+    assert {m.src[-1] for m in mfu if m.src} == {"mfu"}
+    energy = pagecheck.marks(page, "energy")
+    assert sorted(m.value for m in energy) == [0.0181, 0.0195, 0.0234]
+    assert "a share of the datasheet's dense peak of the GPU" in pagecheck.plain_text(page)
+    assert text.count('class="front"') == 2  # latency's and energy's fronts
+    caption = pagecheck.plain_text(page)
+    assert "the points no other point beats on both (b2_s64_amp1, b4_s64_amp1)" in caption
+    assert ">J/img<" in text and ">MFU %<" in text  # the table's columns
+    cells = {cells[0][:11]: cells[9:11] for _, cells in parse(text).rows}
+    assert cells == {  # MFU % to 0.1, J/img to 3 significant digits
+        "b4_s64_amp1": ["0.4", "0.0195"],
+        "b8_s64_amp1": ["–", "–"],
+        "b2_s64_amp1": ["8.0", "0.0181"],
+        "b1_s64_amp1": ["5.0", "0.0234"],
+    }
+    assert 'href="#energy"' in text
+
+
+def test_a_page_without_energy_has_no_energy_chart_and_no_j_per_img(tmp_path: Path) -> None:
+    html = tmp_path / "page.html"
+    page = _page(make_sweep(tmp_path / "sweep"), html)
+    text = html.read_text(encoding="utf-8")
+    assert len(pagecheck.marks(page, "mfu")) == 4 and not pagecheck.marks(page, "energy")
+    assert 'id="energy"' not in text and "J/img" not in text
+    assert "a share of the peak of a short GEMM measured on" in pagecheck.plain_text(page)
+
+
+def test_a_page_without_any_mfu_says_why(tmp_path: Path) -> None:
+    unknown = dict.fromkeys(KEYS)
+    make_point(tmp_path / "sweep", 1, 64, 50.0, efficiency=unknown)
+    make_point(tmp_path / "sweep", 2, 64, 80.0, efficiency=unknown)
+    html = tmp_path / "page.html"
+    page = _page(tmp_path / "sweep", html)
+    assert not pagecheck.marks(page, "mfu") and NO_MFU_LINE in pagecheck.plain_text(page)

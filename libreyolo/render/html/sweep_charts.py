@@ -1,5 +1,6 @@
-"""The sweep page's three charts: img/s by batch, latency against img/s with the Pareto front,
-peak memory by batch with the device's limit; one x-y series per (imgsz, AMP, threads).
+"""The sweep page's charts: img/s by batch, MFU by batch, latency against img/s with the Pareto
+front, J/img against img/s with its own front (where the points measured energy), peak memory by
+batch with the device's limit; one x-y series per (imgsz, AMP, threads).
 
 A point is named in full once on its page (the points table); here it is its index in the
 page's `data-points` list (`point_src`: `["summary", "points", 3, "metrics", "img_per_s"]`)
@@ -12,6 +13,7 @@ Pure: points in, SVG and HTML text out. The series, the front and the latency me
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from libreyolo.analysis.sweep import (
@@ -49,13 +51,40 @@ def short_point(name: str) -> str:
 
 
 # The headline metrics a chart or a table cell draws, by name.
-METRICS = ("img_per_s", "step_ms", "latency_p50_ms", "peak_vram_mb", "cpu_wait_frac")
+METRICS = (
+    "img_per_s",
+    "step_ms",
+    "latency_p50_ms",
+    "peak_vram_mb",
+    "cpu_wait_frac",
+    "mfu",
+    "energy_j_per_img",
+)
+# What an MFU is a share of, by the points' `peak_source`.
+PEAK_WORDS: dict[tuple[str, ...], str] = {
+    ("table",): "the datasheet's dense peak of the GPU in its math dtype",
+    ("measured",): "the peak of a short GEMM measured on the device in its math dtype",
+    ("measured", "table"): "the datasheet's dense peak where the GPU is in the table, else the "
+    "GEMM peak measured on the device",
+}
+NO_MFU_LINE = (
+    "No point has an MFU: its profile predates the FLOP count, or the count failed for this "
+    "model (the profile's notes say why)."
+)
 
 
 def metric(entry: SweepRow, key: str) -> float | None:
     """A point's headline metric `key` (one of METRICS) as a number; None when it has none."""
     m = entry.metrics
-    values = (m.img_per_s, m.step_ms, m.latency_p50_ms, m.peak_vram_mb, m.cpu_wait_frac)
+    values = (
+        m.img_per_s,
+        m.step_ms,
+        m.latency_p50_ms,
+        m.peak_vram_mb,
+        m.cpu_wait_frac,
+        m.mfu,
+        m.energy_j_per_img,
+    )
     value = dict(zip(METRICS, values, strict=True))[key]
     return None if value is None else float(value)
 
@@ -71,16 +100,17 @@ def _tip(name: str, entry: SweepRow, what: str) -> str:
 
 
 def _series(
-    points: Points, index: Index, y_key: str, fmt: str
+    points: Points, index: Index, y_key: str, show: Callable[[float], str]
 ) -> tuple[list[xy.XYSeries], list[str]]:
-    """One x-y series per (imgsz, amp, threads): batch against `y_key`, the points with it."""
+    """One x-y series per (imgsz, amp, threads): batch against `y_key`, the points with it
+    (`show` writes a value for its tooltip)."""
     out, labels = [], []
     for (imgsz, amp, threads), names in series_names(points).items():
         marks = []
         for n in names:
             y = metric(points[n], y_key)
             if y is not None:
-                tip = _tip(n, points[n], fmt.format(y))
+                tip = _tip(n, points[n], show(y))
                 src = point_src(index[n], "metrics", y_key)
                 marks.append(xy.XYPoint(points[n].batch or 0, y, src, tip))
         if marks:
@@ -101,7 +131,7 @@ def _figure(legend_labels: list[str], chart: str, caption: str, extra: str = "")
 
 
 def throughput_chart(points: Points, index: Index) -> str:
-    series, labels = _series(points, index, "img_per_s", "{:.1f} img/s")
+    series, labels = _series(points, index, "img_per_s", "{:.1f} img/s".format)
     if not series:
         return '<p class="intro">No point finished with a throughput.</p>'
     chart = xy.XYChart(tuple(series), "batch", "img/s", log2_x=_log2(series))
@@ -109,41 +139,86 @@ def throughput_chart(points: Points, index: Index) -> str:
     return _figure(labels, xy.xy_chart(chart, mark="throughput", width=1100), esc(caption))
 
 
-def tradeoff_chart(points: Points, index: Index) -> str:
-    """Latency against img/s, one colour per series, the Pareto front drawn under them."""
-    lat_key = latency_metric(points)
+def mfu_chart(points: Points, index: Index) -> str:
+    """MFU (percent, from 0) against batch, one line per series."""
+    series, labels = _series(points, index, "mfu", lambda y: f"{y * 100:.3g} % MFU")
+    if not series:
+        return f'<p class="intro">{esc(NO_MFU_LINE)}</p>'
+    chart = xy.XYChart(tuple(series), "batch", "MFU (%)", log2_x=_log2(series), y_scale=100.0)
+    sources = tuple(
+        sorted({str(e.metrics.peak_source) for e in points.values() if e.metrics.mfu is not None})
+    )
+    peak = PEAK_WORDS.get(sources, "the peak each profile names")
+    caption = (
+        "MFU by batch: the model FLOPs each point ran per second (FLOPs per image × img/s) as "
+        f"a share of {peak}; failed points and points without an MFU left out."
+    )
+    return _figure(labels, xy.xy_chart(chart, mark="mfu", width=1100), esc(caption))
+
+
+def _front_chart(
+    points: Points, index: Index, cost_key: str, y_label: str, mark: str, unit: str
+) -> tuple[list[str], str, list[str]] | None:
+    """A cost (`cost_key` in `unit`, y: lower is better) against img/s (x), one colour per
+    series, the Pareto front drawn under them: the legend's labels, the SVG and the front's
+    names; None when no point has both."""
     pairs: dict[str, tuple[float, float]] = {}
     series, labels = [], []
     for (imgsz, amp, threads), names in series_names(points).items():
         marks = []
         for n in names:
-            lat, ips = metric(points[n], lat_key), metric(points[n], "img_per_s")
-            if lat is None or ips is None:
+            cost, ips = metric(points[n], cost_key), metric(points[n], "img_per_s")
+            if cost is None or ips is None:
                 continue
-            pairs[n] = (lat, ips)
-            tip = _tip(n, points[n], f"{lat:.2f} ms at {ips:.1f} img/s")
-            marks.append(xy.XYPoint(ips, lat, point_src(index[n], "metrics", lat_key), tip))
+            pairs[n] = (cost, ips)
+            tip = _tip(n, points[n], f"{cost:.3g} {unit} at {ips:.1f} img/s")
+            marks.append(xy.XYPoint(ips, cost, point_src(index[n], "metrics", cost_key), tip))
         if marks:
             label = series_label(points, imgsz, amp, threads)
             series.append(xy.XYSeries(label, tuple(marks), connect=False))
             labels.append(label)
     if not series:
-        return '<p class="intro">No point finished with both a latency and a throughput.</p>'
+        return None
     front = pareto_front(pairs)
     chart = xy.XYChart(
         tuple(series),
         "img/s",
-        LATENCY_LABELS[lat_key],
+        y_label,
         front=tuple((pairs[n][1], pairs[n][0]) for n in front),
         x_ticks=ticks_within([ips for _, ips in pairs.values()]),
     )
+    return labels, xy.xy_chart(chart, mark=mark, width=1100), front
+
+
+def tradeoff_chart(points: Points, index: Index) -> str:
+    """Latency against img/s, one colour per series, the Pareto front drawn under them."""
+    lat_key = latency_metric(points)
+    drawn = _front_chart(points, index, lat_key, LATENCY_LABELS[lat_key], "tradeoff", "ms")
+    if drawn is None:
+        return '<p class="intro">No point finished with both a latency and a throughput.</p>'
+    labels, chart, front = drawn
     on_front = ", ".join(short_point(n) for n in front)
     caption = (
         f"Lower and further right is better. The grey band joins the Pareto front: the points "
         f"no other point beats on both latency and img/s ({on_front})."
     )
-    drawn = xy.xy_chart(chart, mark="tradeoff", width=1100)
-    return _figure(labels, drawn, caption)
+    return _figure(labels, chart, caption)
+
+
+def energy_chart(points: Points, index: Index) -> str | None:
+    """J/img against img/s with its Pareto front; None when no point measured its energy."""
+    drawn = _front_chart(points, index, "energy_j_per_img", "J/img", "energy", "J/img")
+    if drawn is None:
+        return None
+    labels, chart, front = drawn
+    on_front = ", ".join(short_point(n) for n in front)
+    caption = (
+        "Lower and further right is better: fewer joules per image at more images per second. "
+        "The grey band joins the Pareto front, the points no other point beats on both "
+        f"({on_front}). The energy is the GPU's own (NVML's counter over the measured window); "
+        "points without a reading are left out."
+    )
+    return _figure(labels, chart, caption)
 
 
 def ticks_within(values: list[float]) -> tuple[float, ...]:
@@ -157,7 +232,7 @@ def ticks_within(values: list[float]) -> tuple[float, ...]:
 
 
 def memory_chart(points: Points, index: Index) -> str:
-    series, labels = _series(points, index, "peak_vram_mb", "{:,.1f} MB peak")
+    series, labels = _series(points, index, "peak_vram_mb", "{:,.1f} MB peak".format)
     if not series:
         return f'<p class="intro">{esc(CPU_MEMORY_LINE)}</p>'
     limits: dict[float, str] = {}

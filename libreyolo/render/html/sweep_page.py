@@ -4,8 +4,9 @@
 Reads the `SweepReport` (the sweep record as `summary <sweep dir> --json` prints it, and the ok
 points' profile reports) and lays it out: the counts and the recommended point per imgsz, the
 batch search's path and answer when a search chose the points (`tune_charts`; the grid's pick
-is then only the fastest point), three charts (`sweep_charts`), the table of every point with
-the reason of each one that did not finish, then each ok point's verdict, headline numbers and
+is then only the fastest point), the charts (`sweep_charts`: the energy one only where a point
+measured its energy, so a CPU sweep shows no empty card), the table of every point with the
+reason of each one that did not finish, then each ok point's verdict, headline numbers and
 per-step time, collapsed.
 
 Each point is named in full in the page's `data-points` list (exact, as JSON) and in its table
@@ -22,10 +23,10 @@ from __future__ import annotations
 
 import json
 from pathlib import PurePath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from libreyolo.analysis.report import ProfileReport, SweepReport
-from libreyolo.analysis.sweep import by_throughput, latency_metric, pareto_front
+from libreyolo.analysis.sweep import by_throughput, has_energy, latency_metric, pareto_front
 from libreyolo.render.html.markup import (
     Column,
     card,
@@ -47,14 +48,18 @@ from libreyolo.render.html.sweep_charts import (
     Index,
     Points,
     contended,
+    energy_chart,
     memory_chart,
     metric,
+    mfu_chart,
     point_src,
     short_point,
     throughput_chart,
     tradeoff_chart,
 )
 from libreyolo.render.html.tune_charts import search_section
+from libreyolo.render.sweep_text import J_DIGITS
+from libreyolo.render.units import significant_decimals
 
 if TYPE_CHECKING:
     from libreyolo.document.sweep_model import SweepRecord, SweepRow
@@ -106,21 +111,42 @@ def overview(record: SweepRecord, index: Index, *, tuned: bool = False) -> str:
     return cards(items) + recommended
 
 
-TABLE_COLUMNS = (
+SETTING_COLUMNS = (
     Column("point", numeric=False),
     Column("batch"),
     Column("imgsz"),
     Column("amp", numeric=False),
     Column("threads", hint="none: torch's default"),
     Column("status", numeric=False),
-    Column("img/s"),
-    Column("step ms"),
-    Column("latency p50 ms"),
-    Column("peak VRAM MB"),
-    Column("CPU wait %", hint="share of runnable time spent waiting for a CPU"),
-    Column("verdict", numeric=False, hint="the verdict, or why the point did not finish"),
 )
-METRIC_CELLS = (("img_per_s", 1), ("step_ms", 2), ("latency_p50_ms", 2), ("peak_vram_mb", 1))
+VERDICT_COLUMN = Column(
+    "verdict", numeric=False, hint="the verdict, or why the point did not finish"
+)
+
+
+class MetricColumn(NamedTuple):
+    """A table column of one headline metric, shown `value × scale` to `digits` decimals
+    (None: J_DIGITS significant digits)."""
+
+    column: Column
+    key: str
+    digits: int | None = 1
+    scale: float = 1.0
+
+
+METRIC_COLUMNS = (
+    MetricColumn(Column("img/s"), "img_per_s"),
+    MetricColumn(Column("step ms"), "step_ms", 2),
+    MetricColumn(Column("latency p50 ms"), "latency_p50_ms", 2),
+    MetricColumn(Column("MFU %", hint="model FLOP/s over the device's peak"), "mfu", scale=100),
+    MetricColumn(Column("J/img", hint="the GPU's energy per image"), "energy_j_per_img", None),
+    MetricColumn(Column("peak VRAM MB"), "peak_vram_mb"),
+    MetricColumn(
+        Column("CPU wait %", hint="share of runnable time spent waiting for a CPU"),
+        "cpu_wait_frac",
+        scale=100,
+    ),
+)
 
 
 def _tags(name: str, entry: SweepRow, best: set[str], front: set[str]) -> str:
@@ -145,6 +171,12 @@ def _why(entry: SweepRow) -> str:
     return esc(f"{code}: {reason}" if code else reason)
 
 
+def _metric_columns(points: Points) -> list[MetricColumn]:
+    """The table's metric columns: J/img only where some point measured its energy."""
+    energy = has_energy(points)
+    return [c for c in METRIC_COLUMNS if energy or c.key != "energy_j_per_img"]
+
+
 def points_table(report: SweepReport, index: Index, front: set[str]) -> str:
     """Every point, by img/s: the one place on the page that shows its name in full."""
     points: Points = report.record.points
@@ -152,6 +184,7 @@ def points_table(report: SweepReport, index: Index, front: set[str]) -> str:
     # the search's answers when a search chose the points, else the grid's pick
     best = set(report.record.recommended.values() if tune is None else recommended_points(tune))
     by_name = {name: rank for rank, name in enumerate(sorted(points))}
+    shown = _metric_columns(points)
     rows, keys, classes = [], [], []
     for name, i in index.items():
         entry = points[name]
@@ -173,19 +206,19 @@ def points_table(report: SweepReport, index: Index, front: set[str]) -> str:
             entry.threads,
             entry.status,
         ]
-        for key_name, digits in METRIC_CELLS:
-            value = metric(entry, key_name)
-            cells.append(num(value, point_src(i, "metrics", key_name), digits=digits))
+        for col in shown:
+            value = metric(entry, col.key)
+            digits = significant_decimals(value, J_DIGITS) if col.digits is None else col.digits
+            src = point_src(i, "metrics", col.key)
+            cells.append(num(value, src, digits=digits, scale=col.scale))
             key.append(value)
-        wait = metric(entry, "cpu_wait_frac")
-        cells.append(num(wait, point_src(i, "metrics", "cpu_wait_frac"), scale=100))
-        key.append(wait)
         cells.append(esc(entry.verdict or "–") if ok else _why(entry))
         key.append(entry.verdict if ok else entry.reason)
         rows.append(cells)
         keys.append(key)
         classes.append("best" if name in best else ("" if ok else "bad"))
-    return table(TABLE_COLUMNS, rows, sort_keys=keys, row_classes=classes)
+    columns = (*SETTING_COLUMNS, *(c.column for c in shown), VERDICT_COLUMN)
+    return table(columns, rows, sort_keys=keys, row_classes=classes)
 
 
 def recommended_points(tune: TuneRecord) -> list[str]:
@@ -265,11 +298,15 @@ def sweep_page(report: SweepReport) -> str:
     front = set(pareto_front(pairs))
     tune = report.tune
     search = [] if tune is None else [("search", "batch search")]
+    energy = energy_chart(points, index)
+    energy_toc = [] if energy is None else [("energy", "energy vs throughput")]
     toc = [
         ("overview", "overview"),
         *search,
         ("throughput", "throughput"),
+        ("mfu", "MFU"),
         ("tradeoff", "latency vs throughput"),
+        *energy_toc,
         ("memory", "memory"),
         ("table", "points"),
         ("sections", "each point"),
@@ -279,7 +316,9 @@ def sweep_page(report: SweepReport) -> str:
             section("overview", "Overview", overview(record, index, tuned=tune is not None)),
             "" if tune is None else section("search", "Batch search", search_section(tune)),
             section("throughput", "Throughput by batch", throughput_chart(points, index)),
+            section("mfu", "MFU by batch", mfu_chart(points, index)),
             section("tradeoff", "Latency against throughput", tradeoff_chart(points, index)),
+            "" if energy is None else section("energy", "Energy against throughput", energy),
             section("memory", "Peak memory by batch", memory_chart(points, index)),
             section(
                 "table",

@@ -64,6 +64,9 @@ class XYChart:
     front: tuple[tuple[float, float], ...] = ()  # a highlighted polyline (the Pareto front)
     x_ticks: tuple[float, ...] = field(default_factory=tuple)
     headroom: float = 1.0  # the y axis reaches at least this times the largest value (labels)
+    # The y axis shows a value times this (a fraction as percent); a mark's `data-value` stays
+    # the reader's own number.
+    y_scale: float = 1.0
 
 
 def _marker(p: XYPoint, x: float, y: float, colour: str, attrs: str) -> str:
@@ -142,7 +145,7 @@ def xy_chart(chart: XYChart, *, mark: str, width: int = 540, height: int = 300) 
 
     pts = [p for s in chart.series for p in s.points]
     xs = [fx(p.x) for p in pts] or [0.0, 1.0]
-    ys = [p.y for p in pts] + [g.value for g in chart.guides]
+    ys = [p.y * chart.y_scale for p in pts] + [g.value * chart.y_scale for g in chart.guides]
     x_lo, x_hi = min(xs), max(xs)
     if x_hi <= x_lo:
         x_lo, x_hi = x_lo - 1, x_hi + 1
@@ -155,7 +158,7 @@ def xy_chart(chart: XYChart, *, mark: str, width: int = 540, height: int = 300) 
         return LEFT + (fx(x) - x_lo) / (x_hi - x_lo) * plot_w
 
     def py(y: float) -> float:
-        return TOP + plot_h - y / y_max * plot_h
+        return TOP + plot_h - y * chart.y_scale / y_max * plot_h
 
     parts = [y_axis(y_ticks, y_max, plot_w, plot_h, chart.y_label)]
     parts.append(_x_labels(chart.x_ticks or tuple({p.x for p in pts}), px, TOP + plot_h + 14))
