@@ -95,7 +95,7 @@ PEAKS: tuple[PeakRow, ...] = (
     ),
     PeakRow(
         gpu="GeForce RTX 4090",
-        pattern=r"\bRTX 4090\b",
+        pattern=r"\bRTX 4090\b(?! (D|Laptop)\b)",  # the 4090 D and the laptop part are others
         tflops={"fp32": 82.6, "tf32": 82.6, "fp16": 165.2, "bf16": 165.2},
         source="NVIDIA Ada GPU architecture whitepaper v2.1, Table 2: dense, FP32 accumulate",
     ),
