@@ -87,12 +87,11 @@ def efficiency_metrics(compute: Compute | None, img_per_s: float | None) -> dict
         "mfu_measured": _mfu(achieved, measured),
     }
     energy = compute.energy
-    if energy is not None and energy.num_images > 0 and energy.window_ms > 0:
+    # A counter that did not advance (or went back) read nothing: unknown, never 0 J/img.
+    if energy is not None and energy.joules > 0 and energy.num_images > 0 and energy.window_ms > 0:
         metrics |= {
             "energy_j_per_img": significant(energy.joules / energy.num_images),
-            "img_per_j": significant(energy.num_images / energy.joules)
-            if energy.joules > 0
-            else None,
+            "img_per_j": significant(energy.num_images / energy.joules),
             "mean_power_w": round(energy.joules / (energy.window_ms / 1000), 1),
             "power_limit_w": energy.power_limit_w,
         }
