@@ -23,6 +23,7 @@ import json
 import math
 import os
 import platform
+import stat
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -175,10 +176,12 @@ def _read_cache() -> dict[str, tuple[float, str]]:
     """The cache's well-formed entries; anything unreadable or malformed is left out."""
     path = cache_path()
     try:
-        if path.stat().st_size > CACHE_MAX_BYTES:
+        found = path.stat()
+        # Only a regular file is read: a FIFO in its place would block the run forever.
+        if not stat.S_ISREG(found.st_mode) or found.st_size > CACHE_MAX_BYTES:
             return {}
         data = json.loads(path.read_bytes())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: `[[[[...` nested too deep
         return {}
     if not isinstance(data, dict):
         return {}
