@@ -1,12 +1,13 @@
 """The measured achievable peak: a short calibrated GEMM in the window's math dtype.
 
 Role: on the measured device, multiply two n x n matrices in the dtype the window's
-convolutions ran in (`fp32`, `tf32`, `fp16`, `bf16`), doubling the multiplies per run until a
-run lasts `MIN_RUN_S`, and keep the best of `NUM_RUNS` runs as 2 n^3 FLOPs per multiply over
-its time: what this device really reaches on the friendliest dense kernel, on every device the
-datasheet table does not know (every CPU). Bounded: the whole calibration stops at
-`BUDGET_S`. The host sampler watches the calibration's own threads; one that waited for a
-CPU (another process busy) is kept for this profile, flagged `contended`, and never cached.
+convolutions ran in (`fp32`, `tf32`, `fp16`, `bf16`), as many multiplies per run as make it
+last `MIN_RUN_S`, and keep the best of `NUM_RUNS` runs as 2 n^3 FLOPs per multiply over its
+time: what this device really reaches on the friendliest dense kernel, on every device the
+datasheet table does not know (every CPU). Bounded: a small probe GEMM sizes n (a slow device
+keeps the probe's side) and no run starts after `BUDGET_S`, sizing included. The host sampler
+watches the calibration's own threads; one that waited for a CPU (another process busy) is
+kept for this profile, flagged `contended`, and never cached.
 
 The result is cached per machine (host name and device), dtype, intra-op thread count and
 torch version in `$LIBREYOLO_CACHE_DIR/gemm_peaks.json` (default `~/.cache/libreyolo`), so a
@@ -46,7 +47,10 @@ MIN_RUN_S = 0.05  # a run shorter than this is too close to the timer's resoluti
 NUM_RUNS = 5
 # n: big enough to reach the dense peak, small enough to fit any device and the budget.
 SIDE = {"cpu": 2048, "cuda": 8192}
-SLOW_SIDE = 1024  # a CPU whose one 2048-side GEMM takes more than a third of the budget
+# The first GEMMs, the warm-up and the probe that sizes the rest: 2 GFLOP, milliseconds on any
+# device this runs on, so a slow one cannot spend the budget before the runs begin.
+PROBE_SIDE = 1024
+SIDE_SHARE = 1 / 3  # one GEMM of the full side may take this share of the budget, else the probe's
 DTYPES = {
     "fp32": torch.float32,
     "tf32": torch.float32,
@@ -126,33 +130,50 @@ def _matmul_precision(device: torch.device, dtype: str) -> Iterator[None]:
 
 
 def calibrate(device: torch.device, dtype: str, *, budget_s: float = BUDGET_S) -> GemmRun:
-    """The best TFLOP/s of n x n GEMMs in `dtype` on `device` within `budget_s`."""
+    """The best TFLOP/s of n x n GEMMs in `dtype` on `device` within `budget_s` (the run under
+    way at the deadline finishes: one run's slack)."""
     started = time.perf_counter()
     deadline = started + budget_s
-    side = SIDE.get(device.type, SIDE["cpu"])
     sampler = HostSampler(intra_op_threads=torch.get_num_threads)
     with torch.inference_mode(), _matmul_precision(device, dtype):
-        a, b = (torch.randn(side, side, device=device, dtype=DTYPES[dtype]) for _ in range(2))
-        first = _timed(a, b, 1, device)  # also the warm-up: first calls pay for setup
-        if device.type == "cpu" and first > budget_s / 3 and side > SLOW_SIDE:
-            side = SLOW_SIDE
-            a, b = a[:side, :side].contiguous(), b[:side, :side].contiguous()
-            first = _timed(a, b, 1, device)
-        reps = max(1, math.ceil(MIN_RUN_S / max(_timed(a, b, 1, device), 1e-6)))
+        a, b = _operands(PROBE_SIDE, device, dtype)
+        _timed(a, b, 1, device)  # the warm-up: first calls pay for setup
+        one = _timed(a, b, 1, device)
+        side = _side(device, one, budget_s)
+        if side != PROBE_SIDE:
+            a, b = _operands(side, device, dtype)
+            one = _timed(a, b, 1, device)  # also this side's warm-up
+        reps = max(1, math.ceil(MIN_RUN_S / max(one, 1e-6)))
         best, num_runs = 0.0, 0
-        sampler.begin()
-        while num_runs < NUM_RUNS and (num_runs == 0 or time.perf_counter() < deadline):
-            seconds = _timed(a, b, reps, device)
-            best = max(best, 2 * side**3 * reps / seconds / 1e12)
-            num_runs += 1
-        host = sampler.end()
-        sampler.window()
+        try:
+            sampler.begin()
+            while num_runs < NUM_RUNS and (num_runs == 0 or time.perf_counter() < deadline):
+                seconds = _timed(a, b, reps, device)
+                best = max(best, 2 * side**3 * reps / seconds / 1e12)
+                num_runs += 1
+            host = sampler.end()
+        finally:
+            sampler.window()  # closes its descriptors, also when a GEMM raised
     return GemmRun(
         tflops=round(best, 4),
         side=side,
         num_runs=num_runs,
         calibration_ms=round((time.perf_counter() - started) * 1000, 1),
         contended=_waited(host.cpu_ms, host.cpu_wait_ms),
+    )
+
+
+def _side(device: torch.device, probe_s: float, budget_s: float) -> int:
+    """The device's GEMM side when one GEMM of it, estimated from the probe's time (n^3
+    work), fits `SIDE_SHARE` of the budget; else the probe's side."""
+    side = SIDE.get(device.type, SIDE["cpu"])
+    return side if probe_s * (side / PROBE_SIDE) ** 3 <= budget_s * SIDE_SHARE else PROBE_SIDE
+
+
+def _operands(side: int, device: torch.device, dtype: str) -> tuple[torch.Tensor, torch.Tensor]:
+    return (
+        torch.randn(side, side, device=device, dtype=DTYPES[dtype]),
+        torch.randn(side, side, device=device, dtype=DTYPES[dtype]),
     )
 
 

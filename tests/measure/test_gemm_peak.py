@@ -9,6 +9,8 @@ import json
 import math
 import os
 import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,12 +21,14 @@ from libreyolo.measure import compute, gemm_peak
 from libreyolo.measure.compute import device_peaks
 from libreyolo.measure.gemm_peak import (
     CACHE_DIR_ENV,
+    MIN_RUN_S,
     GemmRun,
     cache_key,
     cache_path,
     calibrate,
     measured_peak,
 )
+from tests.quiet import quietly
 
 CPU = torch.device("cpu")
 SMALL_BUDGET_S = 0.1  # a fifteenth of the default: a peak in milliseconds, and a tight bound
@@ -58,6 +62,35 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> Calls:
     fake = Calls()
     monkeypatch.setattr(gemm_peak, "calibrate", fake)
     return fake
+
+
+def _contention(run: GemmRun) -> str | None:
+    return "the calibration's threads waited for a CPU" if run.contended else None
+
+
+@pytest.fixture
+def one_thread() -> Iterator[None]:
+    """One intra-op thread: the bound holds at any count, and one thread waits for a CPU far
+    less often on a shared host, where a contended run is measured again."""
+    original = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(original)
+
+
+def test_a_small_budget_holds_within_one_run_of_slack(one_thread: None) -> None:
+    def measure() -> tuple[GemmRun, float]:
+        started = time.perf_counter()
+        run = real_calibrate(CPU, "fp32", budget_s=SMALL_BUDGET_S)
+        return run, time.perf_counter() - started
+
+    run, elapsed_s = quietly(measure, lambda measured: _contention(measured[0]))
+    assert run.tflops > 0
+    assert 1 <= run.num_runs <= gemm_peak.NUM_RUNS
+    one_gemm_s = 2 * run.side**3 / (run.tflops * 1e12)
+    one_run_s = MIN_RUN_S + one_gemm_s  # runs repeat the GEMM until they last MIN_RUN_S
+    assert elapsed_s <= SMALL_BUDGET_S + 1.5 * one_run_s, (elapsed_s, run)
+    assert run.calibration_ms == pytest.approx(elapsed_s * 1000, abs=20)
 
 
 def test_the_peak_is_cached_and_read_back_without_calibrating(calls: Calls) -> None:
@@ -253,3 +286,19 @@ def test_a_known_gpu_gets_its_table_peak_and_an_unknown_one_a_note(
     assert notes == [
         "no datasheet peak for NVIDIA H200 NVL in bf16: MFU is against the measured GEMM peak only"
     ]
+
+
+@pytest.mark.parametrize(
+    ("device", "probe_s", "side"),
+    [
+        ("cpu", 0.05, 2048),  # 8 x 0.05 s fits a third of 1.5 s
+        ("cpu", 0.07, 1024),  # a slow CPU keeps the probe's side
+        ("cuda", 0.0009, 8192),  # 512 x 0.9 ms fits
+        ("cuda", 0.0011, 1024),
+        ("mps", 0.01, 2048),  # other devices size as the CPU does
+    ],
+)
+def test_the_probe_sizes_the_gemm_to_a_third_of_the_budget(
+    device: str, probe_s: float, side: int
+) -> None:
+    assert gemm_peak._side(torch.device(device), probe_s, 1.5) == side
