@@ -18,17 +18,17 @@ Per-step samples of one run are not independent trials and never stand in for th
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import ClassVar
 
 from libreyolo.analysis import stats
+from libreyolo.analysis.delta import Delta, ShareDelta
 from libreyolo.analysis.diff import PhaseTest, ProfileDiff, diff_profiles, with_phase_tests
 from libreyolo.analysis.gate import Gate, gate_metric, regression_gate, require_trials
 from libreyolo.analysis.result_kind import ResultKind
 from libreyolo.document.mode import Mode
-from libreyolo.document.model import Profile, Scalar
+from libreyolo.document.model import Profile
 
 NOISY_TRIALS_CV = 0.10  # trials spreading more than this were measured on a changing machine
 SE_MULTIPLE = 2.0  # "exceeds twice the combined standard error": the floor of the threshold
@@ -37,63 +37,9 @@ SINGLE_RUN = "single run, use 'run --repeat N' for a significance call"  # libre
 SINGLE_RUN_ADVICE = "single run, use {commands} for a significance call"  # SINGLE_RUN's pattern
 # The command that measures trials of a profile, by its mode (training: 1.6.0's advice).
 REPEAT_COMMANDS = {Mode.TRAIN: "run --repeat N", Mode.INFER: "infer --repeat N"}
-# A share (a fraction 0..1: GPU util, CPU wait) is compared as a difference in percentage
-# points, never as a ratio: near zero a ratio magnifies noise (CPU wait 0.1 % -> 0.9 % would
-# read "+800 %"). A move under this many points is not called better or worse: it is a tenth of
-# the contended CPU-wait share (contention.CPU_WAIT_FRAC_CONTENDED, 20 %), small against the
-# up to 5 % CPU wait a quiet 2-core host shows on its own, and about the run-to-run spread of
-# GPU util between repeats of one configuration.
-SHARE_NOISE_POINTS = 2.0
 SINGLE_WINDOW = "single window"  # the other tested deltas: one measured window, no trials
 TESTED = ("step_ms", "latency_p50_ms", "latency_p99_ms")  # tested like img/s when trials allow
 MATCHED_SETTINGS = ("mode", "batch", "imgsz", "device", "amp")
-
-
-@dataclass(frozen=True, slots=True)
-class Delta:
-    before: Scalar
-    after: Scalar
-
-    @property
-    def change(self) -> float | None:
-        """Relative change (after − before) / before, or None when not computable."""
-        a, b = self.before, self.after
-        if isinstance(a, bool) or isinstance(b, bool):
-            return None
-        if isinstance(a, int | float) and isinstance(b, int | float) and a:
-            change = (b - a) / a
-            return change if math.isfinite(change) else None  # a mean that overflowed
-        return None
-
-
-@dataclass(frozen=True, slots=True)
-class ShareDelta:
-    """A share (a fraction 0..1) before and after, compared in percentage points."""
-
-    before: Scalar
-    after: Scalar
-
-    @property
-    def change(self) -> None:
-        """No relative change: a ratio of two shares says nothing (see `change_points`)."""
-        return None
-
-    @property
-    def change_points(self) -> float | None:
-        """(after − before) × 100, in percentage points; None when a side is not a number."""
-        a, b = self.before, self.after
-        if isinstance(a, bool) or isinstance(b, bool):
-            return None
-        if isinstance(a, int | float) and isinstance(b, int | float):
-            points = (b - a) * 100
-            return round(points, 4) if math.isfinite(points) else None
-        return None
-
-    @property
-    def moved(self) -> bool | None:
-        """Whether the share moved by at least SHARE_NOISE_POINTS; None without both sides."""
-        points = self.change_points
-        return None if points is None else abs(points) >= SHARE_NOISE_POINTS
 
 
 @dataclass(frozen=True, slots=True)

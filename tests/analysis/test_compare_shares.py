@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from libreyolo.analysis.compare import SHARE_NOISE_POINTS, SINGLE_RUN, ShareDelta, compare
+from libreyolo.analysis.compare import SINGLE_RUN, compare
+from libreyolo.analysis.delta import SHARE_NOISE_POINTS, ShareDelta
 from libreyolo.render.jsondoc import to_json_text
 from libreyolo.render.text import to_lines
 from tests.analysis.test_contention import _profile

@@ -16,7 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from libreyolo.analysis.compare import SHARE_NOISE_POINTS, repeat_command
+from libreyolo.analysis.compare import repeat_command
+from libreyolo.analysis.delta import SHARE_NOISE_POINTS
 from libreyolo.analysis.report import CompareReport, ProfileReport
 from libreyolo.document.json_value import JsonObject
 from libreyolo.render.html import svg
