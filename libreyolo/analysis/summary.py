@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from libreyolo.analysis import contention, stats
+from libreyolo.analysis.compute_view import ComputeView, compute_view
 from libreyolo.analysis.kernels import KernelRow, top_kernels
 from libreyolo.analysis.metrics import per_step_divisor, unsynced_walls
 from libreyolo.analysis.opclass import op_category_ms
@@ -96,6 +97,7 @@ class Summary:
     trials: tuple[TrialRow, ...]
     trial_spread: tuple[TrialSpread, ...]
     memory: MemoryView | None
+    compute: ComputeView  # FLOPs, achieved FLOP/s, peaks, MFU, energy (None parts: unknown)
 
 
 # libreyolo 1.6.0 recorded no family; its model names carry it (LibreYOLO9t, YOLOv9-t, ...).
@@ -241,6 +243,7 @@ def summarize(profile: Profile) -> Summary:
         trials=trials,
         trial_spread=trial_spread(trials),
         memory=memory_view(profile),
+        compute=compute_view(profile),
     )
 
 

@@ -13,6 +13,7 @@ from libreyolo.analysis.result_kind import ResultKind, kind_of
 from libreyolo.document.json_value import JsonObject
 from libreyolo.document.mode import Mode
 from libreyolo.document.phases import FORWARD, POSTPROCESS, PREPROCESS
+from libreyolo.render.compute_json import compute_json
 from libreyolo.render.diff_json import diff_json
 
 if TYPE_CHECKING:  # result types only; importing them would cost every reader start-up time
@@ -379,6 +380,7 @@ def _(result: Summary, source: ReadFrom) -> Any:
             t.metric: {"mean": t.mean, "sd": t.sd, "n": t.n} for t in result.trial_spread
         },
         "memory": None if result.memory is None else _memory(result.memory),
+        "compute": compute_json(result.compute),
     }
     out |= rest
     return out

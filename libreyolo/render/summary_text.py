@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from libreyolo.document.phases import FORWARD, POSTPROCESS, PREPROCESS
+from libreyolo.render.compute_text import compute_lines
 from libreyolo.render.safe import safe_text, short_name
 from libreyolo.render.units import bar, fmt_or_unknown, fmt_share, fmt_value
 
@@ -200,7 +201,8 @@ def _host_memory_lines(s: Summary) -> list[str]:
 
 def summary_lines(s: Summary) -> list[str]:
     """Every line of the summary view, in order."""
-    lines: list[str] = [_headline(s), *_inference_lines(s), *_device_lines(s), *_host_lines(s)]
+    lines: list[str] = [_headline(s), *_inference_lines(s), *compute_lines(s.compute)]
+    lines += [*_device_lines(s), *_host_lines(s)]
     lines += _host_memory_lines(s)
     if s.metrics.get("memory_pressure"):
         lines.append(MEMORY_PRESSURE_LINE)

@@ -56,3 +56,20 @@ def bar(share: float) -> str:
     """A horizontal bar for a share in 0..1."""
     filled = round(max(0.0, min(share, 1.0)) * BAR_WIDTH)
     return "█" * filled + "·" * (BAR_WIDTH - filled)
+
+
+def fmt_sig(value: float, digits: int = 3) -> str:
+    """`value` to `digits` significant digits in plain notation, trailing zeros dropped
+    (7.71, 26.1, 8.7, 989, 0.107, 1230): FLOP counts and rates span six decades."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}"
+    ndigits = digits - 1 - math.floor(math.log10(abs(value)))  # negative: round to tens...
+    text = f"{round(value, ndigits):.{max(ndigits, 0)}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def fmt_mfu(share: float) -> str:
+    """A utilisation (a fraction) as a whole percentage, one decimal under 10 % (`33 %`,
+    `6.1 %`): a small MFU is the one worth telling apart."""
+    pct = round(share * 100, 1)
+    return f"{pct:.1f} %" if pct < 10 else f"{pct:.0f} %"
