@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import dataclasses
 
+from libreyolo.analysis.efficiency import KEYS as EFFICIENCY_KEYS
 from libreyolo.analysis.metrics import compute_metrics
 from libreyolo.analysis.verdict import decide
 from libreyolo.document.mode import Mode
-from libreyolo.document.model import Artifacts, Profile, RunInfo, Tool, TraceAnalysis
+from libreyolo.document.model import Artifacts, Profile, RunInfo, Scalar, Tool, TraceAnalysis
 from libreyolo.document.phases import TRAINING_ONLY
 
 
@@ -20,6 +21,21 @@ def finalize(profile: Profile) -> Profile:
     verdict = decide(profile, provisional)
     metrics = provisional | {"bound": verdict.bound}
     return dataclasses.replace(profile, metrics=metrics, verdict=verdict)
+
+
+def read_older(profile: Profile) -> Profile:
+    """A profile from a file that predates the current metric map (a migrated v1 file, a v2
+    file written before the efficiency keys), as the readers see it: every efficiency key
+    present and null (unknown: `get mfu` prints `null`, never "unknown metric"), and a
+    migrated v1 CPU verdict re-decided. The file is never rewritten."""
+    if any(key not in profile.metrics for key in EFFICIENCY_KEYS):
+        profile = dataclasses.replace(profile, metrics=with_efficiency_keys(profile.metrics))
+    return refresh_legacy_verdict(profile)
+
+
+def with_efficiency_keys(metrics: dict[str, Scalar]) -> dict[str, Scalar]:
+    """`metrics` with every efficiency key it lacks added as null (unknown)."""
+    return metrics | {key: None for key in EFFICIENCY_KEYS if key not in metrics}
 
 
 def refresh_legacy_verdict(profile: Profile) -> Profile:

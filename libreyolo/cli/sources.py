@@ -1,8 +1,8 @@
 """Open what a reader was given: a profile (any schema), a Chrome trace analysed on the fly, or
 (for `summary`) a sweep folder, with its `tune.json` when a batch search chose its points.
 
-The analyser and the verdict code are imported only when a trace or a v1 file needs them, so
-`get` on a profile.json starts fast.
+The analyser and the verdict code are imported only when a trace or an older file (v1, or v2
+before the efficiency keys) needs them, so `get` on a current profile.json starts fast.
 """
 
 from __future__ import annotations
@@ -19,17 +19,21 @@ if TYPE_CHECKING:
     from libreyolo.analysis.sweep import SweepView
     from libreyolo.document.model import Profile, Scalar
 
+# A metric every current profile's map holds (`analysis.efficiency.KEYS`); a map without it is
+# older and is completed on load (`analysis.build.read_older`).
+NEWEST_METRIC = "mfu"
+
 
 def open_profile(path: str, *, max_input_bytes: int = MAX_INPUT_BYTES) -> Profile:
     """The profile at `path`; a Chrome trace is reduced once and turned into a profile. At most
     `max_input_bytes` are read (decompressed)."""
     if sniff(path, max_input_bytes=max_input_bytes) == "profile":
         profile = load(path, max_input_bytes=max_input_bytes)
-        if profile.legacy_v1 is None:
+        if profile.legacy_v1 is None and NEWEST_METRIC in profile.metrics:
             return profile
-        from libreyolo.analysis.build import refresh_legacy_verdict
+        from libreyolo.analysis.build import read_older
 
-        return refresh_legacy_verdict(profile)
+        return read_older(profile)
     from libreyolo.analysis.build import profile_from_trace
     from libreyolo.kineto import analyse_trace
 
@@ -41,8 +45,12 @@ def open_metrics(path: str, *, max_input_bytes: int = MAX_INPUT_BYTES) -> dict[s
     """The metric map `get` reads: straight from a current profile.json, else via the profile."""
     if sniff(path, max_input_bytes=max_input_bytes) == "profile":
         metrics = peek_metrics(path, max_input_bytes=max_input_bytes)
-        if metrics is not None:
+        if metrics is not None and NEWEST_METRIC in metrics:
             return metrics
+        if metrics is not None:  # an older v2 map, completed here: stdin is read only once
+            from libreyolo.analysis.build import with_efficiency_keys
+
+            return with_efficiency_keys(metrics)
     return dict(open_profile(path, max_input_bytes=max_input_bytes).metrics)
 
 
