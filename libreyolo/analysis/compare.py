@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from libreyolo.analysis import stats
+from libreyolo.analysis.compute_compare import ComputeDeltas, compute_deltas, compute_warnings
 from libreyolo.analysis.delta import Delta, ShareDelta
 from libreyolo.analysis.diff import PhaseTest, ProfileDiff, diff_profiles, with_phase_tests
 from libreyolo.analysis.gate import Gate, gate_metric, regression_gate, require_trials
@@ -79,6 +80,7 @@ class Comparison:
     warnings: tuple[str, ...]
     cpu_wait_frac: ShareDelta
     contended: Delta
+    compute: ComputeDeltas
     diff: ProfileDiff | None = None
 
     @property
@@ -233,6 +235,7 @@ def compare(
         + _noisy_trials(after, "after")
         + _contended(before, "before")
         + _contended(after, "after")
+        + compute_warnings(before, after)
     )
     return Comparison(
         img_per_s=delta("img_per_s"),
@@ -255,5 +258,6 @@ def compare(
         warnings=warnings,
         cpu_wait_frac=ShareDelta(a.get("cpu_wait_frac"), b.get("cpu_wait_frac")),
         contended=delta("contended"),
+        compute=compute_deltas(before, after),
         diff=with_phase_tests(diff_profiles(before, after, top), _phase_test(before, after)),
     )

@@ -1,9 +1,10 @@
-"""The `compute` and `energy` lines of `summary`: FLOPs per image, achieved FLOP/s, MFU against
-each peak with its source, and the energy per image on CUDA.
+"""The `compute` and `energy` lines of `summary` (FLOPs per image, achieved FLOP/s, MFU against
+each peak with its source, energy per image on CUDA) and `compare`'s compute deltas.
 
 One line each, so a script can grep them: GFLOP/img and TFLOP/s to 3 significant digits, MFU
 as a whole percentage (one decimal under 10 %). Unknown FLOPs say why, never 0; no energy line
-where the profile has none (the notes say why on CUDA). Pure: a view in, lines out.
+where the profile has none (the notes say why on CUDA); compare prints a delta only where a
+side has it. Pure: a view in, lines out.
 """
 
 from __future__ import annotations
@@ -11,10 +12,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from libreyolo.render.safe import safe_text
-from libreyolo.render.units import fmt_mfu, fmt_sig
+from libreyolo.render.units import fmt_mfu, fmt_pct_change, fmt_sig
 
 if TYPE_CHECKING:
+    from libreyolo.analysis.compute_compare import ComputeDeltas
     from libreyolo.analysis.compute_view import ComputeView, EnergyView, PeakView
+    from libreyolo.analysis.delta import Delta
 
 GIGA = 1e9
 
@@ -78,4 +81,38 @@ def compute_lines(view: ComputeView) -> list[str]:
     lines = [compute_line(view)]
     if view.energy is not None:
         lines.append(energy_line(view.energy))
+    return lines
+
+
+def _side(value: object, scale: float = 1.0) -> str:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "?"
+    return fmt_sig(value * scale)
+
+
+def _delta_line(label: str, delta: Delta, unit: str, scale: float = 1.0) -> str:
+    return (
+        f"{label:<15}{_side(delta.before, scale)} -> {_side(delta.after, scale)}{unit}"
+        f"{fmt_pct_change(delta.change)}"
+    )
+
+
+def compare_compute_lines(deltas: ComputeDeltas) -> list[str]:
+    """FLOPs/img, TFLOP/s, MFU and J/img before and after, each where a side has it."""
+    lines = []
+    flops = deltas.flops_per_image
+    if flops.before is not None or flops.after is not None:
+        tag = "  [different work: not a regression]" if deltas.same_work is False else ""
+        lines.append(_delta_line("FLOPs/img", flops, " GFLOP", 1 / GIGA) + tag)
+    if deltas.achieved_tflops.before is not None or deltas.achieved_tflops.after is not None:
+        lines.append(_delta_line("TFLOP/s", deltas.achieved_tflops, ""))
+    mfu = deltas.mfu
+    if mfu.before is not None or mfu.after is not None:
+        sides = [fmt_mfu(v) if isinstance(v, int | float) else "?" for v in (mfu.before, mfu.after)]
+        points = mfu.change_points
+        moved = "" if points is None else f" ({points:+.1f} points)"
+        lines.append(f"{'MFU':<15}{sides[0]} -> {sides[1]}{moved}")
+    energy = deltas.energy_j_per_img
+    if energy.before is not None or energy.after is not None:
+        lines.append(_delta_line("J/img", energy, ""))
     return lines

@@ -18,6 +18,7 @@ from libreyolo.render.diff_json import diff_json
 
 if TYPE_CHECKING:  # result types only; importing them would cost every reader start-up time
     from libreyolo.analysis.compare import Comparison, Delta, ShareDelta, Significance
+    from libreyolo.analysis.compute_compare import ComputeDeltas
     from libreyolo.analysis.contention import StepWait
     from libreyolo.analysis.gate import Gate
     from libreyolo.analysis.kernels import KernelRow, KernelTable
@@ -204,6 +205,17 @@ def _tested(delta: Delta | None, sig: Significance | None) -> JsonObject | None:
     return None if view is None or sig is None else view | _significance(sig)
 
 
+def _compute_deltas(deltas: ComputeDeltas) -> JsonObject:
+    """compare's compute deltas; `same_work` false: the FLOPs per image differ."""
+    return {
+        "flops_per_image": _delta(deltas.flops_per_image),
+        "achieved_tflops": _delta(deltas.achieved_tflops),
+        "mfu": _share_delta(deltas.mfu),
+        "energy_j_per_img": _delta(deltas.energy_j_per_img),
+        "same_work": deltas.same_work,
+    }
+
+
 def _gate(gate: Gate | None) -> JsonObject | None:
     if gate is None:
         return None
@@ -235,6 +247,7 @@ def _(result: Comparison, source: ReadFrom) -> Any:
         "gate": _gate(result.gate),
         "cpu_wait_frac": _share_delta(result.cpu_wait_frac),
         "contended": _delta(result.contended),
+        "compute": _compute_deltas(result.compute),
         "warnings": list(result.warnings),
         "changes": diff_json(result.diff) if result.diff else None,
     }

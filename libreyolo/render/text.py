@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from libreyolo.analysis.result_kind import ResultKind, kind_of
 from libreyolo.document.mode import Mode
+from libreyolo.render.compute_text import compare_compute_lines
 from libreyolo.render.diff_text import diff_lines
 from libreyolo.render.safe import safe_text, short_name
 from libreyolo.render.summary_text import note_lines, quiet_verdict_line, summary_lines
@@ -187,6 +188,7 @@ def _(result: Comparison) -> Lines:
                 f"{label:<15}{_arrow(delta, ' ms')}{fmt_pct_change(delta.change)}"
                 f"{_tested(result.tested[key])}"
             )
+    lines += compare_compute_lines(result.compute)
     wait = result.cpu_wait_frac
     if wait.before is not None or wait.after is not None:
         lines.append(

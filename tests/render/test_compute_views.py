@@ -1,5 +1,5 @@
-"""FLOPs, MFU and energy as the readers show them: summary's text line and `--json` object.
-Unknown is said, never shown as 0."""
+"""FLOPs, MFU and energy as the readers show them: summary's text line and `--json` object,
+and compare's deltas. Unknown is said, never shown as 0."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from libreyolo.analysis.compare import compare
 from libreyolo.analysis.summary import summarize
 from libreyolo.document.model import FLOP_CONVENTION, Profile
 from libreyolo.render.jsondoc import to_json_text
@@ -132,3 +133,31 @@ def test_summary_json_compute_object() -> None:
             "power_limit_w": 700.0,
         },
     }
+
+
+def test_compare_calls_other_flops_different_work_not_a_regression() -> None:
+    before, after = cpu_profile(flops=forward_flops(0.1)), gpu_profile()
+    result = compare(before, after)
+    assert result.compute.same_work is False
+    assert (
+        "the profiles count different FLOPs per image (0.1 vs 26.1 GFLOP): a different model, "
+        "size, input size or mode, so img/s and MFU compare different work; that is no regression"
+    ) in result.warnings
+    assert (
+        "MFU is against different peaks (measured fp32 vs table fp16): compare the achieved TFLOP/s"
+    ) in result.warnings
+    lines = to_lines(result)
+    assert "FLOPs/img      0.1 -> 26.1 GFLOP (+26000%)  [different work: not a regression]" in lines
+    assert "TFLOP/s        0.02 -> 5.22 (+26000%)" in lines
+    assert "MFU            6.1 % -> 0.5 % (-5.6 points)" in lines
+    assert "J/img          ? -> 0.84" in lines
+    data = json.loads(to_json_text(result))["compute"]
+    keys = {"flops_per_image", "achieved_tflops", "mfu", "energy_j_per_img", "same_work"}
+    assert set(data) == keys
+    assert data["mfu"]["change_points"] == -5.6074 and data["same_work"] is False
+
+
+def test_compare_of_the_same_work_warns_of_nothing() -> None:
+    result = compare(gpu_profile(), gpu_profile())
+    assert result.compute.same_work is True and result.warnings == ()
+    assert not any("different work" in line for line in to_lines(result))
