@@ -40,6 +40,8 @@ def test_inference_profile_page(browser: Browser, cpu_infer_profile: Path, tmp_p
     # synced steps stacked by stage (three marks, more with 'other'), unsynced ones one column
     assert len(drawn["steps"]) >= sum(max(len(s["phase_ms"]), 1) for s in per_step)
     assert len(drawn["stages"]) == 3 and "latency" in drawn
+    [mfu_bar] = drawn["mfu"]  # the "How far from the limit" card's bar, drawn with a width
+    assert mfu_bar[3] > 0
     assert palette_pixels(shot, BLUE) > 2000
     with browser.open(html) as page:
         descending, ascending, state = page.evaluate(SORT_JS)  # type: ignore[misc]

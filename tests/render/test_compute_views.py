@@ -1,5 +1,6 @@
 """FLOPs, MFU and energy as the readers show them: summary's text line and `--json` object,
-and compare's deltas. Unknown is said, never shown as 0."""
+compare's deltas, and the report page's "How far from the limit" card. Unknown is said, never
+shown as 0."""
 
 from __future__ import annotations
 
@@ -12,12 +13,14 @@ import pytest
 
 from libreyolo.analysis.compare import compare
 from libreyolo.analysis.summary import summarize
+from libreyolo.document.files import save
 from libreyolo.document.model import FLOP_CONVENTION, Profile
 from libreyolo.render.jsondoc import to_json_text
 from libreyolo.render.text import to_lines
 from libreyolo.render.units import fmt_mfu, fmt_sig
 from tests.compute_profiles import CPU_PEAK, TABLE, cpu_profile, forward_flops, gpu_profile
 from tests.conftest import invoke
+from tests.report import pagecheck
 
 GPU_LINE = (
     "compute  26.1 GFLOP/img (forward 8.7 + backward 17.4) · 5.22 TFLOP/s · MFU 0.5 % of the "
@@ -161,3 +164,30 @@ def test_compare_of_the_same_work_warns_of_nothing() -> None:
     result = compare(gpu_profile(), gpu_profile())
     assert result.compute.same_work is True and result.warnings == ()
     assert not any("different work" in line for line in to_lines(result))
+
+
+def test_the_page_card_shows_the_readers_numbers(tmp_path: Path) -> None:
+    source = save(gpu_profile(), tmp_path / "profile.json")
+    out = tmp_path / "report.html"
+    assert invoke(["profile", "report", str(source), "-o", str(out)]).status == 0
+    page = pagecheck.parse(out.read_text(encoding="utf-8"))
+    pagecheck.check_numbers(page)
+    shown = {tuple(n.src) for n in page.numbers}
+    for key in ("flops_per_image", "achieved_tflops", "mfu"):
+        assert ("summary", "compute", key) in shown
+    assert ("summary", "compute", "energy", "energy_j_per_img") in shown
+    assert ("summary", "compute", "peaks", 1, "tflops") in shown
+    [bar] = pagecheck.marks(page, "mfu")
+    assert bar.value == 0.005276
+    text = pagecheck.plain_text(page)
+    assert "How far from the limit" in text and TABLE.reference in text
+    assert " ".join(FLOP_CONVENTION.split()) in text
+
+
+def test_the_page_card_of_a_v1_file_says_unknown(reference_v1: Path, tmp_path: Path) -> None:
+    out = tmp_path / "report.html"
+    source = reference_v1 / "infer_b1.profile.json"
+    assert invoke(["profile", "report", str(source), "-o", str(out)]).status == 0
+    page = pagecheck.parse(out.read_text(encoding="utf-8"))
+    assert "FLOPs unknown (no count in this file)." in pagecheck.plain_text(page)
+    assert pagecheck.marks(page, "mfu") == []

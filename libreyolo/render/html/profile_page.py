@@ -17,6 +17,7 @@ from libreyolo.analysis.summary import CategoryShare, Summary
 from libreyolo.document.mode import Mode
 from libreyolo.document.phases import DATALOAD
 from libreyolo.render.html import svg
+from libreyolo.render.html.compute_card import compute_card
 from libreyolo.render.html.markup import (
     Column,
     Src,
@@ -550,10 +551,11 @@ def trace_help(s: Summary, source: str) -> str:
 def body(report: ProfileReport) -> tuple[list[tuple[str, str]], str]:
     """The page's sections: (contents line, HTML)."""
     s = report.summary
-    toc: list[tuple[str, str]] = [("verdict", "verdict"), ("steps", "per step")]
+    toc: list[tuple[str, str]] = [("verdict", "verdict"), ("limit", "limit"), ("steps", "per step")]
     parts = [
         banners(s),
         section("verdict", "Verdict", verdict_block(s) + headline_cards(s) + split_bar(report)),
+        section("limit", "How far from the limit", compute_card(s)),
         section(
             "steps",
             "Per-step time",
