@@ -4,7 +4,9 @@ Pure. The verdict comes from unsynced numbers (step time, dataload stall, GPU ut
 synced samples feed only the composition (the inference stage split). On a CPU-only profile the
 verdict speaks of the CPU and its op mix, never of "host / launch". A CUDA profile whose trace
 recorded no GPU activity (`--no-trace`, or CUPTI recorded nothing) says so (`no-gpu-trace`),
-never the CPU verdict: nothing says where its step time went.
+never the CPU verdict: nothing says where its step time went. MFU never changes the label; it
+joins the evidence of a quiet verdict and, on a busy GPU far below its peak, its reason and
+levers (`mfu_verdict.py`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 
 from libreyolo.analysis import contention
+from libreyolo.analysis.mfu_verdict import with_mfu
 from libreyolo.analysis.opclass import op_category_ms
 from libreyolo.document.mode import Mode
 from libreyolo.document.model import Profile, Scalar, Verdict
@@ -102,10 +105,12 @@ def decide(profile: Profile, metrics: dict[str, Scalar]) -> Verdict:
     """The verdict for a profile whose metrics (apart from `bound`) are computed: `contended`
     when the host starved the measured threads, with what its numbers can still say beside
     it: the verdict a quiet host's rules give when starving cannot have made it (`quiet_bound`
-    and `quiet_why`), else only the measured shares (`quiet_why`, no `quiet_bound`)."""
+    and `quiet_why`), else only the measured shares (`quiet_why`, no `quiet_bound`). A quiet
+    verdict carries `mfu` in its evidence when known (`mfu_verdict`); a contended one states
+    nothing of it (a starved window's img/s, and so its MFU, is off by how long it waited)."""
     quiet = _decide_quiet(profile, metrics)
     if metrics.get("contended") is not True:
-        return quiet
+        return with_mfu(profile, metrics, quiet)
     why, evidence = contention.reason(profile, metrics)
     supported = _survives_contention(profile, quiet)
     return dataclasses.replace(
