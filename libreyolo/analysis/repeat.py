@@ -1,6 +1,8 @@
 """`--repeat N`: one document from N trials. Scalars are trial means (with the sample standard
 deviation of img/s), tables come from the last trial, and every trial's metrics are kept for
-`compare`'s significance rule. Pure.
+`compare`'s significance rule. Means keep 3 decimals, except the efficiency keys' rates and
+fractions, which keep their significant digits (a GPU's MFU at batch 1 is 0.0053, not 0.005),
+and FLOP counts, which stay whole. Pure.
 """
 
 from __future__ import annotations
@@ -8,9 +10,17 @@ from __future__ import annotations
 import dataclasses
 
 from libreyolo.analysis import stats
-from libreyolo.document.model import Profile, Trial
+from libreyolo.analysis.efficiency import KEYS as EFFICIENCY_KEYS
+from libreyolo.analysis.efficiency import significant
+from libreyolo.document.model import Profile, Scalar, Trial
 
 MIXED = "mixed"  # libreyolo 1.6.0's label when the trials disagree on the bottleneck
+
+
+def _rounded(name: str, mean: float) -> Scalar:
+    if name.endswith("flops_per_image"):
+        return round(mean)
+    return significant(mean) if name in EFFICIENCY_KEYS else round(mean, 3)
 
 
 def aggregate(trials: list[Profile]) -> Profile:
@@ -20,7 +30,7 @@ def aggregate(trials: list[Profile]) -> Profile:
     for name, value in last.metrics.items():
         values = [stats.as_number(t.metrics.get(name)) for t in trials]
         if stats.as_number(value) is not None and all(v is not None for v in values):
-            metrics[name] = round(stats.mean([v for v in values if v is not None]) or 0.0, 3)
+            metrics[name] = _rounded(name, stats.mean([v for v in values if v is not None]) or 0.0)
     ips = [
         v for v in (stats.as_number(t.metrics.get("img_per_s")) for t in trials) if v is not None
     ]
