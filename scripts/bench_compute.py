@@ -64,7 +64,9 @@ def row(label: str, profile: Profile) -> str:
     )
     return (
         f"  {label:<24} {float(m['flops_per_image'] or 0) / 1e9:7.2f} GFLOP/img "
-        f"{float(m['img_per_s'] or 0):7.2f} img/s  {achieved:.4f} TFLOP/s  MFU {mfu:6.1%} "
+        f"{float(m['img_per_s'] or 0):7.2f} img/s  "
+        f"{achieved:.4f} of {measured.tflops:.3f} TFLOP/s  "
+        f"MFU {mfu:6.1%} "
         f"{'in (0, 1]' if 0 < mfu <= 1 else 'OUT OF (0, 1]'}  achieved=FLOPs*img/s "
         f"{'within 1 %' if agrees else 'MISSED'}  count {compute.flops.count_ms:.0f} ms "
         f"({compute.flops.count_ms / window:.2f}x window)  peak {calibration}"
