@@ -105,7 +105,7 @@ def _read_bytes(path: str, max_input_bytes: int) -> bytes:
     the profile cap and the input limit, so a file over it is refused without being held."""
     limit = min(max_input_bytes, MAX_PROFILE_BYTES)
     if path == "-":
-        data = sys.stdin.buffer.read(limit + 1)
+        data = _stdin_bytes(limit + 1)
     elif check_regular(path).st_size > limit:  # refused by its size, before a byte is read
         raise _too_large_profile(path, limit, max_input_bytes)
     else:
@@ -114,6 +114,20 @@ def _read_bytes(path: str, max_input_bytes: int) -> bytes:
     if len(data) > limit:
         raise _too_large_profile(path, limit, max_input_bytes)
     return data
+
+
+# What stdin held, read once per stream: `-` may be read by two readers in a row.
+_stdin: list[tuple[object, bytes]] = []
+
+
+def _stdin_bytes(limit_bytes: int) -> bytes:
+    """At most `limit_bytes` of stdin, read on the first call and the same bytes after: `get -`
+    of an older file peeks at its metric map, then loads the whole document. Keyed by the
+    stream, so a new stdin (a test's, a caller's) is read afresh."""
+    stream = sys.stdin.buffer
+    if not _stdin or _stdin[0][0] is not stream:
+        _stdin[:] = [(stream, stream.read(limit_bytes))]
+    return _stdin[0][1][:limit_bytes]
 
 
 def _too_large_profile(path: str, limit_bytes: int, max_input_bytes: int) -> AnalysisError:

@@ -60,3 +60,20 @@ def test_a_current_file_answers_its_values(tmp_path: Path) -> None:
     values = {key: invoke(["profile", "get", path, key]).stdout for key in ("mfu", "peak_source")}
     assert values == {"mfu": "0.005276\n", "peak_source": "table\n"}
     assert invoke(["profile", "get", path, "achieved_tflops"]).stdout == "5.22\n"
+
+
+def test_a_v1_file_on_stdin_is_read_once_and_answers(reference_v1: Path) -> None:
+    """`get -` of an older file peeks at its map and then loads the whole document: both
+    readings must see the same stdin (they used to find it empty the second time)."""
+    import subprocess
+    import sys
+
+    data = (reference_v1 / "infer_b1.profile.json").read_bytes()
+    for metric, expected in (("mfu", "null"), ("img_per_s", "7.81")):
+        done = subprocess.run(
+            [sys.executable, "-m", "libreyolo", "profile", "get", "-", metric],
+            input=data,
+            capture_output=True,
+            check=False,
+        )
+        assert (done.returncode, done.stdout.decode().strip(), done.stderr) == (0, expected, b"")
