@@ -48,3 +48,14 @@ IOU = 0.45
 MAX_DET = 300
 TRACE = True
 INCLUDE_DECODE = False  # decode the image files inside the window, not once before it
+
+# How the model runs (`--exec`, the config group `exec`): eager PyTorch, torch.compile, a CUDA
+# graph of the forward (inference, CUDA), or an ONNX export run by ONNX Runtime (inference).
+EXEC = "eager"
+EXEC_MODES = ("eager", "compile", "cudagraphs", "onnxruntime")
+TRAIN_EXEC_MODES = ("eager", "compile")  # a training step has no export or direct graph path
+COMPILE_MODE = "default"
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
+COMPILE_BACKEND = "inductor"  # torch.compile's backend (aot_eager, eager: debugging, tests)
+CHANNELS_LAST: bool | None = None  # None: the path's own (training and --fuse full: NHWC)
+ONNX_OPSET = 17

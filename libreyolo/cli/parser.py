@@ -176,8 +176,37 @@ def _add_run(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
     )
     p.add_argument("--device", default=defaults.DEVICE, help="CUDA device index, or cpu")
     p.add_argument("--project", default=defaults.PROJECT, help="Output root directory")
+    _add_exec(p, defaults.TRAIN_EXEC_MODES)
     _add_threads(p)
     _show_defaults(p)
+
+
+def _add_exec(p: argparse.ArgumentParser, modes: tuple[str, ...]) -> None:
+    p.add_argument(
+        "--exec",
+        choices=modes,
+        default=defaults.EXEC,
+        help="How the model runs: eager PyTorch, compile (torch.compile, before the window)"
+        + (
+            ", cudagraphs (the forward as one CUDA graph; CUDA), onnxruntime (an ONNX export "
+            "run by ONNX Runtime; pip install 'libreyolo[onnx]')"
+            if "onnxruntime" in modes
+            else ""
+        ),
+    )
+    p.add_argument(
+        "--compile-mode",
+        choices=defaults.COMPILE_MODES,
+        default=defaults.COMPILE_MODE,
+        help="torch.compile mode with --exec compile (reduce-overhead: CUDA graphs)",
+    )
+    p.add_argument(
+        "--channels-last",
+        action=argparse.BooleanOptionalAction,
+        default=defaults.CHANNELS_LAST,
+        help="Weights (and so convolutions) in NHWC; default: the path's own (training and "
+        "--fuse full: on)",
+    )
 
 
 def _add_threads(p: argparse.ArgumentParser) -> None:
@@ -275,6 +304,7 @@ def _add_infer(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
         help="Model fusion: full (BN folded, RepConvN merged, channels-last), bn (BN folded "
         "only), none",
     )
+    _add_exec(p, defaults.EXEC_MODES)
     _add_threads(p)
     _show_defaults(p)
 

@@ -45,6 +45,9 @@ FLAG_KEYS: dict[str, str] = {
     "include_decode": "include_decode",
     "project": "project",
     "threads": "threads",
+    "exec": "exec.name",
+    "compile_mode": "exec.compile_mode",
+    "channels_last": "exec.channels_last",
 }
 
 # Flag values that are positional arguments, not options.

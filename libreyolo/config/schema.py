@@ -89,6 +89,34 @@ class WindowConfig:
     repeat: int = defaults.REPEAT
 
 
+class ExecMode(StrEnum):
+    """How the model runs (`--exec`): see `ExecConfig`."""
+
+    eager = "eager"
+    compile = "compile"
+    cudagraphs = "cudagraphs"
+    onnxruntime = "onnxruntime"
+
+
+_EXEC = ExecMode(defaults.EXEC)
+
+
+@dataclass(frozen=True)
+class ExecConfig:
+    """How the model runs: `name` eager PyTorch, `compile` (torch.compile with `compile_mode`,
+    `compile_backend` and `dynamic`), `cudagraphs` (the forward captured as one CUDA graph;
+    inference on CUDA) or `onnxruntime` (the fused model exported to ONNX at `opset`, run by
+    ONNX Runtime on the device's execution provider; inference). `channels_last` None: the
+    path's own layout (training, and inference with `--fuse full`, run NHWC)."""
+
+    name: ExecMode = _EXEC
+    compile_mode: str = defaults.COMPILE_MODE  # one of defaults.COMPILE_MODES
+    compile_backend: str = defaults.COMPILE_BACKEND
+    dynamic: bool = False
+    channels_last: bool | None = defaults.CHANNELS_LAST
+    opset: int = defaults.ONNX_OPSET
+
+
 @dataclass(frozen=True)
 class SweepConfig:
     """How `libreyolo-sweep` measures each point (ignored by single runs).
@@ -152,6 +180,7 @@ class ProfileConfig:
     dataset: DatasetConfig = field(default_factory=DatasetConfig)
     device: DeviceConfig = field(default_factory=DeviceConfig)
     window: WindowConfig = field(default_factory=WindowConfig)
+    exec: ExecConfig = field(default_factory=ExecConfig)
     sweep: SweepConfig = field(default_factory=SweepConfig)
     tune: TuneConfig = field(default_factory=TuneConfig)
     batch: int = defaults.RUN_BATCH
@@ -199,6 +228,7 @@ SCHEMAS: dict[str, type[Any]] = {
     "dataset": DatasetConfig,
     "device": DeviceConfig,
     "window": WindowConfig,
+    "exec": ExecConfig,
 }
 
 

@@ -228,6 +228,67 @@ class Compute:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Compiled:
+    """What torch.compile did before and during the window (`--exec compile`).
+
+    `compile_s` is the wall time of the first call, made before the warmup: dynamo traced the
+    model, the backend compiled (and under max-autotune benchmarked) its kernels, and the call
+    ran once. `num_graphs` and `graph_breaks` are dynamo's own counts after that call;
+    `window_recompiles` counts compiles during the warmup and measured runs: nonzero means the
+    window was not a steady state."""
+
+    mode: str  # default | reduce-overhead | max-autotune
+    backend: str  # inductor | aot_eager | eager ...
+    dynamic: bool
+    compile_s: float
+    num_graphs: int
+    graph_breaks: int
+    break_reasons: list[str] = field(default_factory=list)  # dynamo's, at most 5, trimmed
+    warmup_recompiles: int = 0
+    window_recompiles: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Exported:
+    """The ONNX export ONNX Runtime ran (`--exec onnxruntime`). `export_s` is the export's
+    own wall time, also when this run found it cached (`cached`) in `path`."""
+
+    export_s: float
+    cached: bool
+    opset: int
+    exporter: str  # torch.onnx's exporter: torchscript
+    path: str
+    onnxruntime: str  # ONNX Runtime's version
+    provider: str  # CPUExecutionProvider | CUDAExecutionProvider
+    intra_op_threads: int
+    session_s: float  # building the InferenceSession (graph optimisation), before the warmup
+    num_nodes: int | None = None  # nodes in the optimised graph's profile, when traced
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GraphCapture:
+    """The forward captured as one CUDA graph (`--exec cudagraphs`): capture time, before the
+    warmup, and how many captures the run made (more than one: the input shape changed)."""
+
+    capture_s: float
+    num_captures: int = 1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Execution:
+    """How the model ran, with what reproduces it. `name`: eager | compile | cudagraphs |
+    onnxruntime; `channels_last`: inputs and weights ran NHWC. Exactly one of `compiled`,
+    `exported` and `graph` is set for the non-eager modes."""
+
+    name: str
+    channels_last: bool
+    torch: str
+    compiled: Compiled | None = None
+    exported: Exported | None = None
+    graph: GraphCapture | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TraceStep:
     """One `ProfilerStep#N` of the trace (or the whole trace when it has none)."""
 
@@ -442,6 +503,9 @@ class Profile:
     # FLOPs per image, the device's peaks and energy; null in files that predate it and in
     # bare traces (nothing says what model or device they ran).
     compute: Compute | None = None
+    # How the model ran (eager, compiled, a CUDA graph, ONNX Runtime); null in files that
+    # predate it (they ran eager).
+    execution: Execution | None = None
     metrics: dict[str, Scalar] = field(default_factory=dict)
     verdict: Verdict | None = None
     trials: list[Trial] = field(default_factory=list)

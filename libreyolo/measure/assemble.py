@@ -25,6 +25,7 @@ from libreyolo.document.mode import Mode
 from libreyolo.document.model import (
     Artifacts,
     Compute,
+    Execution,
     Host,
     HostMemory,
     Memory,
@@ -111,11 +112,13 @@ def assemble_profile(
     host_memory: HostMemory | None,
     compute: Compute | None,
     notes: Sequence[str],
+    execution: Execution | None = None,
 ) -> Profile:
     """The finalized profile (metrics, verdict) of one measurement; `device_memory` is the
     allocator's record of the window (`measure.memory.device_memory`), kept with or without a
     trace, `host_memory` the process's peak RSS over it (`loop.run_window`), `compute` the FLOPs,
-    peaks and energy (`measure.compute`); `notes` is
+    peaks and energy (`measure.compute`), `execution` how the model ran (`measure.exec_mode`);
+    `notes` is
     everything the run noted about itself, in the order it was noted (the profile's one list
     of them, shown by every reader with or without a trace)."""
     return finalize(
@@ -132,6 +135,7 @@ def assemble_profile(
             device_memory=device_memory,
             host_memory=host_memory,
             compute=compute,
+            execution=execution,
             notes=list(notes),
             artifacts=Artifacts(trace=TRACE_NAME if trace is not None else None),
         )

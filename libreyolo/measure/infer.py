@@ -25,9 +25,9 @@ import torch
 
 from libreyolo import defaults
 from libreyolo.config.compose import as_plain_dict
-from libreyolo.config.schema import ProfileConfig
+from libreyolo.config.schema import ExecMode, ProfileConfig
 from libreyolo.document.mode import Mode
-from libreyolo.document.model import Compute, Profile, RunInfo, Samples
+from libreyolo.document.model import Compute, Exported, GraphCapture, Profile, RunInfo, Samples
 from libreyolo.errors import UsageError
 from libreyolo.measure.artifacts import StagedRun, set_dir
 from libreyolo.measure.assemble import analysed_trace, assemble_profile, conclude, staged
@@ -35,6 +35,17 @@ from libreyolo.measure.compute import count_model_flops, device_peaks, math_dtyp
 from libreyolo.measure.device import resolve_device, select_device
 from libreyolo.measure.energy import energy_meter, window_energy
 from libreyolo.measure.environment import device_name
+from libreyolo.measure.exec_mode import (
+    CompileWatch,
+    CudaGraphForward,
+    check_exec,
+    check_exec_device,
+    compile_in_place,
+    execution,
+    first_call,
+    use_channels_last,
+    window_marker,
+)
 from libreyolo.measure.loop import run_window
 from libreyolo.measure.memory import device_memory, reset_peaks
 from libreyolo.measure.memory_check import check_inference
@@ -43,7 +54,18 @@ from libreyolo.measure.threads import intra_op_threads, warn_if_crowded
 from libreyolo.measure.window import TraceRecorder, plan_inference_window
 
 if TYPE_CHECKING:
+    from torch import nn
+
     from libreyolo.workload.family import Workload
+
+# The stage that prepares each mode's forward (and makes its first call), as progress names it.
+EXEC_STAGES = {
+    ExecMode.eager: "prepare model",
+    ExecMode.compile: "torch.compile",
+    ExecMode.cudagraphs: "CUDA graph capture",
+    ExecMode.onnxruntime: "ONNX export",
+}
+FUSE_WITH_CHANNELS_LAST = "full"  # the fusion that leaves the weights channels-last
 
 # --fuse: the family's fusion mode, or None to measure the model as loaded.
 FUSE_CHOICES: dict[str, str | None] = {mode: mode for mode in defaults.FUSE_MODES} | {"none": None}
@@ -75,6 +97,39 @@ def _validate(s: ProfileConfig) -> None:
         raise UsageError(
             f"model.fuse must be one of {', '.join(FUSE_CHOICES)}; got {s.model.fuse!r}"
         )
+    check_exec(s.exec, Mode.INFER, s.window.warmup)
+
+
+def _forward(
+    model: nn.Module,
+    s: ProfileConfig,
+    device: torch.device,
+    imgsz: int,
+    channels_last: bool,
+    notes: list[str],
+) -> tuple[nn.Module, Exported | None]:
+    """What the predict path calls as its forward in `s.exec`'s mode, and the ONNX export
+    behind it (onnxruntime only). Compiling happens in place; its first call is the caller's."""
+    name = ExecMode(s.exec.name)
+    if name is ExecMode.compile:
+        compile_in_place(model, s.exec)
+    elif name is ExecMode.cudagraphs:
+        return CudaGraphForward(model), None
+    elif name is ExecMode.onnxruntime:
+        from libreyolo.measure.onnx_exec import onnxruntime_forward
+
+        if channels_last:
+            notes.append("ONNX Runtime picks its own layouts: the weights' channels-last is moot")
+        return onnxruntime_forward(
+            model, batch=s.batch, imgsz=imgsz, device=device, cfg=s.exec, traced=s.trace
+        )
+    return model, None
+
+
+def _graph_capture(forward: object) -> GraphCapture | None:
+    if not isinstance(forward, CudaGraphForward):
+        return None
+    return GraphCapture(capture_s=forward.capture_s, num_captures=forward.num_captures)
 
 
 def _input_side(imgsz: int, workload: Workload) -> int:
@@ -116,6 +171,7 @@ def _profile_inference(
         settings.window.warmup, settings.window.runs, traced=settings.trace
     )
     device = resolve_device(settings.device.name)
+    check_exec_device(settings.exec, device)
     select_device(device)
     with stage("load images", on_progress, hint="check the source images"):
         paths = image_files.load_images(settings.source)
@@ -139,20 +195,8 @@ def _profile_inference(
             model = workload.fuse(model, fuse_mode)
         elif fuse_mode is not None:
             notes.append(f"{workload.name} has no {fuse_mode!r} fusion: the model ran as loaded")
-        step = workload.infer_step(
-            model,
-            images,
-            paths,
-            imgsz=imgsz,
-            batch=settings.batch,
-            device=device,
-            conf=settings.conf,
-            iou=settings.iou,
-            max_det=settings.max_det,
-            half=settings.half,
-            amp_dtype=amp_dtype,
-            include_decode=settings.include_decode,
-        )
+        nhwc_fusion = fuse_mode == FUSE_WITH_CHANNELS_LAST and fuse_mode in workload.fuse_modes
+        channels_last = use_channels_last(model, settings.exec.channels_last, nhwc_fusion)
     with stage("check memory", on_progress, hint="lower --batch or --imgsz"):
         decoded = max(image.width * image.height * 3 for image in images)  # RGB, 8 bits
         check_inference(
@@ -166,6 +210,23 @@ def _profile_inference(
         flops = count_model_flops(
             model, batch=settings.batch, imgsz=imgsz, training=False, notes=notes
         )
+    exec_name = ExecMode(settings.exec.name)
+    with stage(EXEC_STAGES[exec_name], on_progress, hint="try --exec eager"):
+        forward, exported = _forward(model, settings, device, imgsz, channels_last, notes)
+    step = workload.infer_step(
+        forward,
+        images,
+        paths,
+        imgsz=imgsz,
+        batch=settings.batch,
+        device=device,
+        conf=settings.conf,
+        iou=settings.iou,
+        max_det=settings.max_det,
+        half=settings.half,
+        amp_dtype=amp_dtype,
+        include_decode=settings.include_decode,
+    )
     amp_effective = step.amp_effective
     if settings.half and not amp_effective:
         notes.append(f"--half has no effect on {device.type}: the forward ran in float32")
@@ -173,9 +234,21 @@ def _profile_inference(
     with staged(set_dir(settings.project, "infer"), into) as run, torch.inference_mode():
         with stage("measure", on_progress, hint="try --no-trace, a smaller --batch or --imgsz"):
             recorder = TraceRecorder(plan, device.type, enabled=settings.trace)
+            watch = CompileWatch.start() if exec_name is ExecMode.compile else None
+            first_s = None
+            if exec_name in (ExecMode.compile, ExecMode.cudagraphs):  # compiles or captures
+                first_s = first_call(lambda: step.step(0), EXEC_STAGES[exec_name])
+                if watch is not None:
+                    watch.mark_first_call()
             meter = energy_meter(device)  # CUDA only; spans the unsynced runs
             window = run_window(
-                plan, device, step.step, recorder, on_progress, phases=PHASES, meter=meter
+                plan,
+                device,
+                window_marker(step.step, plan.num_warmup, watch),
+                recorder,
+                on_progress,
+                phases=PHASES,
+                meter=meter,
             )
             window_memory = device_memory(device, memory_before)
         notes += window.notes
@@ -215,5 +288,12 @@ def _profile_inference(
             host_memory=window.host_memory,
             compute=Compute(math_dtype=dtype, flops=flops, peaks=peaks, energy=energy),
             notes=notes,
+            execution=execution(
+                settings.exec,
+                channels_last=channels_last,
+                compiled=watch.compiled(settings.exec, first_s or 0.0) if watch else None,
+                exported=exported,
+                graph=_graph_capture(forward),
+            ),
         )
         return profile, conclude(run, profile, commit=into is None)

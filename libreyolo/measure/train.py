@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from libreyolo.config.compose import as_plain_dict
-from libreyolo.config.schema import ProfileConfig
+from libreyolo.config.schema import ExecMode, ProfileConfig
 from libreyolo.document.mode import Mode
 from libreyolo.document.model import Compute, Profile, RunInfo, Samples
 from libreyolo.document.phases import DATALOAD, TRAIN_PHASES
@@ -41,6 +41,14 @@ from libreyolo.measure.compute import count_model_flops, device_peaks, math_dtyp
 from libreyolo.measure.device import resolve_device, select_device
 from libreyolo.measure.energy import energy_meter, window_energy
 from libreyolo.measure.environment import device_name
+from libreyolo.measure.exec_mode import (
+    CompileWatch,
+    check_exec,
+    compile_in_place,
+    execution,
+    first_call,
+    window_marker,
+)
 from libreyolo.measure.from_config import Note
 from libreyolo.measure.loop import run_window
 from libreyolo.measure.memory import device_memory, reset_peaks
@@ -52,6 +60,7 @@ from libreyolo.measure.window import TraceRecorder, WindowPlan, fit_calibration,
 
 if TYPE_CHECKING:
     from libreyolo.measure.autobatch import DeviceMemory
+    from libreyolo.workload.family import Workload
 
 SEED = 0  # fixed shuffle and augmentation, so two runs see the same batches
 
@@ -95,6 +104,7 @@ def _validate(s: ProfileConfig, device: torch.device) -> None:
             f"--batch -1 (AutoBatch) sizes the batch from GPU memory; {device.type} has none",
             hint="pass an explicit --batch, e.g. --batch 16",
         )
+    check_exec(s.exec, Mode.TRAIN, s.window.warmup)
     if s.batch < 1 and s.batch != -1:
         raise UsageError(f"--batch must be 1 or more (or -1 for AutoBatch); got {s.batch}")
     if s.dataset.workers < 0:
@@ -270,7 +280,10 @@ def _profile_training(
         if described.nc != spec.nc:
             workload.reset_classes(model, spec.nc, dict(enumerate(spec.names)))
             notes.append(f"class layers reset from the checkpoint's classes to {spec.nc}")
-        trainer = workload.train_step(model, device=device, amp=settings.amp)
+        channels_last = settings.exec.channels_last is not False  # the step's own: NHWC
+        trainer = workload.train_step(
+            model, device=device, amp=settings.amp, channels_last=channels_last
+        )
     with stage("count FLOPs", on_progress, hint="check the model"):
         notes += compute_notes
         # `train_step` put the model (the same module) in train mode: PGI's auxiliary branch
@@ -301,6 +314,12 @@ def _profile_training(
     )
 
     with staged(set_dir(settings.project, "run"), into) as run:
+        watch, compile_s = None, 0.0
+        if ExecMode(settings.exec.name) is ExecMode.compile:
+            with stage("torch.compile", on_progress, hint="try --exec eager"):
+                shape = (batch, spec.nc)
+                watch, compile_s = _compile_step(trainer, model, settings, workload, shape)
+                notes.append(COMPILE_STEP_NOTE)
         recorder = TraceRecorder(plan, device.type, enabled=True)
         batches = _epoch_batches(loader, plan, available, notes)
 
@@ -319,7 +338,7 @@ def _profile_training(
                 window = run_window(
                     plan,
                     device,
-                    train_iteration,
+                    window_marker(train_iteration, plan.num_warmup, watch),
                     recorder,
                     on_progress,
                     phases=TRAIN_PHASES,
@@ -365,5 +384,39 @@ def _profile_training(
             host_memory=window.host_memory,
             compute=Compute(math_dtype=dtype, flops=flops, peaks=peaks, energy=energy),
             notes=notes,
+            execution=execution(
+                settings.exec,
+                channels_last=channels_last,
+                compiled=watch.compiled(settings.exec, compile_s) if watch else None,
+            ),
         )
         return profile, conclude(run, profile, commit=into is None)
+
+
+# The compile's own step trains on a probe batch: its update is not a window step.
+COMPILE_STEP_NOTE = (
+    "torch.compile: one step on a random probe batch compiled the forward and backward before "
+    "the warmup (compile_s); its update is not counted"
+)
+
+
+def _compile_step(
+    trainer: Any,
+    model: torch.nn.Module,
+    s: ProfileConfig,
+    workload: Workload,
+    batch_and_nc: tuple[int, int],
+) -> tuple[CompileWatch, float]:
+    """Compile `model` in place and run one step on a probe batch of the window's shape (the
+    first call compiles forward and backward); the watch and that step's wall seconds."""
+    from libreyolo.workload.train import UpdateRecord
+
+    compile_in_place(model, s.exec)
+    watch = CompileWatch.start()
+    batch, nc = batch_and_nc
+    probe = workload.probe_batch(batch, s.imgsz, nc)
+    seconds = first_call(lambda: trainer.step(probe)["total"].item(), "torch.compile")
+    watch.mark_first_call()
+    if isinstance(getattr(trainer, "updates", None), UpdateRecord):
+        trainer.updates = UpdateRecord()  # the probe step's GradScaler flag is not the window's
+    return watch, seconds

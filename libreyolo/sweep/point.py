@@ -51,6 +51,8 @@ from libreyolo.config.schema import (
     AmpDtype,
     DatasetConfig,
     DeviceConfig,
+    ExecConfig,
+    ExecMode,
     ModelConfig,
     ModeOption,
     ProfileConfig,
@@ -107,6 +109,7 @@ _NESTED: dict[str, type[Any]] = {
     "dataset": DatasetConfig,
     "device": DeviceConfig,
     "window": WindowConfig,
+    "exec": ExecConfig,
     "sweep": SweepConfig,
     "tune": TuneConfig,
 }
@@ -120,6 +123,9 @@ def config_from_dict(data: JsonObject) -> ProfileConfig:
         kwargs[key] = nested(**value) if nested is not None and isinstance(value, dict) else value
     kwargs["mode"] = ModeOption(str(data.get("mode", ModeOption.run.value)))
     kwargs["amp_dtype"] = AmpDtype(str(data.get("amp_dtype", AmpDtype.float16.value)))
+    execution = kwargs.get("exec")
+    if isinstance(execution, ExecConfig):
+        kwargs["exec"] = dataclasses.replace(execution, name=ExecMode(str(execution.name)))
     tune = kwargs.get("tune")
     if isinstance(tune, TuneConfig):
         kwargs["tune"] = dataclasses.replace(tune, goal=TuneGoal(str(tune.goal)))

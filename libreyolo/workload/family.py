@@ -148,9 +148,16 @@ class Workload(Protocol):
         ...
 
     def train_step(
-        self, model: nn.Module, *, device: torch.device, amp: bool, ema: bool = True
+        self,
+        model: nn.Module,
+        *,
+        device: torch.device,
+        amp: bool,
+        ema: bool = True,
+        channels_last: bool = True,
     ) -> TrainRunner:
-        """The training step of `model` with the family's loss, optimiser, AMP path and EMA."""
+        """The training step of `model` with the family's loss, optimiser, AMP path and EMA;
+        `channels_last` runs its weights and inputs NHWC."""
         ...
 
     def train_dataset(

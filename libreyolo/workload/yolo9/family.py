@@ -99,9 +99,15 @@ class YOLOv9Workload:
         )
 
     def train_step(
-        self, model: nn.Module, *, device: torch.device, amp: bool, ema: bool = True
+        self,
+        model: nn.Module,
+        *,
+        device: torch.device,
+        amp: bool,
+        ema: bool = True,
+        channels_last: bool = True,
     ) -> TrainRunner:
-        return TrainStep(model, device=device, amp=amp, ema=ema)
+        return TrainStep(model, device=device, amp=amp, ema=ema, channels_last=channels_last)
 
     def train_dataset(
         self, spec: DatasetSpec, imgsz: int, *, seed: int, cache: bool
