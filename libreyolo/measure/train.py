@@ -415,7 +415,8 @@ def _compile_step(
     watch = CompileWatch.start()
     batch, nc = batch_and_nc
     probe = workload.probe_batch(batch, s.imgsz, nc)
-    seconds = first_call(lambda: trainer.step(probe)["total"].item(), "torch.compile")
+    # Reading the loss back ends the step's device work, as in the window.
+    seconds = first_call(lambda: trainer.step(probe)["total"], "torch.compile")
     watch.mark_first_call()
     if isinstance(getattr(trainer, "updates", None), UpdateRecord):
         trainer.updates = UpdateRecord()  # the probe step's GradScaler flag is not the window's

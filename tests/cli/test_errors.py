@@ -158,6 +158,26 @@ USAGE_CASES = [
         ["profile", "infer", "--runs", "0"],
         "libreyolo profile infer: argument --runs: must be a positive integer, got 0",
     ),
+    (
+        ["profile", "infer", "--exec", "tensorrt"],
+        "libreyolo profile infer: argument --exec: invalid choice: 'tensorrt'",
+    ),
+    (
+        ["profile", "run", "data.yaml", "--exec", "onnxruntime"],
+        "libreyolo profile run: argument --exec: invalid choice: 'onnxruntime'",
+    ),
+    (
+        ["profile", "infer", "--compile-mode", "fastest"],
+        "libreyolo profile infer: argument --compile-mode: invalid choice: 'fastest'",
+    ),
+    (
+        ["profile", "infer", "--exec", "cudagraphs", "--device", "cpu"],
+        "--exec cudagraphs needs a CUDA device; cpu has no CUDA graphs",
+    ),
+    (
+        ["profile", "infer", "--exec", "compile", "--warmup", "1", "--device", "cpu"],
+        "--exec compile needs --warmup 3 or more (got 1)",
+    ),
 ]
 
 
