@@ -11,7 +11,8 @@
 # pip-downloads every pin of scripts/gpu_wheels.txt into it here). The driver,
 # scripts/gpu_check.py (stdlib only), runs each step in its own process group under its own
 # limit, so one failure or hang never skips the rest: the machine's versions, the wheels, then
-# on cuda:0 at imgsz 320 inference fp16, batch 8 and YOLOX-n (random init), training with AMP,
+# on cuda:0 at imgsz 320 inference fp16, batch 8, YOLOX-n (random init), the forward as a CUDA
+# graph and torch.compiled (compile time, no recompile in the window), training with AMP,
 # an untraced inference at 640 px whose 400 runs are the energy window (only infer has
 # --no-trace), AutoBatch (--batch -1), a one-point training sweep under tune.memory_budget_mb far
 # below its need (it must be recorded `oom`), and the truth suite's planted bottlenecks. Each
