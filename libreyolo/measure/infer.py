@@ -98,6 +98,10 @@ def _validate(s: ProfileConfig) -> None:
             f"model.fuse must be one of {', '.join(FUSE_CHOICES)}; got {s.model.fuse!r}"
         )
     check_exec(s.exec, Mode.INFER, s.window.warmup)
+    if ExecMode(s.exec.name) is ExecMode.onnxruntime:  # before any model loads
+        from libreyolo.measure.onnx_exec import check_onnxruntime
+
+        check_onnxruntime()
 
 
 def _forward(

@@ -1,0 +1,129 @@
+"""`--exec onnxruntime`: the fused model's ONNX export (onnx_export.py) run by ONNX Runtime.
+
+Role: refuse the mode when ONNX Runtime is not installed (`check_onnxruntime`, before any
+model loads), build the InferenceSession like for like with torch (intra-op threads as torch's,
+inter-op 1, every graph optimisation) on the device's execution provider, never falling back
+to another, and wrap it as the forward the predict path calls: IO binding over the torch
+tensors' own memory (input and preallocated outputs of the eager forward's shapes), so the
+forward phase holds no extra copies. Its outputs are overwritten by the next call, which the
+predict path never outlives. What it records is the document's `Exported`.
+
+Must not: print, time the window, or decide verdicts.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import torch
+from torch import nn
+
+from libreyolo.config.schema import ExecConfig
+from libreyolo.document.model import Exported
+from libreyolo.errors import NoProfileError
+from libreyolo.measure.onnx_export import EXPORTER, INPUT_NAME, cached_or_exported, output_names
+
+MISSING = "--exec onnxruntime needs ONNX Runtime: pip install 'libreyolo[onnx]'"
+PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
+
+
+def check_onnxruntime() -> None:
+    """NoProfileError (exit 3) when ONNX Runtime cannot be imported."""
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError as err:
+        raise NoProfileError(MISSING) from err
+
+
+class OrtForward(nn.Module):
+    """An ONNX Runtime session called as the model's forward: `forward(x)` returns what the
+    eager model returns (one tensor, or a list of them), in tensors it owns."""
+
+    def __init__(self, session: Any, device: torch.device, probe: object) -> None:
+        super().__init__()
+        self.session = session
+        self.device = device
+        self.listed = not isinstance(probe, torch.Tensor)
+        probed: list[torch.Tensor] = list(probe) if self.listed else [probe]  # type: ignore[call-overload,list-item]
+        self.outputs = [torch.empty_like(t, memory_format=torch.contiguous_format) for t in probed]
+        self.names = output_names(probe)
+        self.binding = session.io_binding()
+        kind = "cuda" if device.type == "cuda" else "cpu"
+        self._where = {"device_type": kind, "device_id": device.index or 0}
+        for name, out in zip(self.names, self.outputs, strict=True):
+            self.binding.bind_output(
+                name,
+                element_type=_numpy_dtype(out),
+                shape=tuple(out.shape),
+                buffer_ptr=out.data_ptr(),
+                **self._where,
+            )
+
+    def forward(self, x: torch.Tensor) -> Any:
+        x = x.to(torch.float32).contiguous()  # the export's input; a no-op in float32
+        self.binding.bind_input(
+            INPUT_NAME,
+            element_type=_numpy_dtype(x),
+            shape=tuple(x.shape),
+            buffer_ptr=x.data_ptr(),
+            **self._where,
+        )
+        if self.device.type == "cuda":  # ORT runs on its own stream: x must be written first
+            torch.cuda.current_stream(self.device).synchronize()
+        self.session.run_with_iobinding(self.binding)
+        return list(self.outputs) if self.listed else self.outputs[0]
+
+
+def _numpy_dtype(t: torch.Tensor) -> Any:
+    return t.detach().cpu()[:0].numpy().dtype.type
+
+
+def onnxruntime_forward(
+    model: nn.Module,
+    *,
+    batch: int,
+    imgsz: int,
+    device: torch.device,
+    cfg: ExecConfig,
+    traced: bool,
+) -> tuple[nn.Module, Exported]:
+    """The model exported (or found cached) and run by ONNX Runtime on `device`, and its
+    record. `traced` is accepted for the caller's sake; ORT's per-node profile is not merged."""
+    del traced
+    check_onnxruntime()
+    import onnxruntime as ort
+
+    provider = PROVIDERS.get(device.type)
+    if provider is None or provider not in ort.get_available_providers():
+        raise NoProfileError(
+            f"--exec onnxruntime on {device.type}: this ONNX Runtime has no "
+            f"{provider or device.type} execution provider: pip install onnxruntime-gpu, "
+            "or run --device cpu"
+        )
+    sample = torch.zeros(batch, 3, imgsz, imgsz, device=device)
+    with torch.no_grad():
+        probe = model(sample)
+    export = cached_or_exported(model, sample, probe, opset=cfg.opset)
+    started = time.perf_counter()
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = torch.get_num_threads()  # the collector set it from --threads
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    chosen: list[Any] = [provider]
+    if device.type == "cuda":
+        chosen = [(provider, {"device_id": device.index or 0})]
+    session = ort.InferenceSession(str(export.path), sess_options=options, providers=chosen)
+    session_s = time.perf_counter() - started
+    forward = OrtForward(session, device, probe)
+    return forward, Exported(
+        export_s=export.export_s,
+        cached=export.cached,
+        opset=cfg.opset,
+        exporter=EXPORTER,
+        path=str(export.path),
+        onnxruntime=str(ort.__version__),
+        provider=provider,
+        intra_op_threads=options.intra_op_num_threads,
+        session_s=session_s,
+    )

@@ -1,0 +1,160 @@
+"""`--exec onnxruntime`: the cached ONNX export, the IO-bound session and its record."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from libreyolo.cli.main import main
+from libreyolo.config.schema import ExecConfig, ExecMode, ProfileConfig
+from libreyolo.errors import ExitStatus
+from libreyolo.measure import onnx_exec
+from libreyolo.measure.infer import profile_inference
+from libreyolo.measure.onnx_exec import onnxruntime_forward
+from libreyolo.measure.onnx_export import cached_or_exported
+from libreyolo.workload.api import load_workload_model
+from tests.configs import configured
+from tests.fixture_files import YOLOX_N, fixture_file
+
+EXPORTED_KEYS = {
+    "export_s",
+    "cached",
+    "opset",
+    "exporter",
+    "path",
+    "onnxruntime",
+    "provider",
+    "intra_op_threads",
+    "session_s",
+    "num_nodes",
+}
+
+
+@pytest.fixture(autouse=True)
+def _cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("LIBREYOLO_CACHE_DIR", str(cache))
+    return cache
+
+
+def _settings(checkpoint: Path, project: Path, size: str = "t") -> ProfileConfig:
+    values = {
+        "model.weights": str(checkpoint),
+        "model.size": size,
+        "imgsz": 64,
+        "window.warmup": 2,
+        "window.runs": 6,
+        "device.name": "cpu",
+        "trace": False,
+        "project": str(project),
+        "exec.name": ExecMode.onnxruntime,
+    }
+    return configured("infer", values)
+
+
+def _fused(checkpoint: Path, size: str) -> torch.nn.Module:
+    workload, model = load_workload_model(checkpoint, size, torch.device("cpu"), [], None)
+    if workload.fuse_modes:  # YOLOX has none: it runs as loaded
+        model = workload.fuse(model, workload.fuse_modes[0])
+    return model.eval()
+
+
+def test_an_onnxruntime_inference_records_its_export_and_hits_the_cache(
+    checkpoint: Path, tmp_path: Path
+) -> None:
+    profile, path = profile_inference(_settings(checkpoint, tmp_path / "a"))
+    saved = json.loads(path.read_text(encoding="utf-8"))["execution"]
+    assert saved["name"] == "onnxruntime"
+    first = saved["exported"]
+    assert set(first) == EXPORTED_KEYS
+    assert (first["cached"], first["opset"], first["exporter"]) == (False, 17, "torchscript")
+    assert first["provider"] == "CPUExecutionProvider" and first["export_s"] > 0
+    assert first["intra_op_threads"] == torch.get_num_threads() and first["session_s"] > 0
+    assert Path(first["path"]).is_file()
+    assert profile.metrics["latency_p50_ms"] is not None
+    assert set(profile.samples.stage_ms) == {"preprocess", "forward", "postprocess"}
+
+    again, _ = profile_inference(_settings(checkpoint, tmp_path / "b"))
+    assert again.execution is not None and again.execution.exported is not None
+    second = again.execution.exported
+    assert (second.cached, second.export_s, second.path) == (True, first["export_s"], first["path"])
+
+
+@pytest.mark.parametrize(("which", "size"), [("yolo9", "t"), ("yolox", "n")])
+def test_the_session_returns_what_the_eager_forward_returns(
+    checkpoint: Path, which: str, size: str
+) -> None:
+    weights = checkpoint if which == "yolo9" else fixture_file(YOLOX_N)
+    model = _fused(weights, size)
+    forward, exported = onnxruntime_forward(
+        model, batch=1, imgsz=64, device=torch.device("cpu"), cfg=ExecConfig(), traced=False
+    )
+    x = torch.rand(1, 3, 64, 64, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        eager = model(x)
+    ran = forward(x)
+    pairs = [(eager, ran)] if which == "yolo9" else list(zip(eager, ran, strict=True))
+    assert isinstance(ran, torch.Tensor) == (which == "yolo9")
+    if which == "yolox":
+        assert isinstance(ran, list) and len(ran) == 3
+    for want, got in pairs:
+        assert got.shape == want.shape
+        assert float((got - want).abs().max()) < 1e-3
+    assert exported.cached is False
+
+
+def test_a_hostile_cache_entry_is_exported_again(checkpoint: Path) -> None:
+    model = _fused(checkpoint, "t")
+    sample = torch.zeros(1, 3, 64, 64)
+    probe = model(sample)
+    fresh = cached_or_exported(model, sample, probe, opset=17)
+    sidecar = fresh.path.with_suffix(".json")
+    good = fresh.path.read_bytes()
+
+    fresh.path.write_bytes(good[: len(good) // 2])  # truncated
+    assert cached_or_exported(model, sample, probe, opset=17).cached is False
+    sidecar.write_text("not json", encoding="utf-8")  # garbage sidecar
+    assert cached_or_exported(model, sample, probe, opset=17).cached is False
+    sidecar.write_text(json.dumps({"export_s": 1.0, "pad": "x" * 5000}), encoding="utf-8")
+    assert cached_or_exported(model, sample, probe, opset=17).cached is False  # huge sidecar
+    fresh.path.unlink()
+    fresh.path.mkdir()  # not a file
+    again = cached_or_exported(model, sample, probe, opset=17)
+    assert again.cached is False and again.path.is_file()
+    assert cached_or_exported(model, sample, probe, opset=17).cached is True
+
+
+def test_another_checkpoint_never_hits_a_stale_export(checkpoint: Path) -> None:
+    model = _fused(checkpoint, "t")
+    sample = torch.zeros(1, 3, 64, 64)
+    probe = model(sample)
+    first = cached_or_exported(model, sample, probe, opset=17)
+    with torch.no_grad():
+        next(model.parameters()).add_(1.0)
+    assert cached_or_exported(model, sample, probe, opset=17).path != first.path
+
+
+def test_a_missing_onnxruntime_is_one_line_exit_3(
+    checkpoint: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_ort(name: str, *args: object, **kwargs: object) -> object:
+        if name == "onnxruntime":
+            raise ImportError("No module named 'onnxruntime'")
+        return real_import(name, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(builtins, "__import__", no_ort)
+    argv = ["profile", "infer", "--device", "cpu", "--imgsz", "64", "--runs", "2"]
+    argv += ["--weights", str(checkpoint), "--project", str(tmp_path), "--exec", "onnxruntime"]
+    assert main(argv) == ExitStatus.NO_PROFILE
+    err = capsys.readouterr().err.strip().splitlines()
+    assert any(onnx_exec.MISSING in line for line in err)
