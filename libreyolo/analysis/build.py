@@ -8,6 +8,8 @@ from __future__ import annotations
 import dataclasses
 
 from libreyolo.analysis.efficiency import KEYS as EFFICIENCY_KEYS
+from libreyolo.analysis.execution import KEYS as EXECUTION_KEYS
+from libreyolo.analysis.execution import execution_metrics
 from libreyolo.analysis.metrics import compute_metrics
 from libreyolo.analysis.verdict import decide
 from libreyolo.document.mode import Mode
@@ -25,17 +27,22 @@ def finalize(profile: Profile) -> Profile:
 
 def read_older(profile: Profile) -> Profile:
     """A profile from a file that predates the current metric map (a migrated v1 file, a v2
-    file written before the efficiency keys), as the readers see it: every efficiency key
-    present and null (unknown: `get mfu` prints `null`, never "unknown metric"), and a
+    file written before the efficiency or execution keys), as the readers see it: every
+    efficiency key present and null (unknown: `get mfu` prints `null`, never "unknown
+    metric"), the execution keys derived from its `execution` record (null without one), and a
     migrated v1 CPU verdict re-decided. The file is never rewritten."""
-    if any(key not in profile.metrics for key in EFFICIENCY_KEYS):
-        profile = dataclasses.replace(profile, metrics=with_efficiency_keys(profile.metrics))
+    if any(key not in profile.metrics for key in EFFICIENCY_KEYS + EXECUTION_KEYS):
+        derived = execution_metrics(profile.execution)
+        metrics = {key: value for key, value in derived.items() if key not in profile.metrics}
+        metrics = with_efficiency_keys(profile.metrics | metrics)
+        profile = dataclasses.replace(profile, metrics=metrics)
     return refresh_legacy_verdict(profile)
 
 
 def with_efficiency_keys(metrics: dict[str, Scalar]) -> dict[str, Scalar]:
-    """`metrics` with every efficiency key it lacks added as null (unknown)."""
-    return metrics | {key: None for key in EFFICIENCY_KEYS if key not in metrics}
+    """`metrics` with every efficiency and execution key it lacks added as null (unknown)."""
+    newer = EFFICIENCY_KEYS + EXECUTION_KEYS
+    return metrics | {key: None for key in newer if key not in metrics}
 
 
 def refresh_legacy_verdict(profile: Profile) -> Profile:

@@ -17,6 +17,7 @@ from libreyolo.analysis import stats
 from libreyolo.analysis.contention import host_metrics
 from libreyolo.analysis.device_memory import window_memory
 from libreyolo.analysis.efficiency import efficiency_metrics
+from libreyolo.analysis.execution import execution_metrics
 from libreyolo.document.mode import Mode
 from libreyolo.document.model import HostMemory, Memory, Profile, Scalar, TraceAnalysis
 from libreyolo.document.phases import DATALOAD, FORWARD, INFER_STAGES, POSTPROCESS, PREPROCESS
@@ -220,6 +221,7 @@ def compute_metrics(profile: Profile, *, bound: str) -> dict[str, Scalar]:
     if profile.kind == Mode.INFER:
         metrics |= _inference_metrics(profile, img_per_s)
     metrics |= efficiency_metrics(profile.compute, img_per_s)
+    metrics |= execution_metrics(profile.execution)
     metrics["profiler_overhead_pct"] = profiler_overhead_pct(profile)
     metrics |= host_metrics(profile)
     return metrics

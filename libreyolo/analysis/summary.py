@@ -28,7 +28,7 @@ from libreyolo.analysis.run_view import (
     trial_spread,
 )
 from libreyolo.document.mode import Mode
-from libreyolo.document.model import Profile, Scalar, Verdict
+from libreyolo.document.model import Execution, Profile, Scalar, Verdict
 from libreyolo.document.phases import FORWARD, POSTPROCESS, PREPROCESS
 
 TOP_KERNELS = 8
@@ -98,6 +98,7 @@ class Summary:
     trial_spread: tuple[TrialSpread, ...]
     memory: MemoryView | None
     compute: ComputeView  # FLOPs, achieved FLOP/s, peaks, MFU, energy (None parts: unknown)
+    execution: Execution | None  # how the model ran; None in files that predate the record
 
 
 # libreyolo 1.6.0 recorded no family; its model names carry it (LibreYOLO9t, YOLOv9-t, ...).
@@ -244,6 +245,7 @@ def summarize(profile: Profile) -> Summary:
         trial_spread=trial_spread(trials),
         memory=memory_view(profile),
         compute=compute_view(profile),
+        execution=profile.execution,
     )
 
 

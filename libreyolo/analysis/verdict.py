@@ -6,7 +6,7 @@ verdict speaks of the CPU and its op mix, never of "host / launch". A CUDA profi
 recorded no GPU activity (`--no-trace`, or CUPTI recorded nothing) says so (`no-gpu-trace`),
 never the CPU verdict: nothing says where its step time went. MFU never changes the label; it
 joins the evidence of a quiet verdict and, on a busy GPU far below its peak, its reason and
-levers (`mfu_verdict.py`).
+levers (`mfu_verdict.py`); the execution mode adds what it explains (`exec_verdict.py`).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 
 from libreyolo.analysis import contention
+from libreyolo.analysis.exec_verdict import with_exec
 from libreyolo.analysis.mfu_verdict import with_mfu
 from libreyolo.analysis.opclass import op_category_ms
 from libreyolo.document.mode import Mode
@@ -110,7 +111,7 @@ def decide(profile: Profile, metrics: dict[str, Scalar]) -> Verdict:
     nothing of it (a starved window's img/s, and so its MFU, is off by how long it waited)."""
     quiet = _decide_quiet(profile, metrics)
     if metrics.get("contended") is not True:
-        return with_mfu(profile, metrics, quiet)
+        return with_exec(profile, metrics, with_mfu(profile, metrics, quiet))
     why, evidence = contention.reason(profile, metrics)
     supported = _survives_contention(profile, quiet)
     return dataclasses.replace(

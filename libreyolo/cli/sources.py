@@ -19,9 +19,9 @@ if TYPE_CHECKING:
     from libreyolo.analysis.sweep import SweepView
     from libreyolo.document.model import Profile, Scalar
 
-# A metric every current profile's map holds (`analysis.efficiency.KEYS`); a map without it is
-# older and is completed on load (`analysis.build.read_older`).
-NEWEST_METRIC = "mfu"
+# A metric every current profile's map holds (`analysis.execution.KEYS`, the newest); a map
+# without it is older and is completed on load (`analysis.build.read_older`).
+NEWEST_METRIC = "exec"
 
 
 def open_profile(path: str, *, max_input_bytes: int = MAX_INPUT_BYTES) -> Profile:

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -394,6 +395,7 @@ def _(result: Summary, source: ReadFrom) -> Any:
         },
         "memory": None if result.memory is None else _memory(result.memory),
         "compute": compute_json(result.compute),
+        "execution": None if result.execution is None else dataclasses.asdict(result.execution),
     }
     out |= rest
     return out

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from libreyolo.document.phases import FORWARD, POSTPROCESS, PREPROCESS
 from libreyolo.render.compute_text import compute_lines
+from libreyolo.render.exec_text import exec_lines
 from libreyolo.render.safe import safe_text, short_name
 from libreyolo.render.units import bar, fmt_or_unknown, fmt_share, fmt_value
 
@@ -202,6 +203,7 @@ def _host_memory_lines(s: Summary) -> list[str]:
 def summary_lines(s: Summary) -> list[str]:
     """Every line of the summary view, in order."""
     lines: list[str] = [_headline(s), *_inference_lines(s), *compute_lines(s.compute)]
+    lines += exec_lines(s.execution)
     lines += [*_device_lines(s), *_host_lines(s)]
     lines += _host_memory_lines(s)
     if s.metrics.get("memory_pressure"):

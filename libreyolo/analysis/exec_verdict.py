@@ -1,0 +1,133 @@
+"""What the execution mode adds to a verdict: a window that recompiled, a graph-broken model,
+the host overhead a compiled run still pays, and an ONNX Runtime run whose time is outside the
+exported graph.
+
+Role: `verdict.decide` hands every quiet-host verdict here, after `mfu_verdict`. Each finding
+joins the reason (after the bound's own) with its numbers in the evidence and its levers in
+front of the bound's: `window_recompiles > 0` (the window is not a steady state),
+`graph_breaks > 0` (dynamo split the model; the first reason named), a compiled or CUDA-graph
+run still `host / launch`-bound (the levers not already in effect), and an ONNX Runtime run
+whose preprocess or postprocess is more than half the latency (the stage code is eager's: the
+export is not what is slow). An eager run, or a file without `execution`, passes unchanged.
+
+Must not: change the bound label, or touch a contended verdict (`decide` keeps it as it is).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from libreyolo.analysis import stats
+from libreyolo.document.model import Execution, Profile, Scalar, Verdict
+from libreyolo.document.phases import POSTPROCESS, PREPROCESS
+
+# Over half the latency outside the forward: whatever the exported graph gains, the stages
+# around it (the same Python as eager's) set the latency.
+STAGE_SHARE_OUTSIDE_GRAPH = 0.5
+# The compile mode that wraps the compiled graphs in CUDA graphs: the host launch lever.
+REDUCE_OVERHEAD = "reduce-overhead"
+HOST_BOUND = "host / launch"
+# The host-bound levers a compiled or captured run has already pulled.
+IN_EFFECT = {
+    "compile": frozenset({"op fusion (torch.compile)"}),
+    "cudagraphs": frozenset({"CUDA graphs", "op fusion (torch.compile)"}),
+}
+RECOMPILE_LEVER = "fix the guard that fails in the window (TORCH_LOGS=recompiles shows why)"
+BREAK_LEVER = "remove the graph break (TORCH_LOGS=graph_breaks shows each one)"
+
+
+def _recompiles(execution: Execution) -> tuple[str, dict[str, Scalar], list[str]] | None:
+    compiled = execution.compiled
+    if compiled is None or compiled.window_recompiles <= 0:
+        return None
+    n = compiled.window_recompiles
+    why = (
+        f"the window recompiled {n} time{'s' if n != 1 else ''}, so it is not a steady state "
+        "(compile time is in the measured latency)"
+    )
+    return why, {"window_recompiles": n}, [RECOMPILE_LEVER]
+
+
+def _breaks(execution: Execution) -> tuple[str, dict[str, Scalar], list[str]] | None:
+    compiled = execution.compiled
+    if compiled is None or compiled.graph_breaks <= 0:
+        return None
+    why = (
+        f"the model is graph-broken into {compiled.num_graphs} graphs "
+        f"({compiled.graph_breaks} break{'s' if compiled.graph_breaks != 1 else ''})"
+    )
+    if compiled.break_reasons:
+        why += f"; the first: {compiled.break_reasons[0]}"
+    return why, {"graph_breaks": compiled.graph_breaks}, [BREAK_LEVER]
+
+
+def _host_bound(
+    execution: Execution, metrics: dict[str, Scalar], verdict: Verdict
+) -> tuple[str, dict[str, Scalar], list[str]] | None:
+    if verdict.bound != HOST_BOUND or execution.name not in IN_EFFECT:
+        return None
+    host = stats.as_number(metrics.get("host_overhead_ms"))
+    label = "compiled" if execution.name == "compile" else "CUDA-graph"
+    why = f"still host-bound as a {label} run"
+    if host is not None:
+        why += f": {host:.2f} ms of host overhead per step remain"
+    levers = []
+    compiled = execution.compiled
+    if execution.name == "compile" and (compiled is None or compiled.mode != REDUCE_OVERHEAD):
+        levers.append("CUDA graphs (--compile-mode reduce-overhead)")
+    levers.append("larger --batch (amortise the remaining launches)")
+    return why, {"host_overhead_ms": host}, levers
+
+
+def _outside_graph(
+    execution: Execution, metrics: dict[str, Scalar]
+) -> tuple[str, dict[str, Scalar], list[str]] | None:
+    if execution.name != "onnxruntime":
+        return None
+    stages = {
+        name: stats.as_number(metrics.get(key))
+        for name, key in ((PREPROCESS, "preprocess_ms"), (POSTPROCESS, "nms_ms"))
+    }
+    forward = stats.as_number(metrics.get("forward_ms"))
+    if forward is None or any(ms is None for ms in stages.values()):
+        return None
+    latency = forward + sum(ms for ms in stages.values() if ms is not None)
+    for name, ms in stages.items():
+        if ms is not None and latency > 0 and ms / latency > STAGE_SHARE_OUTSIDE_GRAPH:
+            why = (
+                f"{name} takes {ms / latency * 100:.0f} % of the ONNX Runtime latency: the "
+                "stage split is the same code as eager, so the export is not what is slow"
+            )
+            return why, {f"{name}_share": round(ms / latency, 3)}, []
+    return None
+
+
+def with_exec(profile: Profile, metrics: dict[str, Scalar], verdict: Verdict) -> Verdict:
+    """`verdict` with what the profile's execution mode explains of it (unchanged for eager)."""
+    execution = profile.execution
+    if execution is None or execution.name == "eager":
+        return verdict
+    findings = [
+        finding
+        for finding in (
+            _recompiles(execution),
+            _breaks(execution),
+            _host_bound(execution, metrics, verdict),
+            _outside_graph(execution, metrics),
+        )
+        if finding is not None
+    ]
+    if not findings:
+        return verdict
+    pulled = IN_EFFECT.get(execution.name, frozenset())
+    kept = [lever for lever in verdict.levers if lever not in pulled]
+    added = [lever for _, _, levers in findings for lever in levers]
+    evidence = dict(verdict.evidence)
+    for _, found, _ in findings:
+        evidence |= found
+    return dataclasses.replace(
+        verdict,
+        why="; ".join([verdict.why, *(why for why, _, _ in findings)]),
+        evidence=evidence,
+        levers=added + [lever for lever in kept if lever not in added],
+    )

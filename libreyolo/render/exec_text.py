@@ -1,0 +1,53 @@
+"""The summary's `exec` line: how a non-eager run ran and what compiling, exporting or capturing
+it cost.
+
+Role: one line for `summary` (and the HTML report's "How it ran"), from the profile's
+`execution` record: `exec  compile (default, inductor) · compile 41.0 s · 1 graph, 0 breaks ·
+recompiles warmup 1, window 0`, `exec  onnxruntime (CPUExecutionProvider, opset 17) · export
+1.1 s (cached) · session 0.3 s`, `exec  cudagraphs · capture 0.2 s`. Eager, and files that
+predate the record, print nothing.
+
+Must not: judge the numbers (the verdict does).
+"""
+
+from __future__ import annotations
+
+from libreyolo.document.model import Execution
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 'es' if word.endswith('h') else 's'}"
+
+
+def exec_facts(execution: Execution) -> str:
+    """The mode and its costs, `·`-separated (the line without its `exec` label)."""
+    parts = [execution.name]
+    if execution.compiled is not None:
+        c = execution.compiled
+        parts = [
+            f"{execution.name} ({c.mode}, {c.backend}{', dynamic' if c.dynamic else ''})",
+            f"compile {c.compile_s:.1f} s",
+            f"{_plural(c.num_graphs, 'graph')}, {_plural(c.graph_breaks, 'break')}",
+            f"recompiles warmup {c.warmup_recompiles}, window {c.window_recompiles}",
+        ]
+    if execution.exported is not None:
+        e = execution.exported
+        parts = [
+            f"{execution.name} ({e.provider}, opset {e.opset})",
+            f"export {e.export_s:.1f} s{' (cached)' if e.cached else ''}",
+            f"session {e.session_s:.1f} s",
+        ]
+    if execution.graph is not None:
+        g = execution.graph
+        captures = f" ({g.num_captures} captures)" if g.num_captures != 1 else ""
+        parts.append(f"capture {g.capture_s:.1f} s{captures}")
+    if execution.channels_last:
+        parts.append("channels-last")
+    return " · ".join(parts)
+
+
+def exec_lines(execution: Execution | None) -> list[str]:
+    """The summary's `exec` line, only for a non-eager run."""
+    if execution is None or execution.name == "eager":
+        return []
+    return [f"exec     {exec_facts(execution)}"]
