@@ -26,6 +26,7 @@ from libreyolo.analysis import stats
 from libreyolo.analysis.compute_compare import ComputeDeltas, compute_deltas, compute_warnings
 from libreyolo.analysis.delta import Delta, ShareDelta
 from libreyolo.analysis.diff import PhaseTest, ProfileDiff, diff_profiles, with_phase_tests
+from libreyolo.analysis.exec_compare import exec_warnings
 from libreyolo.analysis.gate import Gate, gate_metric, regression_gate, require_trials
 from libreyolo.analysis.result_kind import ResultKind
 from libreyolo.document.mode import Mode
@@ -231,6 +232,7 @@ def compare(
             for name in MATCHED_SETTINGS
             if _setting(before, name) != _setting(after, name)
         )
+        + exec_warnings(before, after)
         + _noisy_trials(before, "before")
         + _noisy_trials(after, "after")
         + _contended(before, "before")

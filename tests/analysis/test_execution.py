@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from libreyolo.analysis.build import finalize, read_older
+from libreyolo.analysis.compare import compare
 from libreyolo.analysis.exec_verdict import with_exec
 from libreyolo.analysis.execution import KEYS, execution_metrics
 from libreyolo.analysis.summary import summarize
@@ -15,6 +16,9 @@ from libreyolo.document.model import (
     Exported,
     GraphCapture,
     Profile,
+    RunInfo,
+    Tool,
+    Trial,
     Verdict,
 )
 from libreyolo.render.exec_text import exec_lines
@@ -136,3 +140,33 @@ def test_summary_json_always_has_execution() -> None:
     assert compiled["execution"]["compiled"]["compile_s"] == 41.0
     assert compiled["execution"]["name"] == "compile"
     assert to_jsonable(summarize(_with(None)), None)["execution"] is None
+
+
+def _repeat(values: list[float], execution: Execution) -> Profile:
+    """A `--repeat` aggregate of img/s trials that ran as `execution`."""
+    return Profile(
+        kind="infer",
+        created=None,
+        tool=Tool(version="2.0.0"),
+        run=RunInfo(mode="inference"),
+        metrics={"img_per_s": sum(values) / len(values)},
+        trials=[Trial(index=i, metrics={"img_per_s": v}) for i, v in enumerate(values)],
+        execution=execution,
+    )
+
+
+def test_compare_says_the_exec_modes_differ_and_keeps_its_significance() -> None:
+    eager = _repeat([100.0, 101.0, 99.0], _ran("eager"))
+    compiled = _repeat([150.0, 151.0, 149.0], _ran("compile", compiled=COMPILED))
+    result = compare(eager, compiled)
+    assert 'the profiles differ in exec: "eager" vs "compile"' in result.warnings
+    assert not any("compile mode" in w for w in result.warnings)
+    assert result.significance.significant is True
+    assert result.significance.n == (3, 3)
+    tuned = _repeat(
+        [150.0, 151.0, 149.0],
+        _ran("compile", compiled=dataclasses.replace(COMPILED, mode="max-autotune")),
+    )
+    assert compare(compiled, tuned).warnings == (
+        'the profiles differ in compile mode: "default" vs "max-autotune"',
+    )
