@@ -9,6 +9,7 @@ from libreyolo.analysis.build import finalize, read_older
 from libreyolo.analysis.compare import compare
 from libreyolo.analysis.exec_verdict import with_exec
 from libreyolo.analysis.execution import KEYS, execution_metrics
+from libreyolo.analysis.report import profile_report
 from libreyolo.analysis.summary import summarize
 from libreyolo.document.model import (
     Compiled,
@@ -22,6 +23,7 @@ from libreyolo.document.model import (
     Verdict,
 )
 from libreyolo.render.exec_text import exec_lines
+from libreyolo.render.html.profile_page import profile_page
 from libreyolo.render.jsondoc import to_jsonable
 from libreyolo.render.summary_text import summary_lines
 from tests.compute_profiles import gpu_profile
@@ -170,3 +172,10 @@ def test_compare_says_the_exec_modes_differ_and_keeps_its_significance() -> None
     assert compare(compiled, tuned).warnings == (
         'the profiles differ in compile mode: "default" vs "max-autotune"',
     )
+
+
+def test_the_report_page_says_how_it_ran() -> None:
+    page = profile_page(profile_report(_with(_ran("compile", compiled=COMPILED)), "p.json"))
+    assert "how it ran" in page
+    assert "compile (default, inductor) · compile 41.0 s · 1 graph, 0 breaks" in page
+    assert "not recorded" in profile_page(profile_report(_with(None), "p.json"))

@@ -15,7 +15,9 @@ from libreyolo.analysis.phases import StepPhases
 from libreyolo.analysis.report import ProfileReport
 from libreyolo.analysis.summary import CategoryShare, Summary
 from libreyolo.document.mode import Mode
+from libreyolo.document.model import Execution
 from libreyolo.document.phases import DATALOAD
+from libreyolo.render.exec_text import exec_facts
 from libreyolo.render.html import svg
 from libreyolo.render.html.compute_card import compute_card
 from libreyolo.render.html.markup import (
@@ -178,6 +180,11 @@ def _yes_no(value: bool | None) -> str:
     return "–" if value is None else ("on" if value else "off")
 
 
+def _how_it_ran(execution: Execution | None) -> str:
+    """The execution mode and its costs (`exec_facts`); a file before the record says so."""
+    return "not recorded" if execution is None else esc(exec_facts(execution))
+
+
 def run_facts(s: Summary, source: str) -> str:
     r, src = s.run, ("summary", "run")
     window = (
@@ -199,6 +206,7 @@ def run_facts(s: Summary, source: str) -> str:
             ("batch", num(r.batch, (*src, "batch"), digits=0)),
             ("imgsz", num(r.imgsz, (*src, "imgsz"), digits=0)),
             ("AMP", _yes_no(r.amp)),
+            ("how it ran", _how_it_ran(s.execution)),
             ("window", window),
             ("tool", f"libreyolo {esc(r.tool_version)}"),
             ("when", esc(r.created or "unknown")),
