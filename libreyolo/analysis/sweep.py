@@ -1,7 +1,7 @@
 """A sweep as data: the recommended point per imgsz, the throughput order, the sweep record
 (`sweep.json`) built from the points' rows, the chart series (img/s by batch per (imgsz, amp,
-threads)), the Pareto front of a cost (latency, J/img) against img/s, and whether a sweep
-measured energy. Pure: the rows come from
+threads, exec mode)), the Pareto front (across every series: modes compete) of a cost
+(latency, J/img) against img/s, and whether a sweep measured energy. Pure: the rows come from
 `libreyolo.document.sweep_files.collect_points`; `sweep.png` and the sweep page draw from here.
 
 Must not: read or write files, import torch, numpy, Hydra or OmegaConf, or print.
@@ -18,7 +18,8 @@ from libreyolo.document.sweep_model import STATUSES, SweepRecord, SweepRow
 from libreyolo.document.tune_model import TuneRecord
 
 Points = Mapping[str, SweepRow]  # a sweep record's rows by point name
-SeriesKey = tuple[int | None, bool | None, int | None]  # (imgsz, amp, threads)
+# (imgsz, amp, threads, exec): exec None for rows written before execution modes
+SeriesKey = tuple[int | None, bool | None, int | None, str | None]
 Series = dict[SeriesKey, list[tuple[int, float]]]
 
 
@@ -97,13 +98,14 @@ def sweep_record(root: str, points: Points, chart: str | None = None) -> SweepRe
 
 
 def series_names(points: Points) -> dict[SeriesKey, list[str]]:
-    """(imgsz, amp, threads) -> the names of its ok points with an img/s and a batch, sorted by
-    batch (threads None: torch's default, the sweep had no threads axis)."""
+    """(imgsz, amp, threads, exec) -> the names of its ok points with an img/s and a batch,
+    sorted by batch (threads None: torch's default, the sweep had no threads axis)."""
     series: dict[SeriesKey, list[str]] = {}
     for name, entry in points.items():
         if entry.status != "ok" or _throughput(entry) < 0 or entry.batch is None:
             continue
-        series.setdefault((entry.imgsz, entry.amp, entry.threads), []).append(name)
+        key = (entry.imgsz, entry.amp, entry.threads, entry.exec)
+        series.setdefault(key, []).append(name)
     return {
         key: sorted(names, key=lambda n: (points[n].batch or 0, _throughput(points[n]), n))
         for key, names in sorted(series.items(), key=lambda kv: str(kv[0]))
@@ -111,7 +113,7 @@ def series_names(points: Points) -> dict[SeriesKey, list[str]]:
 
 
 def chart_series(points: Points) -> Series:
-    """(imgsz, amp, threads) -> [(batch, img/s)] sorted by batch, from the ok points with a
+    """(imgsz, amp, threads, exec) -> [(batch, img/s)] sorted by batch, from the ok points with a
     number (`series_names`)."""
     return {
         key: [(points[n].batch or 0, _throughput(points[n])) for n in names]
@@ -124,9 +126,18 @@ def powers_of_two(batches: set[int]) -> bool:
     return len(batches) > 1 and all(b > 0 and b & (b - 1) == 0 for b in batches)
 
 
-def series_label(points: Points, imgsz: object, amp: object, threads: object = None) -> str:
-    """`imgsz 640, amp on` (`, 2 threads` on a threads axis); AMP asked for but never in
-    effect (a CPU) says so."""
+def shows_exec(points: Points) -> bool:
+    """Whether the sweep's views name each point's exec mode: it ran more than one, or any
+    but eager (rows from before execution modes have none)."""
+    modes = {e.exec for e in points.values() if e.exec is not None}
+    return len(modes) > 1 or bool(modes - {"eager"})
+
+
+def series_label(points: Points, key: SeriesKey) -> str:
+    """`imgsz 640, amp on` (`, 2 threads` on a threads axis), led by the exec mode when the
+    sweep shows modes (`compile · imgsz 640, amp on`); AMP asked for but never in effect (a
+    CPU) says so."""
+    imgsz, amp, threads, mode = key
     label = f"imgsz {imgsz}, amp {'on' if amp else 'off'}"
     ran = [
         e.amp_effective
@@ -134,7 +145,8 @@ def series_label(points: Points, imgsz: object, amp: object, threads: object = N
         if e.status == "ok" and (e.imgsz, e.amp) == (imgsz, amp)
     ]
     label += " (no effect)" if amp and ran and not any(ran) else ""
-    return label if threads is None else f"{label}, {threads} threads"
+    label = label if threads is None else f"{label}, {threads} threads"
+    return f"{mode} · {label}" if mode is not None and shows_exec(points) else label
 
 
 def latency_metric(points: Points) -> str:

@@ -131,6 +131,9 @@ class _ProfileHead(NamedTuple):
     verdict: str | None
     amp_effective: bool | None
     device_memory_mb: float | None
+    exec: str | None
+    compile_s: float | None
+    export_s: float | None
 
 
 def _failed(code: str, reason: str, overrides: list[str] | None = None) -> SweepRow:
@@ -280,6 +283,9 @@ def _with_profile(row: SweepRow, folder: Path, recorded: str | None, axes: _Axes
         verdict=found.verdict,
         amp_effective=found.amp_effective,
         device_memory_mb=found.device_memory_mb,
+        exec=found.exec,
+        compile_s=found.compile_s,
+        export_s=found.export_s,
         profile=str(profile_path),
     )
 
@@ -291,8 +297,15 @@ def _profile_head(raw: JsonObject, metrics: JsonObject, where: str) -> _ProfileH
     verdict = member(raw, "verdict").get("bound") or metrics.get("bound")
     amp = member(raw, "run").get("amp")
     memory = member(raw, "environment").get("device_memory_bytes")
+    execution = member(raw, "execution")
+    name = execution.get("name")
+    compile_s = member(execution, "compiled").get("compile_s")
+    export_s = member(execution, "exported").get("export_s")
     problem = first_problem(
         [
+            (f"{where} execution.name", name, POINT_RULES["exec"]),
+            (f"{where} execution.compiled.compile_s", compile_s, POINT_RULES["compile_s"]),
+            (f"{where} execution.exported.export_s", export_s, POINT_RULES["export_s"]),
             (f"{where} metrics", headline, _HEADLINE),
             (f"{where} verdict.bound", verdict, POINT_RULES["verdict"]),
             (f"{where} run.amp", amp, POINT_RULES["amp_effective"]),
@@ -306,6 +319,9 @@ def _profile_head(raw: JsonObject, metrics: JsonObject, where: str) -> _ProfileH
         verdict=convert(verdict, str | None),
         amp_effective=convert(amp, bool | None),
         device_memory_mb=_memory_mb(convert(memory, int | None)),
+        exec=convert(name, str | None),
+        compile_s=convert(compile_s, float | int | None),
+        export_s=convert(export_s, float | int | None),
     )
 
 

@@ -174,6 +174,11 @@ class SweepRow:
     amp_effective: bool | None = field(default=None, metadata=_meta(Flag()))
     # the device's memory
     device_memory_mb: Number_ | None = field(default=None, metadata=_meta(METRIC))
+    # how the model ran (the profile's `execution.name`; null before execution modes) and
+    # what that cost before the warmup: torch.compile's first call, the ONNX export
+    exec: str | None = field(default=None, metadata=_meta(NAME))
+    compile_s: Number_ | None = field(default=None, metadata=_meta(SECONDS))
+    export_s: Number_ | None = field(default=None, metadata=_meta(SECONDS))
     profile: str | None = field(default=None, metadata=_meta(NAME))
     metrics: HeadlineMetrics = field(
         default_factory=HeadlineMetrics, metadata=_meta(Fields(HeadlineMetrics))

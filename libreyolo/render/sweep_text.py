@@ -1,7 +1,8 @@
 """The sweep table: one row per point sorted by img/s (points without a result last; a point a
 resumed sweep kept shows `reused`) with its MFU and, where some point has it, its energy per
-image, then the recommended point per imgsz and the counts, which
-call a sweep "all ok" only when every planned point is (`2 of 4 points ok, 1 interrupted,
+image; its exec mode once the sweep ran more than one (or any but eager), and the seconds
+torch.compile or the ONNX export took before the warmup where some point has them; then the
+recommended point per imgsz and the counts, which call a sweep "all ok" only when every planned point is (`2 of 4 points ok, 1 interrupted,
 1 missing`). The sweep prints it at its end and
 `libreyolo profile summary <sweep-dir>` prints it from `sweep.json`.
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from libreyolo.analysis.sweep import Points, by_throughput, counts, has_energy
+from libreyolo.analysis.sweep import Points, by_throughput, counts, has_energy, shows_exec
 from libreyolo.render.safe import safe_text, short_name
 from libreyolo.render.units import significant_decimals
 
@@ -28,6 +29,10 @@ HEADER = ("point", "status", "img/s", "MFU", "VRAM MB", "RSS MB", "thrash", "con
 ENERGY_COLUMN = "J/img"
 ENERGY_AT = HEADER.index("MFU") + 1
 J_DIGITS = 3  # significant digits of J/img: it spans mJ (a big GPU batch) to J
+EXEC_AT = HEADER.index("status") + 1
+EXEC_COLUMN = "exec"
+COMPILE_COLUMN = "compile s"
+EXPORT_COLUMN = "export s"
 
 
 def _fmt(value: float | bool | None, digits: int = 1) -> str:
@@ -55,7 +60,29 @@ def fmt_joules(value: float | None) -> str:
     return f"{value:.{significant_decimals(value, J_DIGITS)}f}"
 
 
-def _row(name: str, entry: SweepRow, energy: bool) -> tuple[str, ...]:
+def _exec_cells(entry: SweepRow, shown: tuple[str, ...]) -> tuple[str, ...]:
+    """The row's cells of the exec columns `shown` (a subset of `_exec_columns`)."""
+    cells = {
+        EXEC_COLUMN: short_name(entry.exec or "-"),
+        COMPILE_COLUMN: _fmt(entry.compile_s),
+        EXPORT_COLUMN: _fmt(entry.export_s),
+    }
+    return tuple(cells[c] for c in shown)
+
+
+def _exec_columns(points: Points) -> tuple[str, ...]:
+    """The exec columns the table shows: none for a sweep of eager points only."""
+    if not shows_exec(points):
+        return ()
+    rows = points.values()
+    return (
+        EXEC_COLUMN,
+        *((COMPILE_COLUMN,) if any(e.compile_s is not None for e in rows) else ()),
+        *((EXPORT_COLUMN,) if any(e.export_s is not None for e in rows) else ()),
+    )
+
+
+def _row(name: str, entry: SweepRow, energy: bool, shown: tuple[str, ...] = ()) -> tuple[str, ...]:
     metrics = entry.metrics
     status: str = entry.status
     if status == "ok":
@@ -67,6 +94,7 @@ def _row(name: str, entry: SweepRow, energy: bool) -> tuple[str, ...]:
     return (  # names, statuses and reasons come from the sweep's files: escaped
         short_name(name),
         short_name(status),
+        *_exec_cells(entry, shown),
         _fmt(metrics.img_per_s),
         fmt_mfu(metrics.mfu),
         *joules,
@@ -78,11 +106,11 @@ def _row(name: str, entry: SweepRow, energy: bool) -> tuple[str, ...]:
     )
 
 
-def header(energy: bool) -> tuple[str, ...]:
-    """The table's column names, with `J/img` after MFU when `energy`."""
-    if not energy:
-        return HEADER
-    return (*HEADER[:ENERGY_AT], ENERGY_COLUMN, *HEADER[ENERGY_AT:])
+def header(energy: bool, shown: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The table's column names, with `J/img` after MFU when `energy` and the exec columns
+    `shown` after the status."""
+    names = HEADER if not energy else (*HEADER[:ENERGY_AT], ENERGY_COLUMN, *HEADER[ENERGY_AT:])
+    return (*names[:EXEC_AT], *shown, *names[EXEC_AT:])
 
 
 def sweep_lines(record: SweepRecord, best: str = "recommended") -> list[str]:
@@ -90,8 +118,10 @@ def sweep_lines(record: SweepRecord, best: str = "recommended") -> list[str]:
     the highest img/s per imgsz (after a batch search's answer: `highest img/s`)."""
     points = record.points
     energy = has_energy(points)
-    names = header(energy)
-    rows = [names, *(_row(name, points[name], energy) for name in by_throughput(points))]
+    shown = _exec_columns(points)
+    names = header(energy, shown)
+    ordered = by_throughput(points)
+    rows = [names, *(_row(name, points[name], energy, shown) for name in ordered)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(names) - 1)]
     lines = [
         "  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1]

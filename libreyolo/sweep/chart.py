@@ -45,9 +45,9 @@ def write_chart(points: Points, path: Path, *, out: Output | None = None) -> Pat
         return None
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)
     try:
-        for (imgsz, amp, threads), values in series.items():
+        for key, values in series.items():
             batches, ips = zip(*values, strict=True)
-            ax.plot(batches, ips, marker="o", label=series_label(points, imgsz, amp, threads))
+            ax.plot(batches, ips, marker="o", label=series_label(points, key))
         batches_seen = {b for values in series.values() for b, _ in values}
         if powers_of_two(batches_seen):
             ax.set_xscale("log", base=2)

@@ -51,6 +51,9 @@ POINT_KEYS = {
     "threads",
     "amp_effective",
     "device_memory_mb",
+    "exec",
+    "compile_s",
+    "export_s",
     "profile",
     "metrics",
     "verdict",
@@ -167,8 +170,8 @@ def test_chart_series_drops_failed_points_and_sorts_by_batch(tmp_path: Path) -> 
         str(tmp_path), collect_points(tmp_path, point_folders(make_sweep(tmp_path)))
     )
     assert chart_series(data.points) == {
-        (64, True, None): [(1, 50.0), (2, 80.0), (4, 120.0)],
-        (96, True, None): [(1, 30.0)],
+        (64, True, None, None): [(1, 50.0), (2, 80.0), (4, 120.0)],
+        (96, True, None, None): [(1, 30.0)],
     }
 
 
@@ -178,10 +181,10 @@ def test_chart_labels_say_when_amp_had_no_effect(tmp_path: Path) -> None:
     make_point(tmp_path, 1, 96, 40.0, amp=True)
     points = collect_points(tmp_path, point_folders(tmp_path))
     assert points["b1_s64_amp1"].amp_effective is False
-    assert series_label(points, 64, True) == "imgsz 64, amp on (no effect)"
-    assert series_label(points, 64, False) == "imgsz 64, amp off"
-    assert series_label(points, 96, True) == "imgsz 96, amp on"
-    assert series_label(points, 96, True, 2) == "imgsz 96, amp on, 2 threads"
+    assert series_label(points, (64, True, None, None)) == "imgsz 64, amp on (no effect)"
+    assert series_label(points, (64, False, None, None)) == "imgsz 64, amp off"
+    assert series_label(points, (96, True, None, None)) == "imgsz 96, amp on"
+    assert series_label(points, (96, True, 2, None)) == "imgsz 96, amp on, 2 threads"
 
 
 def test_a_threads_axis_draws_one_line_per_thread_count(tmp_path: Path) -> None:
@@ -192,7 +195,10 @@ def test_a_threads_axis_draws_one_line_per_thread_count(tmp_path: Path) -> None:
         request["config"]["threads"] = threads
         (folder / "point.json").write_text(json.dumps(request), encoding="utf-8")
     points = collect_points(tmp_path, point_folders(tmp_path))
-    assert chart_series(points) == {(64, True, 1): [(1, 40.0)], (64, True, 2): [(1, 70.0)]}
+    assert chart_series(points) == {
+        (64, True, 1, None): [(1, 40.0)],
+        (64, True, 2, None): [(1, 70.0)],
+    }
 
 
 def test_no_ok_point_means_no_chart_and_no_message(

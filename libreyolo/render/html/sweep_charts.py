@@ -1,6 +1,6 @@
 """The sweep page's charts: img/s by batch, MFU by batch, latency against img/s with the Pareto
 front, J/img against img/s with its own front (where the points measured energy), peak memory by
-batch with the device's limit; one x-y series per (imgsz, AMP, threads).
+batch with the device's limit; one x-y series per (imgsz, AMP, threads, exec mode).
 
 A point is named in full once on its page (the points table); here it is its index in the
 page's `data-points` list (`point_src`: `["summary", "points", 3, "metrics", "img_per_s"]`)
@@ -102,10 +102,10 @@ def _tip(name: str, entry: SweepRow, what: str) -> str:
 def _series(
     points: Points, index: Index, y_key: str, show: Callable[[float], str]
 ) -> tuple[list[xy.XYSeries], list[str]]:
-    """One x-y series per (imgsz, amp, threads): batch against `y_key`, the points with it
+    """One x-y series per (imgsz, amp, threads, exec): batch against `y_key`, the points with it
     (`show` writes a value for its tooltip)."""
     out, labels = [], []
-    for (imgsz, amp, threads), names in series_names(points).items():
+    for key, names in series_names(points).items():
         marks = []
         for n in names:
             y = metric(points[n], y_key)
@@ -114,8 +114,8 @@ def _series(
                 src = point_src(index[n], "metrics", y_key)
                 marks.append(xy.XYPoint(points[n].batch or 0, y, src, tip))
         if marks:
-            out.append(xy.XYSeries(series_label(points, imgsz, amp, threads), tuple(marks)))
-            labels.append(series_label(points, imgsz, amp, threads))
+            out.append(xy.XYSeries(series_label(points, key), tuple(marks)))
+            labels.append(series_label(points, key))
     return out, labels
 
 
@@ -164,7 +164,7 @@ def _front_chart(
     names; None when no point has both."""
     pairs: dict[str, tuple[float, float]] = {}
     series, labels = [], []
-    for (imgsz, amp, threads), names in series_names(points).items():
+    for key, names in series_names(points).items():
         marks = []
         for n in names:
             cost, ips = metric(points[n], cost_key), metric(points[n], "img_per_s")
@@ -174,7 +174,7 @@ def _front_chart(
             tip = _tip(n, points[n], f"{cost:.3g} {unit} at {ips:.1f} img/s")
             marks.append(xy.XYPoint(ips, cost, point_src(index[n], "metrics", cost_key), tip))
         if marks:
-            label = series_label(points, imgsz, amp, threads)
+            label = series_label(points, key)
             series.append(xy.XYSeries(label, tuple(marks), connect=False))
             labels.append(label)
     if not series:
