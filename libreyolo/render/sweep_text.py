@@ -2,8 +2,8 @@
 resumed sweep kept shows `reused`) with its MFU and, where some point has it, its energy per
 image; its exec mode once the sweep ran more than one (or any but eager), and the seconds
 torch.compile or the ONNX export took before the warmup where some point has them; then the
-recommended point per imgsz and the counts, which call a sweep "all ok" only when every planned point is (`2 of 4 points ok, 1 interrupted,
-1 missing`). The sweep prints it at its end and
+recommended point per imgsz and the counts, which call a sweep "all ok" only when every
+planned point is (`2 of 4 points ok, 1 interrupted, 1 missing`). The sweep prints it at its end and
 `libreyolo profile summary <sweep-dir>` prints it from `sweep.json`.
 
 Plain lines; `render/style.py` colours them on a terminal. Pure: no I/O.
