@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 
@@ -49,14 +49,18 @@ def analysed_trace(
     phase_walls: dict[str, list[float]],
     device: torch.device,
     notes: list[str],
+    merge: Callable[[Path], None] | None = None,
 ) -> TraceAnalysis | None:
     """The recorder's trace, exported into `run` and analysed, with the synced phase walls
     attached; None (and a note) when there is none or it cannot be analysed, in which case no
     trace file stays in the set. What this says about recording the trace goes into `notes`,
-    the run's own list (`assemble_profile`): the trace keeps only its analyser's caveats."""
+    the run's own list (`assemble_profile`): the trace keeps only its analyser's caveats.
+    `merge` adds events to the exported trace before it is analysed (ORT's nodes)."""
     path = run.path(TRACE_NAME)
     trace = None
     if recorder.export(path):
+        if merge is not None:
+            merge(path)
         try:
             from libreyolo.kineto import analyse_trace
 

@@ -15,9 +15,10 @@ Must not print or exit, nor derive metrics or verdicts (`analysis.build.finalize
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -65,6 +66,10 @@ EXEC_STAGES = {
     ExecMode.cudagraphs: "CUDA graph capture",
     ExecMode.onnxruntime: "ONNX export",
 }
+ORT_SPIN_NOTE = (
+    "ONNX Runtime ran with session.intra_op.allow_spinning=0: its pool threads sleep between "
+    "runs as torch's do, instead of spinning on the cores the pre- and postprocessing need"
+)
 FUSE_WITH_CHANNELS_LAST = "full"  # the fusion that leaves the weights channels-last
 
 # --fuse: the family's fusion mode, or None to measure the model as loaded.
@@ -101,6 +106,11 @@ def _validate(s: ProfileConfig) -> None:
     if ExecMode(s.exec.name) is ExecMode.onnxruntime:  # before any model loads
         from libreyolo.measure.onnx_exec import check_onnxruntime
 
+        if s.half:  # autocast cannot reach into ORT: the window would run fp32 labelled half
+            raise UsageError(
+                "--half with --exec onnxruntime: the ONNX export runs in float32 (autocast "
+                "does not reach ONNX Runtime); drop --half"
+            )
         check_onnxruntime()
 
 
@@ -124,10 +134,27 @@ def _forward(
 
         if channels_last:
             notes.append("ONNX Runtime picks its own layouts: the weights' channels-last is moot")
+        notes.append(ORT_SPIN_NOTE)
         return onnxruntime_forward(
             model, batch=s.batch, imgsz=imgsz, device=device, cfg=s.exec, traced=s.trace
         )
     return model, None
+
+
+def _ort_merge(forward: object, merged: list[int]) -> Callable[[Path], None] | None:
+    """For an ONNX Runtime forward, what merges its per-node profile into the exported trace
+    (the count of nodes merged is appended to `merged`); None for every other mode."""
+    from libreyolo.measure.onnx_exec import OrtForward
+
+    if not isinstance(forward, OrtForward):
+        return None
+
+    def merge(trace_path: Path) -> None:
+        from libreyolo.measure.ort_trace import merge_ort_nodes
+
+        merged.append(merge_ort_nodes(trace_path, forward.profile_events()))
+
+    return merge
 
 
 def _graph_capture(forward: object) -> GraphCapture | None:
@@ -256,7 +283,12 @@ def _profile_inference(
             )
             window_memory = device_memory(device, memory_before)
         notes += window.notes
-        trace = analysed_trace(recorder, run, window.phase_ms, device, notes)
+        merged_nodes: list[int] = []
+        trace = analysed_trace(
+            recorder, run, window.phase_ms, device, notes, merge=_ort_merge(forward, merged_nodes)
+        )
+        if exported is not None and merged_nodes:
+            exported = dataclasses.replace(exported, num_nodes=merged_nodes[0])
         info = RunInfo(
             mode=Mode.INFER.noun,
             model=workload.model_name(described.size),

@@ -13,7 +13,10 @@ Must not: print, time the window, or decide verdicts.
 
 from __future__ import annotations
 
+import os
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -23,8 +26,10 @@ from libreyolo.config.schema import ExecConfig
 from libreyolo.document.model import Exported
 from libreyolo.errors import NoProfileError
 from libreyolo.measure.onnx_export import EXPORTER, INPUT_NAME, cached_or_exported, output_names
+from libreyolo.measure.ort_trace import read_ort_profile
 
 MISSING = "--exec onnxruntime needs ONNX Runtime: pip install 'libreyolo[onnx]'"
+SPIN_KEY = "session.intra_op.allow_spinning"
 PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
 
 
@@ -49,6 +54,7 @@ class OrtForward(nn.Module):
         self.outputs = [torch.empty_like(t, memory_format=torch.contiguous_format) for t in probed]
         self.names = output_names(probe)
         self.binding = session.io_binding()
+        self._input_type = _numpy_dtype(torch.empty(0))  # float32, found once: no copy per call
         kind = "cuda" if device.type == "cuda" else "cpu"
         self._where = {"device_type": kind, "device_id": device.index or 0}
         for name, out in zip(self.names, self.outputs, strict=True):
@@ -60,11 +66,18 @@ class OrtForward(nn.Module):
                 **self._where,
             )
 
+    def profile_events(self) -> list[dict[str, Any]]:
+        """ORT's per-node profile of every run so far ([] unless the session profiles); ends
+        the session's profiling."""
+        if not self.session.get_session_options().enable_profiling:
+            return []
+        return read_ort_profile(self.session.end_profiling())
+
     def forward(self, x: torch.Tensor) -> Any:
         x = x.to(torch.float32).contiguous()  # the export's input; a no-op in float32
         self.binding.bind_input(
             INPUT_NAME,
-            element_type=_numpy_dtype(x),
+            element_type=self._input_type,
             shape=tuple(x.shape),
             buffer_ptr=x.data_ptr(),
             **self._where,
@@ -89,8 +102,8 @@ def onnxruntime_forward(
     traced: bool,
 ) -> tuple[nn.Module, Exported]:
     """The model exported (or found cached) and run by ONNX Runtime on `device`, and its
-    record. `traced` is accepted for the caller's sake; ORT's per-node profile is not merged."""
-    del traced
+    record. `traced`: the session also runs ORT's profiler, whose per-node events the
+    collector merges into the window's trace (ort_trace.py)."""
     check_onnxruntime()
     import onnxruntime as ort
 
@@ -110,6 +123,13 @@ def onnxruntime_forward(
     options.intra_op_num_threads = torch.get_num_threads()  # the collector set it from --threads
     options.inter_op_num_threads = 1
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    # ORT's pool threads spin after each run by default, taking the cores the preprocess and
+    # postprocess of the same call need (torch's pool sleeps): off, so the stages compare.
+    options.add_session_config_entry(SPIN_KEY, "0")
+    if traced:
+        options.enable_profiling = True
+        prefix = Path(tempfile.gettempdir()) / f"libreyolo-ort-{os.getpid()}"
+        options.profile_file_prefix = str(prefix)
     chosen: list[Any] = [provider]
     if device.type == "cuda":
         chosen = [(provider, {"device_id": device.index or 0})]

@@ -40,7 +40,9 @@ def _cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return cache
 
 
-def _settings(checkpoint: Path, project: Path, size: str = "t") -> ProfileConfig:
+def _settings(
+    checkpoint: Path, project: Path, size: str = "t", *, trace: bool = False
+) -> ProfileConfig:
     values = {
         "model.weights": str(checkpoint),
         "model.size": size,
@@ -48,7 +50,7 @@ def _settings(checkpoint: Path, project: Path, size: str = "t") -> ProfileConfig
         "window.warmup": 2,
         "window.runs": 6,
         "device.name": "cpu",
-        "trace": False,
+        "trace": trace,
         "project": str(project),
         "exec.name": ExecMode.onnxruntime,
     }
@@ -63,7 +65,7 @@ def _fused(checkpoint: Path, size: str) -> torch.nn.Module:
 
 
 def test_an_onnxruntime_inference_records_its_export_and_hits_the_cache(
-    checkpoint: Path, tmp_path: Path
+    checkpoint: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     profile, path = profile_inference(_settings(checkpoint, tmp_path / "a"))
     saved = json.loads(path.read_text(encoding="utf-8"))["execution"]
@@ -77,10 +79,21 @@ def test_an_onnxruntime_inference_records_its_export_and_hits_the_cache(
     assert profile.metrics["latency_p50_ms"] is not None
     assert set(profile.samples.stage_ms) == {"preprocess", "forward", "postprocess"}
 
-    again, _ = profile_inference(_settings(checkpoint, tmp_path / "b"))
+    assert first["num_nodes"] is None  # untraced: ORT's profiler was off
+    assert profile.notes[-1].startswith("ONNX Runtime ran with session.intra_op.allow_spinning=0")
+
+    again, again_path = profile_inference(_settings(checkpoint, tmp_path / "b", trace=True))
     assert again.execution is not None and again.execution.exported is not None
     second = again.execution.exported
     assert (second.cached, second.export_s, second.path) == (True, first["export_s"], first["path"])
+    # Traced: ORT's per-node profile is merged into the trace, so `ops` shows its op types.
+    assert second.num_nodes is not None and second.num_nodes > 100
+    capsys.readouterr()
+    argv = ["profile", "ops", str(again_path), "--phase", "forward", "--json", "--top", "50"]
+    assert main(argv) == 0
+    ops = {row["op"]: row for row in json.loads(capsys.readouterr().out)["ops"]}
+    assert ops["onnxruntime::Conv"]["count_per_step"] > 10
+    assert ops["onnxruntime::Conv"]["self_ms_per_step"] > 0
 
 
 @pytest.mark.parametrize(("which", "size"), [("yolo9", "t"), ("yolox", "n")])
@@ -156,5 +169,15 @@ def test_a_missing_onnxruntime_is_one_line_exit_3(
     argv = ["profile", "infer", "--device", "cpu", "--imgsz", "64", "--runs", "2"]
     argv += ["--weights", str(checkpoint), "--project", str(tmp_path), "--exec", "onnxruntime"]
     assert main(argv) == ExitStatus.NO_PROFILE
-    err = capsys.readouterr().err.strip().splitlines()
-    assert any(onnx_exec.MISSING in line for line in err)
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and onnx_exec.MISSING in err
+
+
+def test_half_with_onnxruntime_is_refused_before_the_model_loads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["profile", "infer", "--device", "cpu", "--exec", "onnxruntime", "--half"]
+    assert main([*argv, "--project", str(tmp_path)]) == ExitStatus.USAGE
+    err = capsys.readouterr().err
+    assert err.startswith("--half with --exec onnxruntime: the ONNX export runs in float32")
+    assert not (tmp_path / "infer").exists()
