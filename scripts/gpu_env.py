@@ -51,8 +51,9 @@ MACHINE_DISTS = {
     "packaging": ("packaging",),
     "matplotlib": ("matplotlib",),
 }
-# Imported by the project only behind an extra the GPU check does not use.
-OPTIONAL_MODULES = {"ray", "submitit", "hydra_plugins"}
+# Imported by the project only behind an extra the GPU check does not use (onnxruntime: its
+# CUDA provider, onnxruntime-gpu, is several times what a device call can carry).
+OPTIONAL_MODULES = {"ray", "submitit", "hydra_plugins", "onnxruntime"}
 # The code the GPU check runs: the package, the truth report and the scenarios it imports.
 SCANNED = ("libreyolo", "scripts/truth_report.py", "tests/truth/scenarios.py")
 _WHEEL = re.compile(
