@@ -15,7 +15,22 @@ from libreyolo.document.model import (
     StepSample,
     Tool,
     TraceAnalysis,
+    Trial,
 )
+
+
+def repeat_profile(values: list[float], **fields: object) -> Profile:
+    """A minimal `--repeat` document: the trials and their mean as the headline img/s, with
+    any other top-level `fields` (e.g. `execution`)."""
+    return Profile(
+        kind="infer",
+        created=None,
+        tool=Tool(version="2.0.0"),
+        run=RunInfo(mode="inference"),
+        metrics={"img_per_s": sum(values) / len(values)},
+        trials=[Trial(index=i, metrics={"img_per_s": v}) for i, v in enumerate(values)],
+        **fields,  # type: ignore[arg-type]
+    )
 
 
 def training_profile(

@@ -14,7 +14,8 @@ import pytest
 
 from libreyolo.analysis.compare import SE_MULTIPLE, significance, threshold_multiplier
 from libreyolo.analysis.stats import t_quantile, t_upper_tail, welch_df
-from libreyolo.document.model import Profile, RunInfo, Tool, Trial
+from libreyolo.document.model import Profile
+from tests.profiles import repeat_profile
 
 CASES = 1_000
 MEAN = 100.0  # img/s
@@ -23,14 +24,7 @@ ALPHA = 0.05
 
 def _profile(values: list[float]) -> Profile:
     """A minimal `--repeat` document: the trials and their mean as the headline img/s."""
-    return Profile(
-        kind="infer",
-        created=None,
-        tool=Tool(version="2.0.0"),
-        run=RunInfo(mode="inference"),
-        metrics={"img_per_s": sum(values) / len(values)},
-        trials=[Trial(index=i, metrics={"img_per_s": v}) for i, v in enumerate(values)],
-    )
+    return repeat_profile(values)
 
 
 def significant_rate(seed: int, n: int, mean_after: float, noise: float) -> float:

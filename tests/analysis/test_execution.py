@@ -17,9 +17,6 @@ from libreyolo.document.model import (
     Exported,
     GraphCapture,
     Profile,
-    RunInfo,
-    Tool,
-    Trial,
     Verdict,
 )
 from libreyolo.render.exec_text import exec_lines
@@ -27,6 +24,7 @@ from libreyolo.render.html.profile_page import profile_page
 from libreyolo.render.jsondoc import to_jsonable
 from libreyolo.render.summary_text import summary_lines
 from tests.compute_profiles import gpu_profile
+from tests.profiles import repeat_profile
 
 COMPILED = Compiled(
     mode="default", backend="inductor", dynamic=False, compile_s=41.0, num_graphs=1,
@@ -146,15 +144,7 @@ def test_summary_json_always_has_execution() -> None:
 
 def _repeat(values: list[float], execution: Execution) -> Profile:
     """A `--repeat` aggregate of img/s trials that ran as `execution`."""
-    return Profile(
-        kind="infer",
-        created=None,
-        tool=Tool(version="2.0.0"),
-        run=RunInfo(mode="inference"),
-        metrics={"img_per_s": sum(values) / len(values)},
-        trials=[Trial(index=i, metrics={"img_per_s": v}) for i, v in enumerate(values)],
-        execution=execution,
-    )
+    return repeat_profile(values, execution=execution)
 
 
 def test_compare_says_the_exec_modes_differ_and_keeps_its_significance() -> None:
