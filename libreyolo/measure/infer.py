@@ -119,7 +119,6 @@ def _forward(
     s: ProfileConfig,
     device: torch.device,
     imgsz: int,
-    channels_last: bool,
     notes: list[str],
 ) -> tuple[nn.Module, Exported | None]:
     """What the predict path calls as its forward in `s.exec`'s mode, and the ONNX export
@@ -132,8 +131,8 @@ def _forward(
     elif name is ExecMode.onnxruntime:
         from libreyolo.measure.onnx_exec import onnxruntime_forward
 
-        if channels_last:
-            notes.append("ONNX Runtime picks its own layouts: the weights' channels-last is moot")
+        if s.exec.channels_last:  # asked for by name: say it has no effect
+            notes.append("--channels-last has no effect on ONNX Runtime: it picks its own layouts")
         notes.append(ORT_SPIN_NOTE)
         return onnxruntime_forward(
             model, batch=s.batch, imgsz=imgsz, device=device, cfg=s.exec, traced=s.trace
@@ -243,7 +242,9 @@ def _profile_inference(
         )
     exec_name = ExecMode(settings.exec.name)
     with stage(EXEC_STAGES[exec_name], on_progress, hint="try --exec eager"):
-        forward, exported = _forward(model, settings, device, imgsz, channels_last, notes)
+        forward, exported = _forward(model, settings, device, imgsz, notes)
+        if exported is not None:
+            channels_last = False  # the export's graph is NCHW; ORT lays out as it chooses
     step = workload.infer_step(
         forward,
         images,

@@ -69,7 +69,7 @@ def test_an_onnxruntime_inference_records_its_export_and_hits_the_cache(
 ) -> None:
     profile, path = profile_inference(_settings(checkpoint, tmp_path / "a"))
     saved = json.loads(path.read_text(encoding="utf-8"))["execution"]
-    assert saved["name"] == "onnxruntime"
+    assert (saved["name"], saved["channels_last"]) == ("onnxruntime", False)
     first = saved["exported"]
     assert set(first) == EXPORTED_KEYS
     assert (first["cached"], first["opset"], first["exporter"]) == (False, 17, "torchscript")
