@@ -168,4 +168,6 @@ def test_the_report_page_says_how_it_ran() -> None:
     page = profile_page(profile_report(_with(_ran("compile", compiled=COMPILED)), "p.json"))
     assert "how it ran" in page
     assert "compile (default, inductor) · compile 41.0 s · 1 graph, 0 breaks" in page
-    assert "not recorded" in profile_page(profile_report(_with(None), "p.json"))
+    assert "imgsz 64 · exec compile</div>" in page  # the header names the mode
+    older = profile_page(profile_report(_with(None), "p.json"))
+    assert "not recorded" in older and "exec " not in older.split("</header>")[0]

@@ -608,6 +608,13 @@ def body(report: ProfileReport) -> tuple[list[tuple[str, str]], str]:
     return toc, "".join(parts)
 
 
+def _exec_tag(execution: Execution | None) -> str:
+    """`exec compile` in the header for a non-eager run; nothing for eager or unknown."""
+    if execution is None or execution.name == "eager":
+        return ""
+    return f"exec {execution.name}"
+
+
 def profile_page(report: ProfileReport) -> str:
     """The whole page for one profile."""
     s = report.summary
@@ -620,6 +627,7 @@ def profile_page(report: ProfileReport) -> str:
             f"batch {r.batch}" if r.batch is not None else "",
             f"imgsz {r.imgsz}" if r.imgsz is not None else "",
             f"AMP {_yes_no(r.amp)}" if r.amp is not None else "",
+            _exec_tag(s.execution),
             r.created or "",
         )
         if part
