@@ -317,8 +317,9 @@ def _profile_training(
         watch, compile_s = None, 0.0
         if ExecMode(settings.exec.name) is ExecMode.compile:
             with stage("torch.compile", on_progress, hint="try --exec eager"):
-                shape = (batch, spec.nc)
-                watch, compile_s = _compile_step(trainer, model, settings, workload, shape)
+                watch, compile_s = _compile_step(
+                    trainer, model, settings, workload, batch=batch, nc=spec.nc
+                )
                 notes.append(COMPILE_STEP_NOTE)
         recorder = TraceRecorder(plan, device.type, enabled=True)
         batches = _epoch_batches(loader, plan, available, notes)
@@ -405,7 +406,9 @@ def _compile_step(
     model: torch.nn.Module,
     s: ProfileConfig,
     workload: Workload,
-    batch_and_nc: tuple[int, int],
+    *,
+    batch: int,
+    nc: int,
 ) -> tuple[CompileWatch, float]:
     """Compile `model` in place and run one step on a probe batch of the window's shape (the
     first call compiles forward and backward); the watch and that step's wall seconds."""
@@ -413,7 +416,6 @@ def _compile_step(
 
     compile_in_place(model, s.exec)
     watch = CompileWatch.start()
-    batch, nc = batch_and_nc
     probe = workload.probe_batch(batch, s.imgsz, nc)
     # Reading the loss back ends the step's device work, as in the window.
     seconds = first_call(lambda: trainer.step(probe)["total"], "torch.compile")
