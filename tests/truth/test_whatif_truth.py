@@ -11,6 +11,11 @@ before it, with no run-queue wait or steal to show for it), more than the 10 % b
 folded run is bracketed by unfused runs (A B A B A ...): a pair whose two unfused runs disagree
 by more than DRIFT_PCT caught the machine changing speed and checks nothing, and the projection
 is checked as a fraction of the bracketing unfused step, which a steady drift moves on both sides.
+
+CI's VM drifts 5-20 % between runs two seconds apart (issue 25's stop: 11 of 12 pairs over 5 %,
+yet the median error of all twelve was 4 %). A 15 % bracket leaves any one pair's midpoint within
+7.5 % of both its neighbours, and the median of five such pairs, whose drifts go either way, is
+what decides; wider brackets than that are out.
 """
 
 from __future__ import annotations
@@ -30,8 +35,8 @@ from tests.truth.scenarios import one_thread, plain_checkpoint
 # 15 traced iterations per profile; imgsz 192 keeps one profile at ~1.5 s on one core.
 WINDOW = ["--device", "cpu", "--imgsz", "192", "--warmup", "3", "--runs", "30"]
 STEADY_PAIRS = 5  # pairs whose median error decides: two caught in a spike do not
-MAX_PAIRS = 12  # folded runs measured before the host is called too unsteady to check
-DRIFT_PCT = 5.0  # the two unfused runs around a folded one agree within this, or the pair is out
+MAX_PAIRS = 16  # folded runs measured before the host is called too unsteady to check
+DRIFT_PCT = 15.0  # the two unfused runs around a folded one agree within this, or the pair is out
 
 
 @dataclass(frozen=True)
