@@ -40,6 +40,7 @@ from libreyolo.measure.artifacts import PROFILE_NAME, TRACE_NAME, StagedRun, utc
 from libreyolo.measure.environment import collect_environment
 from libreyolo.measure.failures import destination_error
 from libreyolo.measure.phases import attach_phase_walls
+from libreyolo.measure.trace_name import rename_trace
 from libreyolo.measure.window import TraceRecorder, WindowPlan
 
 
@@ -61,6 +62,7 @@ def analysed_trace(
     if recorder.export(path):
         if merge is not None:
             merge(path)
+        rename_trace(path, run.final(TRACE_NAME))
         try:
             from libreyolo.kineto import analyse_trace
 
