@@ -26,10 +26,13 @@ class MeasurementOutcome:
     trace_notes: tuple[str, ...]  # the trace analyser's caveats (`TraceAnalysis.notes`)
     quiet_bound: str | None = None  # a contended run: what a quiet host's numbers would say
     quiet_why: str | None = None
+    program: str = "libreyolo"  # as the user started it, for the `next:` commands
 
 
-def outcome(profile: Profile, profile_path: str, trace_path: str | None) -> MeasurementOutcome:
-    """The closing summary of a measurement that wrote `profile_path`."""
+def outcome(
+    profile: Profile, profile_path: str, trace_path: str | None, program: str = "libreyolo"
+) -> MeasurementOutcome:
+    """The closing summary of a measurement that wrote `profile_path`, started as `program`."""
     verdict = profile.verdict
     std = profile.metrics.get("img_per_s_std")
     return MeasurementOutcome(
@@ -45,6 +48,7 @@ def outcome(profile: Profile, profile_path: str, trace_path: str | None) -> Meas
         trace_notes=tuple(profile.trace.notes if profile.trace else ()),
         quiet_bound=verdict.quiet_bound if verdict else None,
         quiet_why=verdict.quiet_why if verdict else None,
+        program=program,
     )
 
 

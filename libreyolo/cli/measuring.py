@@ -9,6 +9,7 @@ import argparse
 from collections.abc import Callable
 
 from libreyolo.analysis.outcome import ConfigView, MeasurementOutcome, outcome
+from libreyolo.cli.invoked import invoked_as
 from libreyolo.cli.parser import typed_dests
 from libreyolo.config.compose import as_plain_dict, compose_config, config_yaml
 from libreyolo.config.overrides import to_overrides
@@ -44,4 +45,4 @@ def measure(
     trace = profile.artifacts.trace
     # In the set, also for the --repeat aggregate, whose path is its link beside the set.
     trace_path = str(set_dir(cfg.project, cfg.mode.value) / trace) if trace else None
-    return outcome(profile, str(path), trace_path)
+    return outcome(profile, str(path), trace_path, invoked_as())

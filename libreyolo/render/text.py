@@ -9,6 +9,7 @@ Pure: no clock, environment or filesystem.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -252,11 +253,12 @@ def _(result: MeasurementOutcome) -> Lines:
     # without a trace; the path and the next commands stay the last lines.
     lines += note_lines(result.notes, result.trace_notes)
     path = safe_text(result.profile_path)
+    program, pasted = safe_text(result.program), shlex.quote(path)  # lines to paste back
     return [
         *lines,
         f"profile: {path}",
-        f"next:    libreyolo profile summary {path}",
-        f"         libreyolo profile report {path}  (an HTML page)",
+        f"next:    {program} profile summary {pasted}",
+        f"         {program} profile report {pasted}  (an HTML page)",
     ]
 
 
