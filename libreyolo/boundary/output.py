@@ -1,5 +1,6 @@
 """The only code that writes to stdout and stderr. Results go to stdout; people's messages to
-stderr, one line each. Under `--json` stdout carries exactly one JSON document.
+stderr, one line each. Under `--json` stdout carries exactly one JSON document, under `--csv` one
+CSV table.
 
 Every entry point makes one `Output` (the real streams, or the streams a test hands it) and
 writes through it; a test fails on any other `print(` or write to a standard stream.
@@ -72,6 +73,12 @@ class Output:
             file=self.stdout, highlight=False, soft_wrap=True, width=self.width, force_terminal=True
         )
         console.print(styled(lines))
+
+    def emit_csv(self, result: object, source: str | tuple[str, str] | None) -> None:
+        """Write one tabular result to stdout as CSV (`--csv`)."""
+        from libreyolo.render.csv_out import to_csv_text
+
+        self.stdout.write(to_csv_text(result, source=source))
 
     def lines(self, text: str) -> None:
         """Result text for stdout (a sweep's point line, its table), each line escaped and the

@@ -38,6 +38,11 @@ def summary(args: argparse.Namespace) -> CommandResult:
     sweep = open_sweep(args.trace)
     if sweep is not None:
         return sweep, args.trace
+    if args.csv:  # a document of nested sections, not rows: a table would drop most of it
+        raise UsageError(
+            "a profile's summary is not a table: use --json",
+            hint="kernels, ops, phases and compare take --csv",
+        )
     from libreyolo.analysis.summary import summarize
 
     return summarize(_profile(args, args.trace)), args.trace

@@ -15,7 +15,7 @@ from types import FrameType
 from libreyolo.boundary.output import Output
 from libreyolo.boundary.status import exit_process, exit_status
 from libreyolo.cli.parser import build_parser, reject_key_value
-from libreyolo.errors import ExitStatus, Terminated
+from libreyolo.errors import ExitStatus, Terminated, UsageError
 
 
 def _drop_task_word(argv: list[str]) -> list[str]:
@@ -65,12 +65,16 @@ def _run(words: list[str], out: Output) -> ExitStatus:
         if not hasattr(args, "handler"):
             parser.print_help(out.stdout)
             return ExitStatus.OK
+        table = getattr(args, "csv", False)  # only the tabular readers take --csv
+        if table and args.json:
+            raise UsageError("--csv and --json each print the whole result: give one of them")
         args.progress, args.notice, args.words = out.progress(), out.notice, words
         try:
             result, source = args.handler(args)
         finally:
             out.close()
-        out.emit(result, source)  # inside: a result that cannot be shown is one line too
+        emit = out.emit_csv if table else out.emit
+        emit(result, source)  # inside: a result that cannot be shown is one line too
         if getattr(result, "gate_failed", False):  # compare --fail-on-regression
             from libreyolo.render.gate_text import regression_line
 

@@ -322,17 +322,31 @@ def _reader_common(common: Parser) -> Parser:
     return readers
 
 
+def _add_csv(p: argparse.ArgumentParser, rows: str) -> None:
+    """`--csv` on a tabular reader: its `--json` rows as CSV, for a spreadsheet."""
+    p.add_argument(
+        "--csv",
+        action="store_true",
+        help=f"Print {rows} as CSV (a header, one line per --json row; not with --json)",
+    )
+
+
 def _add_readers(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
     common = _reader_common(common)
-    _add(sub, "summary", commands.summary, common).add_argument(
+    p = _add(sub, "summary", commands.summary, common)
+    p.add_argument(
         "trace", help=TRACE_HELP + ", or a sweep folder (its sweep.json or point folders)"
     )
+    _add_csv(p, "a sweep folder's points (not a profile's summary)")
     p = _add(sub, "get", commands.get, common)
     p.add_argument("trace", help=TRACE_HELP)
     p.add_argument("field", nargs="?", help="Metric name (omit to list metrics)")
-    _add(sub, "phases", commands.phases, common).add_argument("trace", help=TRACE_HELP)
+    p = _add(sub, "phases", commands.phases, common)
+    p.add_argument("trace", help=TRACE_HELP)
+    _add_csv(p, "the phase table")
     p = _add(sub, "kernels", commands.kernels, common)
     p.add_argument("trace", help=TRACE_HELP)
+    _add_csv(p, "the kernel table")
     p.add_argument("--top", type=non_negative_int, default=20, help="Show top N by GPU time")
     p.add_argument(
         "--category", help="Filter by category substring (gemm, layout, norm, elementwise, ...)"
@@ -350,11 +364,13 @@ def _add_readers(sub: argparse._SubParsersAction[Parser], common: Parser) -> Non
     )
     p = _add(sub, "ops", commands.ops, common)
     p.add_argument("trace", help=TRACE_HELP)
+    _add_csv(p, "the op table")
     p.add_argument("--top", type=non_negative_int, default=20, help="Show top N by CPU time")
     p.add_argument("--phase", help="Restrict to a phase (forward/backward/...)")
     p = _add(sub, "compare", commands.compare, common)
     p.add_argument("before", help="Baseline profile.json / profile_trace.json, or a sweep folder")
     p.add_argument("after", help="New profile.json / profile_trace.json, or a sweep folder")
+    _add_csv(p, "one line per compared metric (sweeps: per point)")
     p.add_argument(
         "--fail-on-regression",
         type=positive_percent,
