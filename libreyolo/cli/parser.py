@@ -370,7 +370,7 @@ def _add_readers(sub: argparse._SubParsersAction[Parser], common: Parser) -> Non
     p = _add(sub, "compare", commands.compare, common)
     p.add_argument("before", help="Baseline profile.json / profile_trace.json, or a sweep folder")
     p.add_argument("after", help="New profile.json / profile_trace.json, or a sweep folder")
-    _add_csv(p, "one line per compared metric (sweeps: per point)")
+    _add_csv(p, "the compared metrics (two sweeps: their points)")
     p.add_argument(
         "--fail-on-regression",
         type=positive_percent,
