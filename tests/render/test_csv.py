@@ -118,7 +118,15 @@ def test_phases_csv_has_the_json_phase_table(reference_v1: Path, monkeypatch) ->
 def test_compare_csv_has_one_row_per_metric(reference_v1: Path, monkeypatch) -> None:
     monkeypatch.chdir(reference_v1)
     doc, header, rows = _both(["compare", "infer_b1.profile.json", "infer_b4.profile.json"])
-    assert header == list(COMPARE_COLUMNS)
+    assert (
+        header
+        == list(COMPARE_COLUMNS)
+        == [
+            *["metric", "before", "after", "change", "change_points", "moved"],
+            *["std.before", "std.after", "n.before", "n.after", "significant", "significance"],
+            *["mean.before", "mean.after", "standard_error", "threshold_multiplier", "df"],
+        ]
+    )
     metrics = [k for k in doc if k not in ("before", "after", "gate", "warnings", "changes")]
     metrics.remove("compute")
     computed = [f"compute.{k}" for k in doc["compute"] if k != "same_work"]
