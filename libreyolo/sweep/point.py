@@ -4,15 +4,16 @@ Role: `run_point` writes `point.json` (resolved config + overrides), takes the d
 (`lease.py`: a free GPU, or the CPU), measures in a fresh child process (forked from a server that
 has imported torch but never used it: a point in the launcher's own process would inherit the
 previous point's CUDA context, allocator cache and peak counters; its stderr also lands in
-`point.log`) or in
-this process (`sweep.isolate=false`) and leaves `status.json`: {status: ok|failed|interrupted,
-reason, code, overrides, profile (the repeat aggregate when window.repeat > 1; kept too for a
-point failed by `tune.memory_budget_mb`, whose measurement is real), pid (the measuring
-process), held_device, lease_acquired_at, lease_released_at (epoch s), lease_wait_s, measure_s
-(inside measure_config), window_s (the measurement windows themselves: warmup and measured
-iterations), point_s (the whole point), reused (only when true)}. Every file lands atomically.
-In `infer` mode the sweep's `amp` key means `--half`. With `tune.memory_budget_mb` the point
-is held to that budget (budget.py: the CUDA allocator capped there; a peak above it fails the
+`point.log`, and one that died before it could open it leaves a `point.log` saying so; it starts
+under the fork server's own start method, whatever a launcher's worker set: joblib's loky workers
+set `loky`) or in this process (`sweep.isolate=false`) and leaves `status.json`: {status:
+ok|failed|interrupted, reason, code, overrides, profile (the repeat aggregate when window.repeat >
+1; kept too for a point failed by `tune.memory_budget_mb`, whose measurement is real), pid (the
+measuring process), held_device, lease_acquired_at, lease_released_at (epoch s), lease_wait_s,
+measure_s (inside measure_config), window_s (the measurement windows themselves: warmup and
+measured iterations), point_s (the whole point), reused (only when true)}. Every file lands
+atomically. In `infer` mode the sweep's `amp` key means `--half`. With `tune.memory_budget_mb` the
+point is held to that budget (budget.py: the CUDA allocator capped there; a peak above it fails the
 point, code `over_budget`).
 
 Resume (`sweep.resume`, default on): a point whose folder already holds our `point.json` with the
@@ -42,6 +43,8 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -338,29 +341,60 @@ def _measure_leased(
     if not isolate:
         return measure_request(request_path)
     log_path = request_path.parent / LOG_FILE
-    child = _isolated_context().Process(
+    context = _isolated_context()
+    child = context.Process(
         target=_child_main,
         args=(str(request_path), str(log_path), lease.child_env()),
         name=f"libreyolo-point-{request_path.parent.name}",
     )
+    log_path.unlink(missing_ok=True)  # the child makes it first: none after it = never started
     try:
-        child.start()
+        with _start_method(context.get_start_method()):
+            child.start()
         child.join()
     except BaseException:  # the sweep is stopping: so is this point
         _stop_child(child)
         raise
-    log = log_path.read_text(encoding="utf-8", errors="replace") if log_path.is_file() else ""
+    started = log_path.is_file()
+    log = log_path.read_text(encoding="utf-8", errors="replace") if started else ""
     Output.plain().relay(relayed(log))
     written = read_status(request_path.parent / STATUS_FILE)
     if written is not None:
         return written
-    record = _status(
-        request,
-        "failed",
-        reason=f"child process exited {exit_text(child.exitcode)}: {last_error(log)}",
-        code="crashed",
-    )
+    reason = crash_reason(child.exitcode, log if started else None)
+    if not started:  # the folder says what happened too
+        write_atomic(log_path, (reason + "\n").encode("utf-8"))
+    record = _status(request, "failed", reason=reason, code="crashed")
     return dataclasses.replace(record, pid=child.pid)
+
+
+def crash_reason(exitcode: int | None, log: str | None) -> str:
+    """Why a point's child left no status: its log's last error, or (`log` None: it never
+    opened `point.log`) that it died while Python's multiprocessing started it, whose traceback
+    went to the sweep's stderr (the fork server's)."""
+    if log is None:
+        return (
+            f"child process exited {exit_text(exitcode)} before it started measuring "
+            "(multiprocessing could not start it; its error is on the sweep's stderr)"
+        )
+    return f"child process exited {exit_text(exitcode)}: {last_error(log)}"
+
+
+@contextmanager
+def _start_method(method: str) -> Iterator[None]:
+    """The process-wide default start method set to `method` while a child starts. A child
+    replays its parent's default (`spawn.prepare`) before it runs anything, and a launcher's
+    worker may have its own: joblib's loky workers have `loky`, which a stdlib child cannot
+    set (`cannot find context for 'loky'`: the child dies before it opens its log)."""
+    current = multiprocessing.get_start_method(allow_none=True)
+    if current is None or current in multiprocessing.get_all_start_methods():
+        yield
+        return
+    multiprocessing.set_start_method(method, force=True)
+    try:
+        yield
+    finally:
+        multiprocessing.set_start_method(current, force=True)
 
 
 def _stop_child(child: multiprocessing.process.BaseProcess) -> None:
