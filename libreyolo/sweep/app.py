@@ -49,7 +49,7 @@ from libreyolo.render.tune_text import tune_lines
 from libreyolo.sweep import tune_run
 from libreyolo.sweep.lease import check_lease_timeout, cuda_index, device_label, usable_lock_dir
 from libreyolo.sweep.naming import name_swept_keys
-from libreyolo.sweep.objective import PointObjective, point_objective
+from libreyolo.sweep.objective import point_objective, sweeper_value
 from libreyolo.sweep.owned import refuse_foreign
 from libreyolo.sweep.plan import grid_plan, write_plan
 from libreyolo.sweep.point import run_point
@@ -127,7 +127,7 @@ def _plan(config: DictConfig) -> dict[str, list[str]] | None:
 
 
 @hydra.main(version_base="1.3", config_path="pkg://libreyolo.conf", config_name="profile")
-def sweep_task(cfg: DictConfig) -> PointObjective:
+def sweep_task(cfg: DictConfig) -> float:
     """One Hydra job: measure this point into its output folder, record its status and return
     its result (its img/s as a float, for any sweeper; `objective.py`)."""
     hydra_cfg = HydraConfig.get()
@@ -150,7 +150,7 @@ def sweep_task(cfg: DictConfig) -> PointObjective:
     shown = "reused" if record.reused else record.status
     detail = f": {record.reason}" if record.status != "ok" else ""
     Output.plain().lines(f"{point_dir.name}: {shown}{detail}")
-    return point_objective(record, point_dir, root, config)
+    return sweeper_value(point_objective(record, point_dir, root, config), hydra_cfg.sweeper)
 
 
 def main() -> None:

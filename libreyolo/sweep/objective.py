@@ -5,9 +5,11 @@ Role: `sweep_task` returns `point_objective(...)` for every job, so any Hydra sw
 failed or was refused), which Optuna and the like maximise, and the attributes carry what the
 `hydra/sweeper=tune` search reads (`tune_run.measured_of`): status, code, folder, settings,
 each trial's img/s, latency percentiles, peaks, MFU and energy per image (for an Optuna
-objective of the user's own), whether it fits or which bound it hit, whether
-it was reused. The values come from the point's `status.json` record and its profile; one the
-sweep files' rules refuse (`sweep_model.METRIC`) is left out (None), never passed on.
+objective of the user's own), whether it fits or which bound it hit, whether it was reused.
+The values come from the point's `status.json` record and its profile; one the sweep files'
+rules refuse (`sweep_model.METRIC`) is left out (None), never passed on. To a sweeper with a
+`direction` (Optuna's) a point without img/s returns that direction's worst value instead
+(`sweeper_value`).
 
 Must not: measure, write, or hold anything that cannot be pickled (submitit and Ray send the
 result back from another process: `__reduce__` rebuilds it from plain values).
@@ -29,6 +31,8 @@ from libreyolo.document.tune_model import Bound
 LATENCY_PERCENTILES = (50, 90, 99)  # the profile's latency_p50_ms, latency_p90_ms, latency_p99_ms
 # A failed point's code when it is a bound the tune search records, not a failure.
 BOUND_OF_CODE: dict[str, Bound] = {"oom": "oom", "over_budget": "over_budget"}
+# A point without img/s, to a sweeper optimising in this direction (`sweeper_value`).
+WORST = {"maximize": -math.inf, "minimize": math.inf}
 
 
 class PointObjective(float):
@@ -175,3 +179,17 @@ def point_objective(
         reused=record.reused,
         contended=metrics.get("contended") is True,
     )
+
+
+def sweeper_value(result: PointObjective, sweeper: Mapping[str, Any]) -> float:
+    """What a job returns to the sweeper whose settings (`hydra.sweeper`) are `sweeper`:
+    `result`, but a point without img/s under a sweeper with one `direction` (Optuna's) returns
+    that direction's worst value. hydra-optuna-sweeper 1.3.0 turns a NaN into a traceback (it
+    tells the failed trial with the value, which Optuna refuses) and crashes when no trial
+    completed; -inf (maximising) is a completed trial that is never best and that the sampler
+    learns to avoid. `result`'s facts stay in the point's `status.json`."""
+    direction = sweeper.get("direction")
+    name = str(getattr(direction, "name", direction))  # optuna's Direction enum, or its name
+    if result.img_per_s is not None or name not in WORST:
+        return result
+    return WORST[name]

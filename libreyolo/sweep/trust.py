@@ -8,9 +8,10 @@ every `_target_` nested in their settings, and hands a `hydra.job_logging` or
 writing). A config file (`--config-dir`, `+experiment=...`) is therefore as trusted as code.
 `check_sweep_config` composes the multirun's config the way `@hydra.main` will, before Hydra
 does, and refuses (UsageError, one line, nothing run or written) any `_target_` under `hydra`
-but the launcher's and the sweeper's own (Hydra takes those only from installed plug-ins) and
-our report callback, unless the command line names it with `--allow-target DOTTED.NAME`, and a
-logging config unless `--allow-logging-config` is given. `split_trust_flags` takes those flags
+but the launcher's and the sweeper's own (Hydra takes those only from installed plug-ins), the
+samplers the Optuna sweeper's own config groups name (`PLUGIN_NESTED`) and our report
+callback, unless the command line names it with `--allow-target DOTTED.NAME`, and a logging
+config unless `--allow-logging-config` is given. `split_trust_flags` takes those flags
 off the command line before Hydra parses it.
 
 Must not: run a job, create the sweep folder, instantiate anything, or keep Hydra initialised.
@@ -27,6 +28,18 @@ ALLOW_TARGET = "--allow-target"
 ALLOW_LOGGING = "--allow-logging-config"
 OURS = {"callbacks.sweep_report._target_": "libreyolo.sweep.app.SweepReportCallback"}
 PLUGIN_TARGETS = ("launcher._target_", "sweeper._target_")  # Hydra's plug-in registry decides
+# What an installed sweeper plug-in's own config groups set nested in its settings: Optuna's
+# samplers (`hydra/sweeper/sampler=tpe|random|cmaes|nsgaii|motpe|grid`), constructors only.
+PLUGIN_NESTED = {
+    "sweeper.sampler._target_": {
+        "optuna.samplers.TPESampler",
+        "optuna.samplers.RandomSampler",
+        "optuna.samplers.CmaEsSampler",
+        "optuna.samplers.NSGAIISampler",
+        "optuna.samplers.MOTPESampler",
+        "optuna.samplers.GridSampler",
+    }
+}
 LOGGING = ("job_logging", "hydra_logging")
 PRIMARY = ("pkg://libreyolo.conf", "profile")  # @hydra.main's config_path and config_name
 
@@ -77,7 +90,12 @@ def untrusted(hydra: Mapping[str, object], trust: Trust) -> UsageError | None:
     """The refusal for the first thing in the composed `hydra` settings (a plain container,
     unresolved) that would run code the user did not opt into; None when there is none."""
     for path, target in _targets(hydra):
-        if path in PLUGIN_TARGETS or OURS.get(path) == target or str(target) in trust.targets:
+        if (
+            path in PLUGIN_TARGETS
+            or OURS.get(path) == target
+            or str(target) in PLUGIN_NESTED.get(path, set())
+            or str(target) in trust.targets
+        ):
             continue
         return UsageError(
             f"refusing to instantiate hydra.{path} = {target!s}: a config file's _target_ "
