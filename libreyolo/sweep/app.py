@@ -52,6 +52,7 @@ from libreyolo.sweep.naming import name_swept_keys
 from libreyolo.sweep.objective import point_objective, sweeper_value
 from libreyolo.sweep.owned import refuse_foreign
 from libreyolo.sweep.plan import grid_plan, write_plan
+from libreyolo.sweep.plugins import check_plugins
 from libreyolo.sweep.point import run_point
 from libreyolo.sweep.refused import Refused
 from libreyolo.sweep.report import SweepResult, write_report
@@ -165,6 +166,7 @@ def _sweep(out: Output) -> ExitStatus:
     a refusal is raised (one line, exit 2), a stop is its line and 128 + the signal."""
     register_schemas()
     trust, sys.argv[1:] = split_trust_flags(sys.argv[1:])
+    check_plugins(sys.argv[1:])  # before Hydra imports a plug-in that cannot work
     check_sweep_config(sys.argv[1:], trust)
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # ray_gpus: no ~/.ray/auth_token
     _RAN.clear()
