@@ -52,7 +52,7 @@ from libreyolo.sweep.naming import name_swept_keys
 from libreyolo.sweep.objective import point_objective, sweeper_value
 from libreyolo.sweep.owned import refuse_foreign
 from libreyolo.sweep.plan import grid_plan, write_plan
-from libreyolo.sweep.plugins import check_plugins
+from libreyolo.sweep.plugins import check_direction, check_plugins
 from libreyolo.sweep.point import run_point
 from libreyolo.sweep.refused import Refused
 from libreyolo.sweep.report import SweepResult, write_report
@@ -75,6 +75,7 @@ class SweepReportCallback(Callback):
             plan = _plan(config)
             refuse_foreign(root, plan or ())
             _check_settings(config)
+            check_direction(OmegaConf.select(config, "hydra.sweeper.direction"))
             _make_root(root)
         except UsageError as err:
             raise Refused(err) from None

@@ -8,6 +8,9 @@ is one: its `NevergradSweeperConf` has a dataclass instance as a field default, 
 3.11's dataclasses refuse (`ValueError: mutable default ... for field optim`); it also pins
 numpy<1.20, which does not build on 3.11. The fix is on Hydra's main branch, unreleased.
 
+`check_direction` refuses a sweeper told to minimise: every job returns its img/s, so Optuna's
+own default (`minimize`) would search for the slowest settings.
+
 Must not: import Hydra or a plug-in (it runs before them), or read anything but package metadata.
 """
 
@@ -65,3 +68,19 @@ def check_plugins(argv: Sequence[str]) -> None:
                 f"{option}: every {plugin.distribution} release ({releases}) {plugin.why}",
                 hint=plugin.instead,
             )
+
+
+def check_direction(direction: object) -> None:
+    """UsageError when the sweeper's `hydra.sweeper.direction` is anything but one `maximize`:
+    the value each job returns is its img/s, higher is better, and there is one of it."""
+    if direction is None:
+        return
+    names = direction if isinstance(direction, list | tuple) else [direction]
+    spelled = [str(getattr(d, "name", d)).lower() for d in names]
+    if spelled == ["maximize"]:
+        return
+    raise UsageError(
+        f"hydra.sweeper.direction={','.join(spelled)}: each point returns one value, its img/s, "
+        "and higher is better",
+        hint="use hydra/sweeper=optuna_max, or hydra.sweeper.direction=maximize",
+    )

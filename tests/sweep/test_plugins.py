@@ -109,6 +109,37 @@ def test_nevergrad_is_refused_in_one_line_before_hydra_starts(tmp_path: Path) ->
     assert not (tmp_path / "sweep").exists()
 
 
+def test_optunas_own_minimising_default_is_refused_before_any_point(tmp_path: Path) -> None:
+    pytest.importorskip("hydra_plugins.hydra_optuna_sweeper")
+    argv = [sys.executable, "-m", "libreyolo.sweep", "-m", "hydra/sweeper=optuna", "batch=1,2"]
+    argv.append(f"hydra.sweep.dir={tmp_path / 'sweep'}")
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (
+        "hydra.sweeper.direction=minimize: each point returns one value, its img/s, and higher "
+        "is better (use hydra/sweeper=optuna_max, or hydra.sweeper.direction=maximize)\n"
+    )
+    assert not (tmp_path / "sweep").exists()
+
+
+@pytest.mark.parametrize(
+    ("direction", "refused"),
+    [
+        (None, False),
+        ("maximize", False),
+        (["maximize"], False),
+        ("minimize", True),
+        (["maximize", "minimize"], True),
+    ],
+)
+def test_only_one_maximised_value_is_accepted(direction: object, refused: bool) -> None:
+    if refused:
+        with pytest.raises(UsageError, match="each point returns one value, its img/s"):
+            plugins.check_direction(direction)
+    else:
+        plugins.check_direction(direction)
+
+
 def test_an_installed_nevergrad_release_is_refused_for_every_sweep(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

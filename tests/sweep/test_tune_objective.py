@@ -1,18 +1,15 @@
 """Every point returns its result to Hydra: a float (its img/s) carrying the point's facts,
-that survives pickling, drives another Hydra sweeper (Optuna), and feeds the tune search."""
+that survives pickling and feeds the tune search (Optuna driving it: test_plugins.py)."""
 
 from __future__ import annotations
 
 import json
 import math
 import pickle
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from hydra.core.utils import JobReturn, JobStatus
 from omegaconf import OmegaConf
 
@@ -22,7 +19,6 @@ from libreyolo.document.tune_model import TuneSettings
 from libreyolo.sweep.objective import PointObjective, point_objective
 from libreyolo.sweep.tune_run import SearchState, measured_of
 from libreyolo.sweep.tune_series import Series
-from tests.sweep.helpers import CHECKPOINT
 from tests.sweep.test_report import make_point
 
 
@@ -149,22 +145,3 @@ def test_each_round_launches_every_unfinished_series_next_batch_together() -> No
     assert state.done[1] == Done("none_fits", "batch 1 does not fit (out of memory)", None)
     state.measured[0].append(Measured(point="a2", batch=2, fits=True, trials=(9.0,)))
     assert state.round() == [] and state.done[0] is not None and state.done[0].batch == 2
-
-
-def test_another_hydra_sweeper_maximises_the_points_img_per_s(tmp_path: Path) -> None:
-    pytest.importorskip("hydra_plugins.hydra_optuna_sweeper")
-    sampler = "optuna.samplers.GridSampler"  # a _target_ under hydra.sweeper: named to trust it
-    argv = [sys.executable, "-m", "libreyolo.sweep", "-m", "--allow-target", sampler]
-    argv += ["hydra/sweeper=optuna", "hydra/sweeper/sampler=grid", "hydra.sweeper.n_trials=3"]
-    argv += ["hydra.sweeper.direction=maximize", "batch=choice(1,2,3)", "mode=infer"]
-    argv += ["device=cpu", "imgsz=64", "window.warmup=1", "window.runs=2", "trace=false"]
-    argv += [f"model.weights={CHECKPOINT}", f"hydra.sweep.dir={tmp_path}", "sweep.isolate=false"]
-    argv += [f"sweep.lock_dir={tmp_path / 'locks'}"]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stderr
-    points = json.loads((tmp_path / "sweep.json").read_text(encoding="utf-8"))["points"]
-    rates = {p["batch"]: p["metrics"]["img_per_s"] for p in points.values()}
-    assert sorted(rates) == [1, 2, 3]  # the grid sampler tried each batch once
-    best = yaml.safe_load((tmp_path / "optimization_results.yaml").read_text(encoding="utf-8"))
-    assert best["best_value"] == max(rates.values())  # Optuna saw each point's img/s
-    assert rates[best["best_params"]["batch"]] == best["best_value"]
