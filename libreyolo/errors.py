@@ -105,6 +105,13 @@ class DiskFullError(NoProfileError):
     code = "disk_full"
 
 
+class MissingExtraError(ProfileError):
+    """A command needs an optional extra that is not installed (the hint names the pip line)."""
+
+    status = ExitStatus.NO_PROFILE
+    code = "missing_extra"
+
+
 class Terminated(BaseException):
     """SIGTERM arrived; raised by the handler `libreyolo.cli.main` installs (exit 143 through
     `libreyolo.boundary.status`).

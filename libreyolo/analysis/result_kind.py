@@ -29,6 +29,7 @@ class ResultKind(StrEnum):
     CONFIG = "config"  # `run --print-config`
     REPORT = "report"  # the page `report` wrote
     SUBCOMMANDS = "subcommands"  # `libreyolo profile` alone
+    LOGGED = "logged"  # what `log` sent to MLflow or TensorBoard
 
 
 def kind_of(result: object) -> ResultKind | None:

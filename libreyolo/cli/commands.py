@@ -135,6 +135,18 @@ def report(args: argparse.Namespace) -> CommandResult:
     return write_report(args.inputs, args.output, max_input_bytes=args.max_input_bytes), None
 
 
+def log(args: argparse.Namespace) -> CommandResult:
+    from libreyolo.tracking.log import log_source
+
+    result = log_source(
+        args.source,
+        mlflow_uri=args.mlflow,
+        experiment=args.experiment,
+        tensorboard_dir=args.tensorboard,
+    )
+    return result, args.source
+
+
 def run(args: argparse.Namespace) -> CommandResult:
     from libreyolo.cli.measuring import measure
 

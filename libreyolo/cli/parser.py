@@ -54,6 +54,7 @@ SUBCOMMANDS: tuple[tuple[str, str], ...] = (
         "report",
         "Write one self-contained HTML page: a profile, a comparison of two, or a sweep.",
     ),
+    ("log", "Log a profile or a sweep folder to MLflow and/or TensorBoard (optional extras)."),
 )
 TRACE_HELP = "Path to profile.json or profile_trace.json (.gz accepted)"
 SIZE_HELP = (
@@ -417,6 +418,24 @@ def _add_readers(sub: argparse._SubParsersAction[Parser], common: Parser) -> Non
     )
 
 
+def _add_log(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
+    p = _add(sub, "log", commands.log, common)
+    p.add_argument("source", help="A profile.json, or a sweep folder (one run per point)")
+    p.add_argument(
+        "--mlflow",
+        metavar="URI",
+        help="MLflow tracking URI (file:./mlruns, http://host:5000, ...); "
+        "pip install 'libreyolo[mlflow]'",
+    )
+    p.add_argument("--experiment", metavar="NAME", help="MLflow experiment (default: libreyolo)")
+    p.add_argument(
+        "--tensorboard",
+        metavar="DIR",
+        help="Write TensorBoard scalars, one run folder per point; "
+        "pip install 'libreyolo[tensorboard]'",
+    )
+
+
 def build_parser() -> Parser:
     """The full `libreyolo` parser."""
     root = Parser(prog="libreyolo", description="LibreYOLO command line.")
@@ -433,6 +452,7 @@ def build_parser() -> Parser:
     _add_run(sub, common)
     _add_infer(sub, common)
     _add_readers(sub, common)
+    _add_log(sub, common)
     return root
 
 

@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # result types only; importing them would cost every reader s
     from libreyolo.analysis.summary import Summary
     from libreyolo.analysis.sweep import SweepView
     from libreyolo.analysis.sweep_compare import SweepComparison
+    from libreyolo.analysis.tracked import LoggedRuns
     from libreyolo.analysis.whatif import Projection
     from libreyolo.render.html.written import ReportWritten
     from libreyolo.render.listing import SubcommandList
@@ -506,6 +507,33 @@ def _(result: ReportWritten, source: ReadFrom) -> Any:
         "bytes": result.num_bytes,
         "inputs": list(result.inputs),
         "num_points": result.num_points,
+    }
+
+
+@_view(ResultKind.LOGGED)
+def _(result: LoggedRuns, source: ReadFrom) -> Any:
+    mlflow = None
+    if result.mlflow_uri is not None:
+        mlflow = {
+            "tracking_uri": result.mlflow_uri,
+            "experiment": result.experiment,
+            "experiment_id": result.experiment_id,
+            "parent_run_id": result.parent_run_id,
+        }
+    return {
+        "source": result.source,
+        "mlflow": mlflow,
+        "tensorboard": result.tensorboard_dir,
+        "runs": [
+            {
+                "name": run.name,
+                "status": run.status,
+                "reason": run.reason,
+                "mlflow_run_id": run.mlflow_run_id,
+                "tensorboard_dir": run.tensorboard_dir,
+            }
+            for run in result.runs
+        ],
     }
 
 

@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # result types only; importing them would cost every reader s
     from libreyolo.analysis.summary import Summary
     from libreyolo.analysis.sweep import SweepView
     from libreyolo.analysis.sweep_compare import SweepComparison
+    from libreyolo.analysis.tracked import LoggedRuns
     from libreyolo.analysis.whatif import Projection
     from libreyolo.render.html.written import ReportWritten
     from libreyolo.render.listing import SubcommandList
@@ -285,6 +286,28 @@ def _(result: SweepComparison) -> Lines:
 @_view(ResultKind.REPORT)
 def _(result: ReportWritten) -> Lines:
     return [safe_text(result.path)]  # the path alone: `xdg-open "$(libreyolo profile report …)"`
+
+
+@_view(ResultKind.LOGGED)
+def _(result: LoggedRuns) -> Lines:
+    lines: Lines = []
+    if result.mlflow_uri is not None:
+        lines.append(
+            f"mlflow: {result.mlflow_uri}  experiment {result.experiment} "
+            f"(id {result.experiment_id})"
+        )
+        if result.parent_run_id is not None:
+            lines.append(f"  sweep run {result.parent_run_id}")
+    if result.tensorboard_dir is not None:
+        lines.append(f"tensorboard: {result.tensorboard_dir}")
+    width = max((len(run.name) for run in result.runs), default=0)
+    for run in result.runs:
+        where = [f"run {run.mlflow_run_id}"] if run.mlflow_run_id else []
+        where += [run.tensorboard_dir] if run.tensorboard_dir else []
+        lines.append(f"  {run.name:<{width}}  {run.status:<11}  {'  '.join(where)}".rstrip())
+        if run.reason:
+            lines.append(f"    {run.reason}")
+    return lines
 
 
 @_view(ResultKind.CONFIG)

@@ -9,9 +9,10 @@ writing). A config file (`--config-dir`, `+experiment=...`) is therefore as trus
 `check_sweep_config` composes the multirun's config the way `@hydra.main` will, before Hydra
 does, and refuses (UsageError, one line, nothing run or written) any `_target_` under `hydra`
 but the launcher's and the sweeper's own (Hydra takes those only from installed plug-ins), the
-samplers the Optuna sweeper's own config groups name (`PLUGIN_NESTED`) and our report
-callback, unless the command line names it with `--allow-target DOTTED.NAME`, and a logging
-config unless `--allow-logging-config` is given. `split_trust_flags` takes those flags
+samplers the Optuna sweeper's own config groups name (`PLUGIN_NESTED`) and our callbacks (the
+report; the opt-in MLflow and TensorBoard ones, at their packaged keys), unless the command
+line names it with `--allow-target DOTTED.NAME`, and a logging config unless
+`--allow-logging-config` is given. `split_trust_flags` takes those flags
 off the command line before Hydra parses it.
 
 Must not: run a job, create the sweep folder, instantiate anything, or keep Hydra initialised.
@@ -26,7 +27,11 @@ from libreyolo.errors import UsageError
 
 ALLOW_TARGET = "--allow-target"
 ALLOW_LOGGING = "--allow-logging-config"
-OURS = {"callbacks.sweep_report._target_": "libreyolo.sweep.app.SweepReportCallback"}
+OURS = {
+    "callbacks.sweep_report._target_": "libreyolo.sweep.app.SweepReportCallback",
+    "callbacks.mlflow._target_": "libreyolo.sweep.tracking_callbacks.MlflowCallback",
+    "callbacks.tensorboard._target_": "libreyolo.sweep.tracking_callbacks.TensorboardCallback",
+}
 PLUGIN_TARGETS = ("launcher._target_", "sweeper._target_")  # Hydra's plug-in registry decides
 # What an installed sweeper plug-in's own config groups set nested in its settings: Optuna's
 # samplers (`hydra/sweeper/sampler=tpe|random|cmaes|nsgaii|motpe|grid`), constructors only.

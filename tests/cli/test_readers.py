@@ -109,6 +109,7 @@ def test_profile_without_subcommand_lists_subcommands() -> None:
         "compare",
         "what-if",
         "report",
+        "log",
     ]
 
 

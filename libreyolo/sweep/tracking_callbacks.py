@@ -1,0 +1,84 @@
+"""The sweep's opt-in tracking callbacks, `hydra/callbacks=mlflow` and `=tensorboard`.
+
+Role: when the multirun ends, in the process that started it (Hydra calls `on_multirun_end`
+there whichever launcher ran the jobs; `on_job_end` runs where the job ran: a joblib or Ray
+worker, a Slurm node, which may not even see the tracking store), each callback writes the
+sweep's report (`sweep.json`, `sweep.html`: `main` writes them only after Hydra returns, and
+writes them again, the same, then) and logs the sweep folder through `tracking.log_source`,
+the path `libreyolo profile log <sweep dir>` takes: every point read from its own folder. A
+sweep stopped by a signal ends no multirun and logs nothing; `profile log` logs it afterwards.
+Both packaged files include `sweep_report`, so picking one keeps the sweep's own callback; the
+trust check (`trust.py`) accepts these two targets only at these two keys.
+
+Must not: fail the sweep (a refusal or an MLflow error is one warning line), or log from a job.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig
+
+from libreyolo.analysis.tracked import LoggedRuns
+from libreyolo.boundary.output import Output
+from libreyolo.errors import ProfileError
+from libreyolo.sweep.report import write_report
+from libreyolo.tracking.log import DEFAULT_EXPERIMENT, log_source
+
+MLFLOW_DIR = "mlruns"  # the default store, inside the sweep folder
+TENSORBOARD_DIR = "tensorboard"
+
+
+class MlflowCallback(Callback):
+    """Logs the sweep as a parent MLflow run and each point as a nested run."""
+
+    def __init__(self, tracking_uri: str | None = None, experiment: str | None = None) -> None:
+        self.tracking_uri = tracking_uri
+        self.experiment = experiment or DEFAULT_EXPERIMENT
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        root = _root(config)
+        uri = (
+            self.tracking_uri
+            or os.environ.get("MLFLOW_TRACKING_URI")
+            or f"file:{root / MLFLOW_DIR}"
+        )
+        _log(
+            root,
+            "mlflow",
+            lambda: log_source(str(root), mlflow_uri=uri, experiment=self.experiment),
+        )
+
+
+class TensorboardCallback(Callback):
+    """Writes each point's figures as TensorBoard scalars, one run folder per point."""
+
+    def __init__(self, log_dir: str | None = None) -> None:
+        self.log_dir = log_dir
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        root = _root(config)
+        log_dir = self.log_dir or str(root / TENSORBOARD_DIR)
+        _log(root, "tensorboard", lambda: log_source(str(root), tensorboard_dir=log_dir))
+
+
+def _root(config: DictConfig) -> Path:
+    return Path(str(config.hydra.sweep.dir)).resolve()
+
+
+def _log(root: Path, sink: str, log: Callable[[], LoggedRuns]) -> None:
+    """Write the report, then log; any refusal or failure is one warning line."""
+    out = Output.plain()
+    try:
+        write_report(root, out=out)
+        logged = log()
+    except ProfileError as err:
+        out.notice("warning", f"{sink}: nothing logged: {err.message}")
+        return
+    where = logged.mlflow_uri if sink == "mlflow" else logged.tensorboard_dir
+    extra = f" (experiment {logged.experiment})" if sink == "mlflow" else ""
+    out.say(f"{sink}: {len(logged.runs)} points logged to {where}{extra}")
