@@ -42,6 +42,8 @@ class Source:
 
 def read_source(path: str) -> Source:
     """The runs of the profile or sweep folder at `path` (MissingFileError when absent)."""
+    if path == "-":
+        raise UsageError("log reads a file, not stdin: the profile itself is logged as a file")
     if os.path.isdir(path):
         return _sweep(Path(path).resolve())
     if sniff(path) != "profile":  # MissingFileError (exit 2) when there is no such file

@@ -25,6 +25,19 @@ def test_missing_file_exits_2(tmp_path: Path) -> None:
     assert f"not found: {tmp_path / 'nope.json'}" in result.stderr
 
 
+def test_stdin_is_refused() -> None:
+    result = invoke(["profile", "log", "-", "--tensorboard", "tb"])
+    assert result.status == 2
+    assert result.stderr.startswith("log reads a file, not stdin")
+
+
+def test_help_documents_every_flag() -> None:
+    result = invoke(["profile", "log", "--help"])
+    assert result.status == 0
+    for flag in ("--mlflow", "--experiment", "--tensorboard", "--json"):
+        assert flag in result.stdout, flag
+
+
 def test_no_destination_exits_2(reference_v1: Path) -> None:
     result = invoke(["profile", "log", _profile(reference_v1)])
     assert result.status == 2 and result.stdout == ""
