@@ -73,7 +73,13 @@ def _artifacts(profile_path: Path) -> tuple[str, ...]:
     """The profile and, beside it, its trace and its report page where they exist."""
     folder = profile_path.parent
     near = [folder / name for name in (*TRACE_NAMES, REPORT_NAME)]
-    return (str(profile_path), *(str(p) for p in near if p.is_file()))
+    return (str(profile_path), *(str(p) for p in near if _plain_file(p)))
+
+
+def _plain_file(path: Path) -> bool:
+    """A regular file that is no link: a link in a folder someone handed over could send any
+    file of this machine to the tracking server."""
+    return path.is_file() and not path.is_symlink()
 
 
 def _record(root: Path) -> SweepRecord:
@@ -91,7 +97,7 @@ def _record(root: Path) -> SweepRecord:
 def _sweep(root: Path) -> Source:
     record = _record(root)
     runs = [_point(root, record, index, name) for index, name in enumerate(record.points)]
-    found = tuple(str(root / name) for name in SWEEP_ARTIFACTS if (root / name).is_file())
+    found = tuple(str(root / name) for name in SWEEP_ARTIFACTS if _plain_file(root / name))
     return Source(tuple(runs), root.name, found)
 
 

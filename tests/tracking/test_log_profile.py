@@ -3,6 +3,7 @@ back with TensorBoard's EventAccumulator)."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -77,3 +78,20 @@ def test_record_checksum_is_tensorboards(data: bytes) -> None:
     from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c as theirs
 
     assert masked_crc32c(data) == theirs(data)
+
+
+def test_trace_and_report_beside_the_profile_are_attached_but_no_link(
+    reference_v1: Path, tmp_path: Path, mlflow_client: Any
+) -> None:
+    folder = tmp_path / "infer"
+    folder.mkdir()
+    shutil.copyfile(reference_v1 / "infer_b1.profile.json", folder / "profile.json")
+    (folder / "profile_trace.json").write_text("{}")
+    (tmp_path / "secret.txt").write_text("not for the server")
+    (folder / "report.html").symlink_to(tmp_path / "secret.txt")
+    uri = f"file:{tmp_path / 'mlruns'}"
+    result = invoke(["profile", "log", str(folder / "profile.json"), "--mlflow", uri])
+    assert result.status == 0, result.stderr
+    client = mlflow_client(uri)
+    run = runs_by_name(client)["infer"]  # a profile.json is named after its folder
+    assert artifacts(client, run) == ["profile.json", "profile_trace.json"]
