@@ -17,11 +17,14 @@ import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from libreyolo.analysis.tracked import TrackedRun
 from libreyolo.errors import ProfileError, UsageError
 from libreyolo.tracking.extras import require
+
+if TYPE_CHECKING:
+    from mlflow.tracking import MlflowClient
 
 PARENT_TAG = "mlflow.parentRunId"  # what MLflow's UI nests a run under
 RUN_NAME_TAG = "mlflow.runName"
@@ -71,12 +74,12 @@ def log_mlflow(
     return MlflowLogged(experiment_id, parent, ids)
 
 
-def _start(client: Any, experiment_id: str, name: str, tags: dict[str, str]) -> str:
+def _start(client: MlflowClient, experiment_id: str, name: str, tags: dict[str, str]) -> str:
     run = client.create_run(experiment_id, tags={RUN_NAME_TAG: name, **tags})
     return str(run.info.run_id)
 
 
-def _log_run(client: Any, experiment_id: str, run: TrackedRun, parent: str | None) -> str:
+def _log_run(client: MlflowClient, experiment_id: str, run: TrackedRun, parent: str | None) -> str:
     from mlflow.entities import Metric, Param
 
     tags = {"status": run.status, **({"reason": run.reason} if run.reason else {})}
