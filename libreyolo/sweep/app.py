@@ -57,6 +57,7 @@ from libreyolo.sweep.point import run_point
 from libreyolo.sweep.refused import Refused
 from libreyolo.sweep.report import SweepResult, write_report
 from libreyolo.sweep.stop import signal_of, signals_ignored, stop_on_signals
+from libreyolo.sweep.tracking_callbacks import forget_queued, run_queued
 from libreyolo.sweep.trust import check_sweep_config, split_trust_flags
 
 _RAN: list[tuple[Path, Path, str]] = []  # (sweep root, point dir, status) per job in-process
@@ -174,6 +175,7 @@ def _sweep(out: Output) -> ExitStatus:
     _ROOTS.clear()
     _DATED.clear()
     tune_run.forget()
+    forget_queued()
     stopped: signal.Signals | None = None
     try:
         with stop_on_signals():
@@ -186,8 +188,11 @@ def _sweep(out: Output) -> ExitStatus:
     with signals_ignored():
         report = _report(out, tuned)
     if stopped is not None:
+        forget_queued()
         out.error_line("interrupted", _stopped_line(report))
         return ExitStatus(128 + stopped)
+    if report is not None:
+        run_queued(out)  # hydra/callbacks=mlflow|tensorboard, over the report just written
     if tuned is not None and report is not None:
         # A search: a batch that does not fit is a bound it found, not a failure.
         answered = len(tuned[1].recommended) == len(tuned[1].series)

@@ -2,15 +2,16 @@
 
 Role: when the multirun ends, in the process that started it (Hydra calls `on_multirun_end`
 there whichever launcher ran the jobs; `on_job_end` runs where the job ran: a joblib or Ray
-worker, a Slurm node, which may not even see the tracking store), each callback writes the
-sweep's report (`sweep.json`, `sweep.html`: `main` writes them only after Hydra returns, and
-writes them again, the same, then) and logs the sweep folder through `tracking.log_source`,
-the path `libreyolo profile log <sweep dir>` takes: every point read from its own folder. A
-sweep stopped by a signal ends no multirun and logs nothing; `profile log` logs it afterwards.
-Both packaged files include `sweep_report`, so picking one keeps the sweep's own callback; the
-trust check (`trust.py`) accepts these two targets only at these two keys.
+worker, a Slurm node, which may not even see the tracking store), each callback queues its log
+of the sweep folder; `app.main` runs the queue once it has written the report (`sweep.json`,
+`sweep.html`, whose one writer it is), through `tracking.log_source`, the path `libreyolo profile
+log <sweep dir>` takes: every point read from its own folder. A sweep stopped by a signal logs
+nothing (`profile log` logs it afterwards). Both packaged files include `sweep_report`, so
+picking one keeps the sweep's own callback; the trust check (`trust.py`) accepts these two
+targets only at these two keys.
 
-Must not: fail the sweep (a refusal or an MLflow error is one warning line), or log from a job.
+Must not: fail the sweep (a refusal or an MLflow error is one warning line), log from a job, or
+write the report.
 """
 
 from __future__ import annotations
@@ -26,11 +27,11 @@ from omegaconf import DictConfig
 from libreyolo.analysis.tracked import LoggedRuns
 from libreyolo.boundary.output import Output
 from libreyolo.errors import ProfileError
-from libreyolo.sweep.report import write_report
 from libreyolo.tracking.log import DEFAULT_EXPERIMENT, log_source
 
 MLFLOW_DIR = "mlruns"  # the default store, inside the sweep folder
 TENSORBOARD_DIR = "tensorboard"
+_QUEUED: list[Callable[[Output], None]] = []  # logs to run once the report is written
 
 
 class MlflowCallback(Callback):
@@ -47,11 +48,8 @@ class MlflowCallback(Callback):
             or os.environ.get("MLFLOW_TRACKING_URI")
             or f"file:{root / MLFLOW_DIR}"
         )
-        _log(
-            root,
-            "mlflow",
-            lambda: log_source(str(root), mlflow_uri=uri, experiment=self.experiment),
-        )
+        experiment = self.experiment
+        _queue("mlflow", lambda: log_source(str(root), mlflow_uri=uri, experiment=experiment))
 
 
 class TensorboardCallback(Callback):
@@ -63,18 +61,33 @@ class TensorboardCallback(Callback):
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         root = _root(config)
         log_dir = self.log_dir or str(root / TENSORBOARD_DIR)
-        _log(root, "tensorboard", lambda: log_source(str(root), tensorboard_dir=log_dir))
+        _queue("tensorboard", lambda: log_source(str(root), tensorboard_dir=log_dir))
 
 
 def _root(config: DictConfig) -> Path:
     return Path(str(config.hydra.sweep.dir)).resolve()
 
 
-def _log(root: Path, sink: str, log: Callable[[], LoggedRuns]) -> None:
-    """Write the report, then log; any refusal or failure is one warning line."""
-    out = Output.plain()
+def _queue(sink: str, log: Callable[[], LoggedRuns]) -> None:
+    _QUEUED.append(lambda out: _log(out, sink, log))
+
+
+def forget_queued() -> None:
+    """Drop the queued logs (a new sweep in this process, or one stopped by a signal)."""
+    _QUEUED.clear()
+
+
+def run_queued(out: Output) -> None:
+    """Run the logs the callbacks queued, in order, once the report is written."""
+    queued = list(_QUEUED)
+    _QUEUED.clear()
+    for log in queued:
+        log(out)
+
+
+def _log(out: Output, sink: str, log: Callable[[], LoggedRuns]) -> None:
+    """Log; any refusal or failure is one warning line."""
     try:
-        write_report(root, out=out)
         logged = log()
     except ProfileError as err:
         out.notice("warning", f"{sink}: nothing logged: {err.message}")

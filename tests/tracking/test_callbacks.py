@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 from omegaconf import OmegaConf
 
+from libreyolo.boundary.output import Output
 from libreyolo.config.schema import register_schemas
-from libreyolo.sweep.tracking_callbacks import MlflowCallback, TensorboardCallback
+from libreyolo.sweep.tracking_callbacks import MlflowCallback, TensorboardCallback, run_queued
 from libreyolo.sweep.trust import Trust, composed_hydra, untrusted
 from tests.tracking.conftest import POINTS
 from tests.tracking.stores import runs_by_name
@@ -72,6 +73,8 @@ def test_tensorboard_callback_writes_a_run_folder_per_point(
     config = _copy(tracked_sweep, tmp_path / "sweep")
     TensorboardCallback().on_multirun_end(config)
     board = tmp_path / "sweep" / "tensorboard"
+    assert not board.exists()  # queued: main logs once it has written the report
+    run_queued(Output.plain())
     assert sorted(p.name for p in board.iterdir()) == POINTS
     assert f"tensorboard: 2 points logged to {board}" in capsys.readouterr().err
 
@@ -84,6 +87,7 @@ def test_mlflow_callback_takes_the_environments_uri(
     uri = f"file:{tmp_path / 'elsewhere'}"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     MlflowCallback(experiment="from-env").on_multirun_end(config)
+    run_queued(Output.plain())  # what main does once the report is written
     assert sorted(runs_by_name(mlflow_client(uri), "from-env")) == sorted([*POINTS, "sweep"])
     assert not (tmp_path / "sweep" / "mlruns").exists()
 
@@ -94,5 +98,6 @@ def test_a_callback_that_cannot_log_warns_and_does_not_raise(
 ) -> None:
     config = _copy(tracked_sweep, tmp_path / "sweep")
     MlflowCallback(tracking_uri="bogus://nowhere").on_multirun_end(config)
+    run_queued(Output.plain())  # what main does once the report is written
     err = capsys.readouterr().err
     assert err.startswith("warning: mlflow: nothing logged: cannot use MLflow at bogus://nowhere")
