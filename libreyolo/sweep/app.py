@@ -54,6 +54,7 @@ from libreyolo.sweep.owned import refuse_foreign
 from libreyolo.sweep.plan import grid_plan, write_plan
 from libreyolo.sweep.plugins import check_direction, check_plugins
 from libreyolo.sweep.point import run_point
+from libreyolo.sweep.ray_cluster import quiet_schema_warning
 from libreyolo.sweep.refused import Refused
 from libreyolo.sweep.report import SweepResult, write_report
 from libreyolo.sweep.stop import signal_of, signals_ignored, stop_on_signals
@@ -167,6 +168,7 @@ def _sweep(out: Output) -> ExitStatus:
     """Check what the config would make Hydra run (`trust.py`), run the Hydra app, then report;
     a refusal is raised (one line, exit 2), a stop is its line and 128 + the signal."""
     register_schemas()
+    quiet_schema_warning()
     trust, sys.argv[1:] = split_trust_flags(sys.argv[1:])
     check_plugins(sys.argv[1:])  # before Hydra imports a plug-in that cannot work
     check_sweep_config(sys.argv[1:], trust)

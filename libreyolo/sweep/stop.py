@@ -4,7 +4,8 @@ unwinds the point in flight, so it is recorded as interrupted and no further poi
 Role: `stop_on_signals` holds the launcher's handlers while Hydra runs the points: the first
 SIGINT or SIGTERM raises `Stopped(signum)` in the main thread and later ones are ignored, so the
 clean-up (stopping the child) runs to its end; `signals_ignored` covers the report after it.
-`raise_stopped` is the same handler for a point's child process.
+`raise_stopped` is the same handler for a point's child process. The signal is also kept
+(`signal_of`): Ray's `ray.get` turns whatever a handler raises into a bare KeyboardInterrupt.
 
 Must not: exit the process (the entry point sets the status: 128 + the signal).
 """
@@ -17,6 +18,7 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any, NoReturn
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_RECEIVED: list[int] = []  # the signal `stop_on_signals` caught, for a stop that lost it
 
 
 class Stopped(KeyboardInterrupt):
@@ -28,8 +30,10 @@ class Stopped(KeyboardInterrupt):
 
 
 def signal_of(stop: BaseException) -> signal.Signals:
-    """The signal behind an interrupt: `Stopped`'s, else SIGINT (Python's own Ctrl-C)."""
-    return signal.Signals(getattr(stop, "signum", signal.SIGINT))
+    """The signal behind an interrupt: `Stopped`'s, else the one `stop_on_signals` caught (Ray
+    re-raises a bare KeyboardInterrupt), else SIGINT (Python's own Ctrl-C)."""
+    fallback = _RECEIVED[-1] if _RECEIVED else signal.SIGINT
+    return signal.Signals(getattr(stop, "signum", fallback))
 
 
 def raise_stopped(signum: int, frame: object) -> NoReturn:
@@ -40,6 +44,7 @@ def raise_stopped(signum: int, frame: object) -> NoReturn:
 def _first_only(signum: int, frame: object) -> NoReturn:
     for each in SIGNALS:
         signal.signal(each, signal.SIG_IGN)
+    _RECEIVED.append(signum)
     raise Stopped(signum)
 
 
@@ -55,6 +60,7 @@ def _handling(handler: Any) -> Iterator[None]:
 
 def stop_on_signals() -> AbstractContextManager[None]:
     """SIGINT and SIGTERM raise `Stopped` once inside the body; the old handlers come back."""
+    _RECEIVED.clear()
     return _handling(_first_only)
 
 

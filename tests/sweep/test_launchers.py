@@ -1,4 +1,5 @@
-"""Launcher presets: ray_gpus and submitit_local_leased end to end on CPU, slurm by composition.
+"""Launcher presets: ray_gpus and submitit_local_leased end to end on CPU, ray and slurm by
+composition, and the Ray glue's rules (tests/sweep/test_ray_cluster.py: a real cluster).
 
 The end-to-end cases run `libreyolo-sweep` in a subprocess with a tiny inference window and
 check, from each point's `status.json`, which process measured it and when it held the lease.
@@ -9,12 +10,16 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import signal
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from libreyolo.sweep.ray_cluster import init_kwargs, point_resources, unschedulable
+from libreyolo.sweep.stop import signal_of, stop_on_signals
 from tests.sweep.helpers import tiny_sweep_argv
 
 
@@ -113,6 +118,57 @@ def test_ray_gpus_preset_gives_each_point_one_gpu_and_a_fresh_worker() -> None:
     ray = hydra_cfg.launcher.ray
     assert hydra_cfg.launcher._target_.endswith("RayLauncher")
     assert (ray.init.num_gpus, ray.remote.num_gpus, ray.remote.max_calls) == (4, 1, 1)
+
+
+def test_ray_preset_joins_by_address_and_sizes_each_point_by_its_device() -> None:
+    pytest.importorskip("hydra_plugins.hydra_ray_launcher")
+    hydra_cfg = _hydra_config("hydra/launcher=ray", "hydra.launcher.ray.init.address=auto")
+    ray = hydra_cfg.launcher.ray
+    assert hydra_cfg.launcher._target_.endswith(
+        "libreyolo_ray_launcher.ray_launcher.ClusterRayLauncher"
+    )
+    assert ray.init.address == "auto" and ray.remote.max_calls == 1
+    assert (ray.remote.num_cpus, ray.remote.num_gpus) == (None, None)
+    gpus = _hydra_config("hydra/launcher=ray_gpus").launcher
+    assert gpus._target_ == hydra_cfg.launcher._target_  # ray_gpus: the same, GPUs declared
+
+
+def test_an_address_drops_the_init_keys_ray_rejects_for_a_running_cluster() -> None:
+    init = {"address": None, "num_cpus": 4, "num_gpus": None, "object_store_memory": 78643200}
+    assert init_kwargs(init, {}) == {"num_cpus": 4, "object_store_memory": 78643200}
+    joined = {"address": "10.0.0.1:6379", "include_dashboard": False}
+    assert (
+        init_kwargs({**init, "address": "10.0.0.1:6379", "include_dashboard": False}, {}) == joined
+    )
+    assert init_kwargs(init, {"RAY_ADDRESS": "10.0.0.1:6379"}) == {"address": "10.0.0.1:6379"}
+
+
+def test_each_point_asks_ray_for_a_gpu_only_when_its_device_is_cuda() -> None:
+    remote = {"num_cpus": None, "num_gpus": None, "max_calls": 1}
+    assert point_resources("cuda:1", remote) == {"num_cpus": 1, "num_gpus": 1, "max_calls": 1}
+    assert point_resources("0", remote) == {"num_cpus": 1, "num_gpus": 1, "max_calls": 1}
+    assert point_resources("cpu", remote) == {"num_cpus": 1, "num_gpus": 0, "max_calls": 1}
+    assert point_resources("cpu", {**remote, "num_gpus": 1})["num_gpus"] == 1  # as configured
+
+
+def test_a_request_no_single_node_can_hold_is_named_with_the_cluster() -> None:
+    nodes = [{"CPU": 2.0}, {"CPU": 1.0, "GPU": 1.0}]
+    total = {"CPU": 3.0, "GPU": 1.0}
+    assert unschedulable({"num_cpus": 1, "num_gpus": 1}, nodes, total) is None
+    assert unschedulable({"num_cpus": 2, "num_gpus": 1}, nodes, total) == (
+        "no node has 1 GPU and 2 CPUs: the cluster has cpu=3, gpu=1"
+    )
+    assert unschedulable({"num_cpus": 0, "num_gpus": 2}, nodes, total) == (
+        "no node has 2 GPUs: the cluster has cpu=3, gpu=1"
+    )
+
+
+def test_a_stop_keeps_its_signal_when_ray_reraises_a_bare_interrupt() -> None:
+    # ray.get turns the handler's Stopped(SIGTERM) into KeyboardInterrupt(): still 143.
+    with pytest.raises(KeyboardInterrupt), stop_on_signals():
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)
+    assert signal_of(KeyboardInterrupt()) == signal.SIGTERM
 
 
 def test_every_sweep_reports_through_the_packaged_callback() -> None:
