@@ -93,6 +93,7 @@ from libreyolo.sweep.stop import raise_stopped, signal_of
 from libreyolo.workload.registry import BUILTIN_MODULES, preload_builtins
 
 STOP_GRACE_S = 5.0  # a stopped child gets this long after SIGTERM before SIGKILL
+CHILD_POLL_S = 0.5  # how often the point wakes while its child measures (to be stopped)
 # Imported once by the fork server that isolated points start from: torch, torchvision (~3 s
 # here, most of it torch._dynamo pulled in by torchvision.ops), the collectors, the workload and
 # the trace analyser, everything a measurement imports lazily. Nothing Hydra.
@@ -351,7 +352,8 @@ def _measure_leased(
     try:
         with _start_method(context.get_start_method()):
             child.start()
-        child.join()
+        while child.exitcode is None:  # in steps: Ray's cancel interrupts only between them
+            child.join(CHILD_POLL_S)
     except BaseException:  # the sweep is stopping: so is this point
         _stop_child(child)
         raise

@@ -62,8 +62,10 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dic
         subprocess.run([RAY, "stop", "--force"], env=env, capture_output=True, timeout=120)
 
 
-def _start(sweep_dir: Path, env: dict[str, str], *overrides: str) -> subprocess.Popen[str]:
-    argv = tiny_sweep_argv(sweep_dir, "imgsz=64", "hydra/launcher=ray", *overrides)
+def _start(
+    sweep_dir: Path, env: dict[str, str], *overrides: str, isolate: bool = False
+) -> subprocess.Popen[str]:
+    argv = tiny_sweep_argv(sweep_dir, "imgsz=64", "hydra/launcher=ray", *overrides, isolate=isolate)
     return subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
     )
@@ -110,13 +112,15 @@ def test_sigterm_ends_a_ray_sweep_like_the_basic_launcher(
     cluster: tuple[str, dict[str, str]], tmp_path: Path
 ) -> None:
     address, env = cluster
-    # RAY_ADDRESS alone picks the cluster; the long window keeps the points in flight.
-    proc = _start(tmp_path, {**env, "RAY_ADDRESS": address}, "window.runs=100000", "batch=1,2")
+    # RAY_ADDRESS alone picks the cluster; the long window keeps the points in flight, each in
+    # its child process (Ray's cancel must reach a point that waits on its child).
+    env = {**env, "RAY_ADDRESS": address}
+    proc = _start(tmp_path, env, "window.runs=100000", "batch=1,2", isolate=True)
     deadline = time.monotonic() + 120
-    while not list(tmp_path.glob("b*_s64_amp1/point.json")):
+    while not list(tmp_path.glob("b*_s64_amp1/point.log")):  # a child is measuring
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
         time.sleep(0.2)
-    time.sleep(1.0)  # into the point's measurement
+    time.sleep(2.0)  # into the child's measurement
     proc.send_signal(signal.SIGTERM)
     code, out, err = _finish(proc)
     assert code == 143, err[-3000:]
