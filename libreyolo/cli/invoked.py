@@ -28,8 +28,9 @@ def invoked_as(
     script = argv[0] if argv else ""
     if os.path.basename(script) == "__main__.py" and "-m" in orig_argv:
         at = list(orig_argv).index("-m")
-        if at + 1 < len(orig_argv):
-            return shlex.join([orig_argv[0], "-m", orig_argv[at + 1]])
+        module = orig_argv[at + 1] if at + 1 < len(orig_argv) else ""
+        if module.split(".")[0] == PROGRAM:  # not `python -m pytest` calling main()
+            return shlex.join([orig_argv[0], "-m", module])
     if os.path.basename(script) != PROGRAM:
         return PROGRAM
     found = shutil.which(PROGRAM)

@@ -47,9 +47,9 @@ def test_python_dash_m_as_typed() -> None:
 
 
 def test_not_started_from_a_command_line() -> None:
-    assert invoked_as(["/usr/lib/python3/site-packages/pytest/__main__.py"], ["pytest"]) == (
-        "libreyolo"
-    )
+    pytest_main = "/usr/lib/python3/site-packages/pytest/__main__.py"
+    assert invoked_as([pytest_main], ["pytest"]) == "libreyolo"
+    assert invoked_as([pytest_main], [".venv/bin/python", "-m", "pytest", "-q"]) == "libreyolo"
     assert invoked_as([], []) == "libreyolo"
 
 
