@@ -90,6 +90,9 @@ def test_submitit_local_points_are_serialised_by_the_lease(tmp_path: Path) -> No
     assert max(s["lease_wait_s"] for s in statuses) > 0.5  # one point did wait for the other
     data = json.loads((tmp_path / "sweep.json").read_text("utf-8"))
     assert sorted(data["points"]) == names and "all 2 points ok" in done.stdout
+    logs = tmp_path / ".submitit"  # submitit makes `%j` folders literally: the preset has none
+    assert not (logs / "%j").exists()
+    assert len(list(logs.glob("*_0_log.out"))) == 2  # one log per job, named by its job id
 
 
 def _hydra_config(*overrides: str) -> Any:
@@ -160,6 +163,9 @@ def test_a_request_no_single_node_can_hold_is_named_with_the_cluster() -> None:
     )
     assert unschedulable({"num_cpus": 0, "num_gpus": 2}, nodes, total) == (
         "no node has 2 GPUs: the cluster has cpu=3, gpu=1"
+    )
+    assert unschedulable({"num_cpus": 3, "num_gpus": 0}, nodes, total) == (
+        "no node has 3 CPUs: the cluster has cpu=3, gpu=1"  # 3 in all, but never on one node
     )
 
 

@@ -1,8 +1,10 @@
-"""Hydra's launcher and sweeper plug-ins driving `libreyolo-sweep`: joblib, submitit, Optuna end
-to end on a 2-point CPU sweep, nevergrad refused with its reason; and the pieces that make them
-work (the child's start method, the value a failed point returns, the trusted samplers).
+"""Hydra's launcher and sweeper plug-ins driving `libreyolo-sweep`: joblib and Optuna end to end
+on a 2-point CPU sweep, nevergrad refused with its reason; and the pieces that make them work
+(the child's start method, the value a failed point returns, the trusted samplers, the submitit
+log folder).
 
-The basic launcher's 2-point sweeps are test_sweep.py's; Ray's are test_launchers.py's.
+The basic launcher's 2-point sweeps are test_sweep.py's; submitit's and Ray's are
+test_launchers.py's (and test_ray_cluster.py's).
 """
 
 from __future__ import annotations
@@ -71,16 +73,6 @@ def test_joblib_points_are_measured_in_fresh_children_of_the_loky_workers(tmp_pa
     for name in NAMES:
         assert (tmp_path / name / "point.log").is_file()
     assert "cannot find context" not in done.stderr
-
-
-@pytest.mark.slow
-def test_submitit_local_leased_leaves_no_literal_job_id_folder(tmp_path: Path) -> None:
-    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
-    done = _sweep(tmp_path, "hydra/launcher=submitit_local_leased", "batch=1,2")
-    _assert_two_ok_points(tmp_path, done)
-    logs = tmp_path / ".submitit"
-    assert not (logs / "%j").exists()
-    assert len(list(logs.glob("*_0_log.out"))) == 2  # one log per job, named by its job id
 
 
 @pytest.mark.slow
