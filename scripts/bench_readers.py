@@ -4,6 +4,11 @@ Each command runs in a fresh process, several times, side by side with the bare 
 start-up (`python -c pass`) so the figures can be read against this machine's floor. Targets
 (issue 2): ≤ 0.10 s and ≤ 40 MB for `get` and `summary` on a profile.json.
 
+Then the floor of issue 27: a bare `python -I` that imports msgspec and decodes the same file,
+run alternated with `get <profile> step_ms` and `summary <profile>` (one of each per round, so
+a noisy moment hits all three); the medians' ratios to it are held to ≤ 1.3x (`get`) and
+≤ 1.5x (`summary`).
+
     python scripts/bench_readers.py [--runs 9] [--profile PATH]
 """
 
@@ -21,6 +26,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_TRACE = ROOT / "tests" / "fixtures" / "gpu_traces" / "hta_a100_ddp_train_3steps.json.gz"
 TARGET_S, TARGET_MB = 0.10, 40.0
+# Issue 27: each reader's median cold start over the floor's, on the same file.
+FLOOR_RATIO_TARGETS = {"get step_ms": 1.3, "summary": 1.5}
+FLOOR_CODE = "import msgspec, sys; msgspec.json.decode(open(sys.argv[1], 'rb').read())"
 
 
 # Installed packages run from cached bytecode; a PYTHONDONTWRITEBYTECODE environment (as on
@@ -58,6 +66,38 @@ def build_profile(trace: Path, folder: Path) -> Path:
     )
     subprocess.run([sys.executable, "-c", code, str(trace), str(target)], check=True, cwd=ROOT)
     return target
+
+
+def against_floor(path: Path, runs: int) -> None:
+    """Print the floor and both readers' medians over `runs` alternated rounds, with the
+    ratios to the floor against their targets."""
+    reader = [sys.executable, "-m", "libreyolo", "profile"]
+    cases = {
+        "floor (python -I, msgspec)": [sys.executable, "-I", "-c", FLOOR_CODE, str(path)],
+        "get step_ms": [*reader, "get", str(path), "step_ms"],
+        "summary": [*reader, "summary", str(path)],
+    }
+    for argv in cases.values():
+        measure(argv)  # warm-up: bytecode caches written
+    walls: dict[str, list[float]] = {label: [] for label in cases}
+    for _ in range(runs):
+        for label, argv in cases.items():
+            walls[label].append(measure(argv)[0])
+    floor = statistics.median(walls[next(iter(cases))])
+    print(f"against the floor, {runs} alternated rounds (median; min-max):")
+    for label, samples in walls.items():
+        wall = statistics.median(samples)
+        target = FLOOR_RATIO_TARGETS.get(label)
+        verdict = (
+            ""
+            if target is None
+            else f"  {wall / floor:4.2f}x floor, target ≤ {target:.1f}x: "
+            f"{'met' if wall / floor <= target else 'MISSED'}"
+        )
+        print(
+            f"{label:<28} {wall * 1000:6.1f} ms ({min(samples) * 1000:5.1f}-"
+            f"{max(samples) * 1000:5.1f}){verdict}"
+        )
 
 
 def main() -> None:
@@ -109,6 +149,7 @@ def main() -> None:
                 f"{label:<24} median {wall * 1000:6.1f} ms ({wall / floor:4.1f}x floor)  "
                 f"peak RSS {rss:5.1f} MB{verdict}"
             )
+        against_floor(path, args.runs)
 
 
 if __name__ == "__main__":
