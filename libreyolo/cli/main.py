@@ -58,7 +58,7 @@ def _terminal(words: list[str]) -> Output:
 def _run(words: list[str], out: Output) -> ExitStatus:
     """Parse, dispatch and emit one command line; the regression gate's status is a result."""
     with _sigterm_unwinds():
-        parser = build_parser()
+        parser = build_parser(words)
         reject_key_value(words, parser)
         with contextlib.redirect_stdout(out.stdout):  # --help text is a result: stdout
             args = parser.parse_args(words)

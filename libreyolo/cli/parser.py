@@ -332,19 +332,27 @@ def _add_csv(p: argparse.ArgumentParser, rows: str) -> None:
     )
 
 
-def _add_readers(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
-    common = _reader_common(common)
+def _add_summary(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
     p = _add(sub, "summary", commands.summary, common)
     p.add_argument(
         "trace", help=TRACE_HELP + ", or a sweep folder (its sweep.json or point folders)"
     )
     _add_csv(p, "a sweep folder's points (not a profile's summary)")
+
+
+def _add_get(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
     p = _add(sub, "get", commands.get, common)
     p.add_argument("trace", help=TRACE_HELP)
     p.add_argument("field", nargs="?", help="Metric name (omit to list metrics)")
+
+
+def _add_phases(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
     p = _add(sub, "phases", commands.phases, common)
     p.add_argument("trace", help=TRACE_HELP)
     _add_csv(p, "the phase table")
+
+
+def _add_kernels(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
     p = _add(sub, "kernels", commands.kernels, common)
     p.add_argument("trace", help=TRACE_HELP)
     _add_csv(p, "the kernel table")
@@ -363,11 +371,17 @@ def _add_readers(sub: argparse._SubParsersAction[Parser], common: Parser) -> Non
     p.add_argument(
         "--phase", help="Restrict to a phase (forward/backward/dataload/to_device/optimizer)"
     )
+
+
+def _add_ops(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
     p = _add(sub, "ops", commands.ops, common)
     p.add_argument("trace", help=TRACE_HELP)
     _add_csv(p, "the op table")
     p.add_argument("--top", type=non_negative_int, default=20, help="Show top N by CPU time")
     p.add_argument("--phase", help="Restrict to a phase (forward/backward/...)")
+
+
+def _add_compare(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
     p = _add(sub, "compare", commands.compare, common)
     p.add_argument("before", help="Baseline profile.json / profile_trace.json, or a sweep folder")
     p.add_argument("after", help="New profile.json / profile_trace.json, or a sweep folder")
@@ -391,6 +405,9 @@ def _add_readers(sub: argparse._SubParsersAction[Parser], common: Parser) -> Non
         metavar="N",
         help="Show the N ops and kernels whose time per step changed most (default 10)",
     )
+
+
+def _add_what_if(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
     p = _add(sub, "what-if", commands.what_if, common)
     p.add_argument("trace", help=TRACE_HELP)
     p.add_argument(
@@ -402,6 +419,9 @@ def _add_readers(sub: argparse._SubParsersAction[Parser], common: Parser) -> Non
         type=non_negative_int,
         help="Project removing N kernel launches/step (e.g. an op-fusion win)",
     )
+
+
+def _add_report(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
     p = _add(sub, "report", commands.report, common)
     p.add_argument(
         "inputs",
@@ -436,8 +456,27 @@ def _add_log(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
     )
 
 
-def build_parser() -> Parser:
-    """The full `libreyolo` parser."""
+Builder = Callable[["argparse._SubParsersAction[Parser]", Parser], None]
+# Each subcommand's arguments, in SUBCOMMANDS order; the readers' take --max-input-bytes too.
+_BUILDERS: dict[str, Builder] = {"run": _add_run, "infer": _add_infer, "log": _add_log}
+_READERS: dict[str, Builder] = {
+    "summary": _add_summary,
+    "get": _add_get,
+    "phases": _add_phases,
+    "kernels": _add_kernels,
+    "ops": _add_ops,
+    "compare": _add_compare,
+    "what-if": _add_what_if,
+    "report": _add_report,
+}
+
+
+def build_parser(words: list[str] | None = None) -> Parser:
+    """The `libreyolo` parser: every subcommand's arguments, or, given the command line's
+    words, only those of the subcommand they name (the others are listed, with their help,
+    but take no arguments: argparse builds each flag's help formatter, which costs a
+    reader's start-up more than reading the profile does)."""
+    only = None if words is None else _named_subcommand(words)
     root = Parser(prog="libreyolo", description="LibreYOLO command line.")
     top = root.add_subparsers(dest="group", parser_class=Parser)
     group = top.add_parser(
@@ -449,18 +488,31 @@ def build_parser() -> Parser:
     group.set_defaults(handler=commands.list_subcommands)
     sub = group.add_subparsers(dest="subcommand", parser_class=Parser, metavar="<subcommand>")
     common = _common()
-    _add_run(sub, common)
-    _add_infer(sub, common)
-    _add_readers(sub, common)
-    _add_log(sub, common)
+    readers: Parser | None = None
+    for name, help_text in SUBCOMMANDS:
+        if words is not None and name != only:
+            sub.add_parser(name, help=help_text)  # listed only: never the one parsed
+        elif name in _READERS:
+            readers = readers or _reader_common(common)
+            _READERS[name](sub, readers)
+        else:
+            _BUILDERS[name](sub, common)
     return root
+
+
+def _named_subcommand(words: list[str]) -> str | None:
+    """The subcommand `words` run (`profile get ...`); None when they name none (`profile`,
+    `--help`, a typo), which argparse answers from the listing alone."""
+    if words[:1] != ["profile"] or len(words) < 2:
+        return None
+    return words[1] if words[1] in dict(SUBCOMMANDS) else None
 
 
 def typed_dests(words: list[str]) -> set[str]:
     """The dests `words` set themselves, argparse defaults left out: the same tree parses them
     again with every default suppressed, so what argparse took from the words, in whatever
     spelling (`--warmup=3`, `--no-trace`, a positional after `--`), is all that is left."""
-    parser = build_parser()
+    parser = build_parser(words)
     _suppress_defaults(parser)
     return set(vars(parser.parse_args(words)))
 

@@ -12,7 +12,10 @@ Must not: judge the numbers (the verdict does).
 
 from __future__ import annotations
 
-from libreyolo.document.model import Execution
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # a type only: building the document's classes costs `get` its start-up
+    from libreyolo.document.model import Execution
 
 
 def _plural(n: int, word: str) -> str:
