@@ -27,6 +27,8 @@ def launching_ops(
     calls, ops = events.calls, events.ops
     call_ts, call_thread = calls.ts, calls.thread
     queries = sorted({k for k in launcher if k >= 0}, key=call_ts.__getitem__)
+    if not queries:  # CPU traces: no launching call, so no sweep over every op
+        return [NO_OP] * len(launcher)
     queries.sort(key=call_thread.__getitem__)  # stable: by thread, then start
     queries.append(-1)  # sentinel: no more calls
     found: dict[int, int] = {-1: NO_OP}
