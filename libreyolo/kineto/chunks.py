@@ -35,10 +35,6 @@ from libreyolo.kineto.source import (
 )
 from libreyolo.kineto.workers import decode_in_workers
 
-# Worker processes pay off once a trace is large: with fewer chunks than this left to read
-# (gzip: read so far), this process decodes alone, as forking and shipping runs would cost more
-# than it saves.
-PARALLEL_MIN_CHUNKS = 3
 # Candidate ends of the array (`}]`) tried before the string-aware scan takes over; each try
 # decodes the whole chunk, and only a nested `[{...}]` inside an event can make one fail.
 _ARRAY_END_TRIES = 3
@@ -94,7 +90,7 @@ class _Cutter:
         while True:
             if len(buf) < self.source.chunk and not self.source.eof:
                 buf += self.source.read()
-            if parallel and self.source.large_from_here(PARALLEL_MIN_CHUNKS * self.source.chunk):
+            if parallel and self.source.large_from_here():
                 handlers, workers = self.handlers, self.workers
                 buf = decode_in_workers(self.source, buf, handlers.work, handlers.merge, workers)
                 parallel = False

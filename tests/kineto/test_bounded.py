@@ -92,6 +92,7 @@ PLACES = ["leading", "head", "between", "before_comma", "inside", "before_end", 
 @pytest.fixture
 def tiny_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("libreyolo.kineto.source.CHUNK_BYTES", 4096)
+    monkeypatch.setattr("libreyolo.kineto.source.PARALLEL_MIN_BYTES", 3 * 4096)
 
 
 @pytest.mark.usefixtures("tiny_chunks")

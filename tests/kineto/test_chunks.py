@@ -47,6 +47,7 @@ def _canonical(trace: TraceEvents) -> dict[str, Any]:
 @pytest.fixture
 def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("libreyolo.kineto.source.CHUNK_BYTES", 300)
+    monkeypatch.setattr("libreyolo.kineto.source.PARALLEL_MIN_BYTES", 3 * 300)
 
 
 @pytest.mark.usefixtures("small_chunks")

@@ -141,6 +141,7 @@ def test_b200_without_steps_is_one_whole_trace_window() -> None:
 def test_parallel_reading_gives_the_same_analysis(monkeypatch: pytest.MonkeyPatch) -> None:
     path = fixture_path(V100)
     monkeypatch.setattr("libreyolo.kineto.source.CHUNK_BYTES", 1 << 20)
+    monkeypatch.setattr("libreyolo.kineto.source.PARALLEL_MIN_BYTES", 3 << 20)
     assert analyse_trace(path, workers=3) == analyse_trace(path, workers=1) == analysed(V100)
 
 
