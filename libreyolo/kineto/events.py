@@ -291,8 +291,8 @@ def read_trace(
 ) -> TraceEvents:
     """Read a Chrome trace (`.json` or `.json.gz`) into columns, in one streaming pass.
 
-    `workers` is the number of decoding processes for large traces (None: one per usable CPU
-    on Linux; 1: decode in this process); at most `max_input_bytes` are read (decompressed).
+    `workers` is the number of decoding processes for large traces (None: `default_workers()`;
+    1: decode in this process); at most `max_input_bytes` are read (decompressed).
 
     Raises:
         MissingFileError: the path does not exist or is not a regular file.

@@ -59,7 +59,7 @@ def analyse_trace(
 ) -> TraceAnalysis:
     """Analyse one Chrome trace (`.json` or `.json.gz`) written by torch.profiler.
 
-    `workers`: decoding processes for large traces (None: one per usable CPU on Linux; 1: none);
+    `workers`: decoding processes for large traces (None: `workers.default_workers()`; 1: none);
     `max_input_bytes`: the most it reads, decompressed.
 
     Raises:
