@@ -5,8 +5,8 @@ ProfilerSteps with shifted timestamps, step numbers and correlation ids, stream-
 temporary directory (never held in memory) as `.json` and then `.json.gz`, deleted after its
 size. Each reader runs in a fresh process (`python -c`, interpreter start-up and imports
 included), the analyser and the decoder alternated, and the median wall time is printed with
-MB/s (file bytes / wall), peak memory (the child's own high-water mark, VmHWM, or the summed PSS
-of it and its decoding workers, whichever is larger) and the ratio decoder wall / analyser wall.
+MB/s (file bytes / wall), peak memory (the largest of the child's own high-water mark, VmHWM,
+its largest decoding worker's, and their summed PSS) and the ratio decoder wall / analyser wall.
 HolisticTraceAnalysis's `Trace.load_traces` of the same `.json` runs beside them up to
 --hta-max-mb (skipped with a line where `hta` is not importable). The untyped decode holds the
 whole document (about 5 bytes per file byte), so above --decode-max-mb it is skipped, and so is
@@ -45,10 +45,12 @@ MIN_DECODE_RATIO = 2.5  # the analyser must beat the untyped decode by this fact
 MAX_PEAK_MB = 100.0  # ... and stay under this peak whatever the trace's size
 GZIP_LEVEL = 1  # fast to write; the analyser's cost is inflating, whatever the level
 
-# Every child ends by printing its own high-water mark (kB), the last line of its output.
+# Every child ends by printing the larger (kB) of its own high-water mark and the largest of its
+# finished workers' (a worker decodes whole runs: its peak can be the tree's largest), last.
 _HWM = (
-    "; import re; print(re.search(r'VmHWM:\\s*(\\d+)', open('/proc/self/status').read())[1]"
-    " if sys.platform == 'linux' else 0)"
+    "; import re, resource; print(max(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,"
+    " int(re.search(r'VmHWM:\\s*(\\d+)', open('/proc/self/status').read())[1])"
+    " if sys.platform == 'linux' else 0))"
 )
 ANALYSE = (
     "import sys; from libreyolo.kineto import analyse_trace; a = analyse_trace(sys.argv[1]); "
@@ -134,7 +136,8 @@ class Run:
 
 def measure(code: str, path: Path) -> tuple[float, float, str]:
     """(wall s, peak MB, output) of `python -c code path` in a fresh process; peak is the
-    larger of the child's VmHWM and the summed PSS of it and its workers (Linux)."""
+    largest of the child's VmHWM, its largest worker's peak RSS and the summed PSS of it and
+    its workers (Linux)."""
     start = time.perf_counter()
     child = subprocess.Popen(
         [sys.executable, "-c", code, str(path)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
