@@ -53,6 +53,16 @@ def test_ops_on_another_thread_never_enclose_a_launch(write_trace) -> None:
     assert _ops(write_trace, events) == {"gemm": "aten::mm", "other": None}
 
 
+def test_kernels_with_no_launching_call_have_no_op(write_trace) -> None:
+    events = [
+        event("cpu_op", "aten::mm", 0.0, 100.0),
+        launch(10.0, corr=1),
+        kernel("gemm", 200.0, 10.0, corr=7),  # its call was not recorded
+        kernel("copy", 220.0, 10.0, corr=-1),
+    ]
+    assert _ops(write_trace, events) == {"gemm": None, "copy": None}
+
+
 def test_a_kernel_keeps_the_op_that_launched_most_of_its_time(write_trace) -> None:
     events = [
         event("cpu_op", "aten::mm", 0.0, 20.0),
