@@ -3,7 +3,7 @@ H200 training run with both peaks and energy, and CPU runs with a measured peak 
 
 from __future__ import annotations
 
-import dataclasses
+import msgspec.structs
 
 from libreyolo.document.model import Compute, Energy, Flops, Host, Peak, Profile, TraceAnalysis
 from tests.profiles import training_profile
@@ -69,7 +69,7 @@ def gpu_profile(
     host: Host | None = None,
 ) -> Profile:
     """The busy H200 training profile: both peaks, energy, finalized."""
-    peaks = [dataclasses.replace(p, dtype=math_dtype) for p in (TABLE, MEASURED)]
+    peaks = [msgspec.structs.replace(p, dtype=math_dtype) for p in (TABLE, MEASURED)]
     compute = Compute(math_dtype=math_dtype, flops=flops, peaks=peaks, energy=ENERGY)
     return training_profile(
         "cuda:0", trace=busy_trace(busy_share), compute=compute, device_name=H200, host=host

@@ -5,7 +5,7 @@ Pure: the caller passes the clock reading and version; nothing here reads files 
 
 from __future__ import annotations
 
-import dataclasses
+import msgspec.structs
 
 from libreyolo.analysis.efficiency import KEYS as EFFICIENCY_KEYS
 from libreyolo.analysis.execution import KEYS as EXECUTION_KEYS
@@ -22,7 +22,7 @@ def finalize(profile: Profile) -> Profile:
     provisional = compute_metrics(profile, bound="")
     verdict = decide(profile, provisional)
     metrics = provisional | {"bound": verdict.bound}
-    return dataclasses.replace(profile, metrics=metrics, verdict=verdict)
+    return msgspec.structs.replace(profile, metrics=metrics, verdict=verdict)
 
 
 def read_older(profile: Profile) -> Profile:
@@ -35,7 +35,7 @@ def read_older(profile: Profile) -> Profile:
         derived = execution_metrics(profile.execution)
         metrics = {key: value for key, value in derived.items() if key not in profile.metrics}
         metrics = with_efficiency_keys(profile.metrics | metrics)
-        profile = dataclasses.replace(profile, metrics=metrics)
+        profile = msgspec.structs.replace(profile, metrics=metrics)
     return refresh_legacy_verdict(profile)
 
 
@@ -57,7 +57,7 @@ def refresh_legacy_verdict(profile: Profile) -> Profile:
         return profile
     verdict = decide(profile, dict(profile.metrics))
     metrics = dict(profile.metrics) | {"bound": verdict.bound}
-    return dataclasses.replace(profile, metrics=metrics, verdict=verdict)
+    return msgspec.structs.replace(profile, metrics=metrics, verdict=verdict)
 
 
 def mode_of_trace(trace: TraceAnalysis) -> Mode:

@@ -12,7 +12,7 @@ Must not: format numbers for people (render does), read files, import torch.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from libreyolo.analysis import stats
 from libreyolo.analysis.efficiency import headline_peak
@@ -25,8 +25,7 @@ COUNT_FAILED = "the count failed, see notes"
 VENDOR_PREFIXES = ("NVIDIA ", "Tesla ")
 
 
-@dataclass(frozen=True, slots=True)
-class PeakView:
+class PeakView(msgspec.Struct, frozen=True):
     source: str  # table | measured
     dtype: str
     tflops: float
@@ -35,16 +34,14 @@ class PeakView:
     contended: bool  # measured on a host that took CPU time from the calibration
 
 
-@dataclass(frozen=True, slots=True)
-class EnergyView:
+class EnergyView(msgspec.Struct, frozen=True):
     energy_j_per_img: float
     img_per_j: float | None
     mean_power_w: float | None
     power_limit_w: float | None
 
 
-@dataclass(frozen=True, slots=True)
-class ComputeView:
+class ComputeView(msgspec.Struct, frozen=True):
     math_dtype: str | None
     flops_per_image: float | None  # inference: the forward; training: forward + backward
     forward_flops_per_image: float | None

@@ -10,7 +10,7 @@ kept beside it (`Verdict.quiet_bound`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from libreyolo.document.model import Host, Profile, Scalar, StepSample
 
@@ -121,8 +121,7 @@ def reason(profile: Profile, metrics: dict[str, Scalar]) -> tuple[str, dict[str,
     return "; ".join(parts), evidence
 
 
-@dataclass(frozen=True, slots=True)
-class StepWait:
+class StepWait(msgspec.Struct, frozen=True):
     """One measured step's share of runnable time spent queued for a CPU."""
 
     index: int

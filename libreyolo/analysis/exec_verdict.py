@@ -15,7 +15,7 @@ Must not: change the bound label, or touch a contended verdict (`decide` keeps i
 
 from __future__ import annotations
 
-import dataclasses
+import msgspec.structs
 
 from libreyolo.analysis import stats
 from libreyolo.document.model import Execution, Profile, Scalar, Verdict
@@ -125,7 +125,7 @@ def with_exec(profile: Profile, metrics: dict[str, Scalar], verdict: Verdict) ->
     evidence = dict(verdict.evidence)
     for _, found, _ in findings:
         evidence |= found
-    return dataclasses.replace(
+    return msgspec.structs.replace(
         verdict,
         why="; ".join([verdict.why, *(why for why, _, _ in findings)]),
         evidence=evidence,

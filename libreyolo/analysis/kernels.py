@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import ClassVar, Literal
+
+import msgspec
 
 from libreyolo.analysis.metrics import per_step_divisor
 from libreyolo.analysis.phases import require_phase
@@ -66,8 +67,7 @@ def friendly_label(name: str) -> str:
     return next((label for key, label in _LABELS if key in lowered), _function_name(name))
 
 
-@dataclass(frozen=True, slots=True)
-class KernelRow:
+class KernelRow(msgspec.Struct, frozen=True):
     name: str
     label: str
     category: str
@@ -77,8 +77,7 @@ class KernelRow:
     num_per_step: float
 
 
-@dataclass(frozen=True, slots=True)
-class KernelTable:
+class KernelTable(msgspec.Struct, frozen=True):
     result_kind: ClassVar[ResultKind] = ResultKind.KERNELS
     phase: str | None
     num_matched: int  # rows that passed the filters, before --top

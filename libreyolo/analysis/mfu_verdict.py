@@ -15,7 +15,7 @@ keeps it as it is).
 
 from __future__ import annotations
 
-import dataclasses
+import msgspec.structs
 
 from libreyolo.analysis import stats
 from libreyolo.document.mode import Mode
@@ -83,16 +83,16 @@ def with_mfu(profile: Profile, metrics: dict[str, Scalar], verdict: Verdict) -> 
     util = stats.as_number(metrics.get("gpu_util"))
     has_gpu = profile.trace is not None and profile.trace.has_gpu
     if verdict.bound != "compute" or not has_gpu or util is None or util < GPU_BUSY_FOR_MFU:
-        return dataclasses.replace(verdict, evidence=evidence)
+        return msgspec.structs.replace(verdict, evidence=evidence)
     if mfu >= LOW_MFU:
-        return dataclasses.replace(verdict, evidence=evidence)
+        return msgspec.structs.replace(verdict, evidence=evidence)
     dtype = profile.compute.math_dtype if profile.compute is not None else None
     why = (
         f"GPU busy {_pct(util)} but at {_pct(mfu)} of {_peak_words(dtype, metrics)}: "
         "small kernels, not saturated math"
     )
     kept = [lever for lever in verdict.levers if lever not in REPLACED_LEVERS]
-    return dataclasses.replace(
+    return msgspec.structs.replace(
         verdict,
         why=why,
         evidence=evidence | {"peak_source": metrics.get("peak_source")},

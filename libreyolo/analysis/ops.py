@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar
+
+import msgspec
 
 from libreyolo.analysis.metrics import per_step_divisor
 from libreyolo.analysis.phases import require_phase
@@ -11,8 +12,7 @@ from libreyolo.analysis.result_kind import ResultKind
 from libreyolo.document.model import Profile
 
 
-@dataclass(frozen=True, slots=True)
-class OpRow:
+class OpRow(msgspec.Struct, frozen=True):
     name: str
     self_ms_per_step: float | None  # None for v1 files (inclusive time only)
     total_ms_per_step: float
@@ -20,8 +20,7 @@ class OpRow:
     num_per_step: float
 
 
-@dataclass(frozen=True, slots=True)
-class OpTable:
+class OpTable(msgspec.Struct, frozen=True):
     result_kind: ClassVar[ResultKind] = ResultKind.OPS
     phase: str | None
     inclusive_only: bool  # True when the profile has no self times (libreyolo 1.6.0 files)

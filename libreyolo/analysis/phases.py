@@ -3,8 +3,9 @@ split (the report's stacked bars; `phases --json` as `per_step`). Pure."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar
+
+import msgspec
 
 from libreyolo.analysis import stats
 from libreyolo.analysis.contention import StepWait, step_waits
@@ -14,8 +15,7 @@ from libreyolo.document.model import Profile
 from libreyolo.errors import UnknownNameError
 
 
-@dataclass(frozen=True, slots=True)
-class PhaseRow:
+class PhaseRow(msgspec.Struct, frozen=True):
     phase: str
     gpu_ms_per_step: float
     wall_ms_per_step: float | None  # synced composition, else the phase's CPU time per step
@@ -27,8 +27,7 @@ class PhaseRow:
 OUTLIER_IQRS = 1.5  # Tukey's fence: a step above Q3 + 1.5 × IQR of its kind is an outlier
 
 
-@dataclass(frozen=True, slots=True)
-class StepPhases:
+class StepPhases(msgspec.Struct, frozen=True):
     """One measured step: its wall time and, where the collector timed them (synced steps),
     its phases. Bare traces give the ProfilerStep's CPU span instead (`source` "trace")."""
 
@@ -41,8 +40,7 @@ class StepPhases:
     source: str  # "collector" | "trace"
 
 
-@dataclass(frozen=True, slots=True)
-class PhaseBreakdown:
+class PhaseBreakdown(msgspec.Struct, frozen=True):
     result_kind: ClassVar[ResultKind] = ResultKind.PHASES
     rows: tuple[PhaseRow, ...]
     steps: tuple[StepWait, ...] = ()  # each measured step's CPU wait, where it was sampled

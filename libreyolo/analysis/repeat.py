@@ -7,7 +7,7 @@ and FLOP counts, which stay whole. Pure.
 
 from __future__ import annotations
 
-import dataclasses
+import msgspec.structs
 
 from libreyolo.analysis import stats
 from libreyolo.analysis.efficiency import KEYS as EFFICIENCY_KEYS
@@ -42,7 +42,7 @@ def aggregate(trials: list[Profile]) -> Profile:
     bounds = {t.verdict.bound for t in trials if t.verdict}
     verdict = last.verdict
     if len(bounds) > 1 and verdict is not None:
-        verdict = dataclasses.replace(
+        verdict = msgspec.structs.replace(
             verdict, bound=MIXED, why=f"the trials disagree: {', '.join(sorted(bounds))}"
         )
     metrics["bound"] = verdict.bound if verdict else metrics.get("bound")
@@ -50,4 +50,4 @@ def aggregate(trials: list[Profile]) -> Profile:
         Trial(index=i, metrics=dict(t.metrics), bound=t.verdict.bound if t.verdict else None)
         for i, t in enumerate(trials)
     ]
-    return dataclasses.replace(last, metrics=metrics, verdict=verdict, trials=records)
+    return msgspec.structs.replace(last, metrics=metrics, verdict=verdict, trials=records)

@@ -7,7 +7,7 @@ shows about the run is one a reader prints too.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from libreyolo.analysis import stats
 from libreyolo.analysis.device_memory import window_memory
@@ -18,8 +18,7 @@ TRIAL_METRICS = ("img_per_s", "step_ms", "latency_p50_ms", "latency_p99_ms")
 MB = 1e6  # peak_vram_mb's unit (libreyolo 1.6.0: decimal megabytes)
 
 
-@dataclass(frozen=True, slots=True)
-class RunHeader:
+class RunHeader(msgspec.Struct, frozen=True):
     mode: Mode
     model: str | None
     weights: str | None
@@ -39,23 +38,20 @@ class RunHeader:
     trace: str | None  # the Chrome trace next to the profile, relative to it
 
 
-@dataclass(frozen=True, slots=True)
-class TrialRow:
+class TrialRow(msgspec.Struct, frozen=True):
     index: int
     bound: str | None
     metrics: dict[str, float | None]  # TRIAL_METRICS
 
 
-@dataclass(frozen=True, slots=True)
-class TrialSpread:
+class TrialSpread(msgspec.Struct, frozen=True):
     metric: str
     mean: float | None
     sd: float | None  # sample standard deviation over the trials
     n: int
 
 
-@dataclass(frozen=True, slots=True)
-class MemoryView:
+class MemoryView(msgspec.Struct, frozen=True):
     peak_allocated_mb: float | None
     peak_reserved_mb: float | None
     num_alloc_retries: int | None

@@ -7,8 +7,9 @@ composition only. The noise note reads the raw unsynced samples.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar
+
+import msgspec
 
 from libreyolo.analysis import contention, stats
 from libreyolo.analysis.compute_view import ComputeView, compute_view
@@ -41,22 +42,19 @@ OVERHEAD_NOTE_PCT = 5.0  # above this, say the headline times carry the profiler
 HISTOGRAM_BINS = 24  # the latency histogram's equal-width bins, min to max
 
 
-@dataclass(frozen=True, slots=True)
-class Bin:
+class Bin(msgspec.Struct, frozen=True):
     lo_ms: float
     hi_ms: float
     count: int
 
 
-@dataclass(frozen=True, slots=True)
-class CategoryShare:
+class CategoryShare(msgspec.Struct, frozen=True):
     name: str
     share: float  # of all categorised GPU time (kernels + memcpy)
     ms_per_step: float
 
 
-@dataclass(frozen=True, slots=True)
-class Latency:
+class Latency(msgspec.Struct, frozen=True):
     p50_ms: float | None
     p90_ms: float | None
     p99_ms: float | None
@@ -66,8 +64,7 @@ class Latency:
     histogram: tuple[Bin, ...] = ()  # the measured latencies (empty for 1.6.0 files)
 
 
-@dataclass(frozen=True, slots=True)
-class Summary:
+class Summary(msgspec.Struct, frozen=True):
     result_kind: ClassVar[ResultKind] = ResultKind.SUMMARY
     mode: Mode
     model: str | None

@@ -11,7 +11,7 @@ levers (`mfu_verdict.py`); the execution mode adds what it explains (`exec_verdi
 
 from __future__ import annotations
 
-import dataclasses
+import msgspec.structs
 
 from libreyolo.analysis import contention
 from libreyolo.analysis.exec_verdict import with_exec
@@ -114,7 +114,7 @@ def decide(profile: Profile, metrics: dict[str, Scalar]) -> Verdict:
         return with_exec(profile, metrics, with_mfu(profile, metrics, quiet))
     why, evidence = contention.reason(profile, metrics)
     supported = _survives_contention(profile, quiet)
-    return dataclasses.replace(
+    return msgspec.structs.replace(
         _verdict("contended", why, evidence),
         levers=_contention_levers(profile),
         quiet_bound=quiet.bound if supported else None,

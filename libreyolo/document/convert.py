@@ -1,26 +1,31 @@
-"""Validate plain JSON data into the document's dataclasses (stdlib only, no JSON library).
+"""Validate plain JSON data into the document's structs (no JSON library: `json.loads` output).
 
 Every key is checked against its annotation; the first mismatch raises `ConversionError` with
 one line in msgspec's wording: "Expected `str`, got `int` - at `$.run.mode`". Unknown keys are
 ignored so that additive schema changes stay readable. `JsonValue` (free-form JSON, such as a
 sweep point's config) is taken as it is: whatever `json.loads` returned is JSON.
 
-`to_plain` is the way back: a document's dataclasses as plain JSON data, each field in its
-declared order (or every object's keys sorted). A field whose metadata names an `OMIT_GROUP` is
-left out, with the rest of its group, while every field of the group still holds its default:
-`status.json` says `reused` only when it is true, and a sweep row carries its timing only when
-its point recorded some. Must not do I/O.
+`to_plain` is the way back: a document's structs as plain JSON data, each field in its
+declared order (or every object's keys sorted). A dataclass field whose metadata names an
+`OMIT_GROUP` is left out, with the rest of its group, while every field of the group still
+holds its default: `status.json` says `reused` only when it is true, and a sweep row carries
+its timing only when its point recorded some.
+
+The profile's classes are `msgspec.Struct`s; the sweep's files are still dataclasses, whose
+module is imported only when one is converted (a profile reader never pays for it). Must not
+do I/O.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import functools
 import types
 import typing
 from collections.abc import Callable
 from typing import Any, ForwardRef, Literal, TypeVar, Union, get_args, get_origin
+
+import msgspec
 
 from libreyolo.document.json_value import JsonValue
 
@@ -65,7 +70,7 @@ Check = Callable[[Any, str], Any]
 
 
 def convert(value: Any, kind: Any, path: str = "$") -> Any:
-    """`value` checked (and, for dataclasses, built) as the annotation `kind`."""
+    """`value` checked (and, for structs and dataclasses, built) as the annotation `kind`."""
     return _plan(kind)(value, path)
 
 
@@ -75,8 +80,8 @@ def _plan(kind: Any) -> Check:
     of values, and re-inspecting the annotation for each would dominate a reader's start-up."""
     if kind is Any or (isinstance(kind, ForwardRef) and kind.__forward_arg__ == _JSON_REF):
         return lambda value, path: value
-    if dataclasses.is_dataclass(kind):
-        return _dataclass_plan(kind)
+    if _is_record(kind):
+        return _record_plan(kind)
     origin, args = get_origin(kind), get_args(kind)
     if origin in (Union, types.UnionType):
         return _union_plan(args)
@@ -152,15 +157,35 @@ def _union_plan(options: tuple[Any, ...]) -> Check:
     return check
 
 
-def _dataclass_plan(cls: Any) -> Check:
-    hints = _hints(cls)
-    specs = [
-        (
-            spec.name,
-            spec.default is dataclasses.MISSING and spec.default_factory is dataclasses.MISSING,
-        )
+def _is_record(kind: Any) -> bool:
+    """A struct or a dataclass (what `dataclasses.is_dataclass` tests, without its import)."""
+    return isinstance(kind, type) and (
+        issubclass(kind, msgspec.Struct) or hasattr(kind, "__dataclass_fields__")
+    )
+
+
+def _specs(cls: Any) -> list[tuple[str, bool]]:
+    """Each field of the struct or dataclass `cls`, in declared order, and whether a document
+    must hold it (it has no default)."""
+    if issubclass(cls, msgspec.Struct):
+        names, defaults = cls.__struct_fields__, cls.__struct_defaults__
+        first = len(names) - len(defaults)  # the defaults are the last fields'
+        return [
+            (name, i < first or defaults[i - first] is msgspec.NODEFAULT)
+            for i, name in enumerate(names)
+        ]
+    import dataclasses
+
+    missing = dataclasses.MISSING
+    return [
+        (spec.name, spec.default is missing and spec.default_factory is missing)
         for spec in dataclasses.fields(cls)
     ]
+
+
+def _record_plan(cls: Any) -> Check:
+    hints = _hints(cls)
+    specs = _specs(cls)
     checks = {name: _plan(hints[name]) for name, _ in specs}
 
     def build(value: Any, path: str) -> Any:
@@ -179,6 +204,8 @@ def _dataclass_plan(cls: Any) -> Check:
 def _omitted(obj: Any) -> set[str]:
     """The fields of the dataclass `obj` to leave out: those of each group whose every field
     holds its default."""
+    import dataclasses
+
     groups: dict[str, list[tuple[str, bool]]] = {}
     for spec in dataclasses.fields(obj):
         group = spec.metadata.get(OMIT_GROUP)
@@ -194,13 +221,19 @@ def _omitted(obj: Any) -> set[str]:
 
 
 def to_plain(value: object, *, sort_keys: bool = False) -> JsonValue:
-    """`value` (dataclasses, lists, dicts of them, JSON scalars) as plain JSON data."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        left_out = _omitted(value)
+    """`value` (structs, dataclasses, lists, dicts of them, JSON scalars) as plain JSON data."""
+    if isinstance(value, msgspec.Struct):
         items: dict[str, JsonValue] = {
-            spec.name: to_plain(getattr(value, spec.name), sort_keys=sort_keys)
-            for spec in dataclasses.fields(value)
-            if spec.name not in left_out
+            name: to_plain(getattr(value, name), sort_keys=sort_keys)
+            for name in value.__struct_fields__
+        }
+        return dict(sorted(items.items())) if sort_keys else items
+    if _is_record(type(value)):
+        left_out = _omitted(value)
+        items = {
+            name: to_plain(getattr(value, name), sort_keys=sort_keys)
+            for name, _ in _specs(type(value))
+            if name not in left_out
         }
         return dict(sorted(items.items())) if sort_keys else items
     if isinstance(value, dict):

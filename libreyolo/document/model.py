@@ -1,11 +1,11 @@
 """The Profile document (`libreyolo.profile/v2`): what `profile.json` holds, as typed structs.
 
 This module is the contract between collectors, the trace analyser and the readers. It holds
-data only: no I/O, no analysis, and it imports no torch, numpy, hydra or msgspec: the classes
-are frozen, slotted, keyword-only dataclasses (stdlib), so a reader that only loads a profile
-does not pay for a JSON library's import. `convert.py` validates every key and type when a
-document is read (a mistyped file gives a one-line reason, never a KeyError); the published
-JSON Schema is generated from these classes.
+data only: no I/O, no analysis, and it imports no torch, numpy or hydra. The classes are
+frozen, keyword-only `msgspec.Struct`s: msgspec builds them in C when this module is imported,
+where generating dataclasses cost a reader's start-up more than reading the file. `convert.py`
+validates every key and type when a document is read (a mistyped file gives a one-line reason,
+never a KeyError); the published JSON Schema is generated from these classes.
 
 Units: every numeric key ends in its unit (`_ms`, `_us`, `_bytes`), shares are fractions 0..1
 named `share`, counts are `num_*`. Totals are over the analysed window; readers divide by
@@ -14,8 +14,10 @@ named `share`, counts are `num_*`. Totals are over the analysed window; readers 
 
 # No `from __future__ import annotations`: real annotation objects let the reader-side converter
 # skip evaluating ~150 annotation strings at every start-up.
-from dataclasses import dataclass, field
 from typing import Any, Literal
+
+import msgspec
+import msgspec.structs
 
 from libreyolo.document.mode import Mode, RunMode
 from libreyolo.document.version import SCHEMA
@@ -23,20 +25,18 @@ from libreyolo.document.version import SCHEMA
 Scalar = float | int | bool | str | None
 
 
-# Every class: frozen, slotted, keyword-only. Unknown keys are ignored on read (convert.py), so
+# Every class: frozen, keyword-only. Unknown keys are ignored on read (convert.py), so
 # additive schema changes stay readable.
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Tool:
+class Tool(msgspec.Struct, frozen=True, kw_only=True):
     """The program that wrote the document."""
 
     name: str = "libreyolo"
     version: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Environment:
+class Environment(msgspec.Struct, frozen=True, kw_only=True):
     """Where the measurement ran; null when unknown (e.g. a profile built from a trace)."""
 
     python: str | None = None
@@ -46,13 +46,12 @@ class Environment:
     torch: str | None = None
     cuda: str | None = None
     device_name: str | None = None
-    gpu_names: list[str] = field(default_factory=list)
+    gpu_names: list[str] = msgspec.field(default_factory=list)
     # The profiled device's memory (CUDA: total_memory); None on a CPU or when unknown.
     device_memory_bytes: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RunInfo:
+class RunInfo(msgspec.Struct, frozen=True, kw_only=True):
     """How the profile was made: what the collector measured (the fields) and what it was
     asked to measure (`config`, the resolved config, stored once).
 
@@ -79,15 +78,14 @@ class RunInfo:
     # written before the typed fields above held a flat copy of the collector's settings here
     # with those facts among them, and the composed config under `resolved`; reading lifts the
     # facts into the fields (document/run_facts.py) and leaves this as it was written.
-    config: dict[str, Any] = field(default_factory=dict)
-    overrides: list[str] = field(default_factory=list)
+    config: dict[str, Any] = msgspec.field(default_factory=dict)
+    overrides: list[str] = msgspec.field(default_factory=list)
     # The device held under an exclusive per-device lease while measuring (sweeps): "gpu1"
     # is physical GPU 1 whatever CUDA_VISIBLE_DEVICES made of it; "cpu" for CPU points.
     held_device: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Window:
+class Window(msgspec.Struct, frozen=True, kw_only=True):
     """The measured window: warmup, measured iterations and their unsynced/synced split."""
 
     num_warmup: int = 0
@@ -101,8 +99,7 @@ class Window:
     profiler_on: bool | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class StepSample:
+class StepSample(msgspec.Struct, frozen=True, kw_only=True):
     """One measured training step or inference iteration, as the collector timed it.
 
     Unsynced samples carry the honest `wall_ms` (and `dataload_ms` for training); synced samples
@@ -113,7 +110,7 @@ class StepSample:
     synced: bool
     wall_ms: float
     dataload_ms: float | None = None
-    phase_ms: dict[str, float] = field(default_factory=dict)
+    phase_ms: dict[str, float] = msgspec.field(default_factory=dict)
     # Host sampling (schedstat of every sampled thread, summed; null where not measured):
     # time on a CPU, time runnable but waiting for one, and the measuring process's
     # involuntary context switches (getrusage) during this step.
@@ -122,8 +119,7 @@ class StepSample:
     num_involuntary_switches: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Host:
+class Host(msgspec.Struct, frozen=True, kw_only=True):
     """The CPUs the measurement got over its measured steps (Linux /proc and getrusage).
 
     Sampled threads: every thread of the measuring process and of its DataLoader workers.
@@ -146,8 +142,7 @@ class Host:
     num_involuntary_switches: int | None = None  # measuring process, measured steps
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class HostMemory:
+class HostMemory(msgspec.Struct, frozen=True, kw_only=True):
     """The measuring process's resident memory over the window after warmup (Linux).
 
     `peak_rss_bytes` is the kernel's high-water mark of the process's resident set (VmHWM),
@@ -168,8 +163,7 @@ FLOP_CONVENTION = (
 )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Flops:
+class Flops(msgspec.Struct, frozen=True, kw_only=True):
     """The FLOPs of one image through the model the window ran, counted once, before the
     window, on fake tensors (shapes only: no real work, nothing the window measures changes).
 
@@ -185,8 +179,7 @@ class Flops:
     convention: str = FLOP_CONVENTION
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Peak:
+class Peak(msgspec.Struct, frozen=True, kw_only=True):
     """A FLOP/s ceiling of the measured device in the window's math dtype.
 
     `table`: the dense (not 2:4-sparse) datasheet peak of a known GPU, `reference` naming the
@@ -202,8 +195,7 @@ class Peak:
     contended: bool | None = None  # measured: the host took CPU from the calibration
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Energy:
+class Energy(msgspec.Struct, frozen=True, kw_only=True):
     """The GPU's energy over the window's unsynced iterations (the ones `img_per_s` is timed
     on), from NVML's total-energy counter read at their two ends (Volta and newer)."""
 
@@ -215,20 +207,18 @@ class Energy:
     gpu: str | None = None  # NVML's name of the GPU read
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Compute:
+class Compute(msgspec.Struct, frozen=True, kw_only=True):
     """How far the window is from the hardware's limit: what one image costs in FLOPs, the
     device's peaks in the math dtype the window ran, and (CUDA, NVML) the energy it drew.
     `flops` null: the count failed (the notes say why); `peaks` empty: no peak is known."""
 
     math_dtype: str  # fp32 | tf32 | fp16 | bf16: what the convolutions ran in
     flops: Flops | None = None
-    peaks: list[Peak] = field(default_factory=list)
+    peaks: list[Peak] = msgspec.field(default_factory=list)
     energy: Energy | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Compiled:
+class Compiled(msgspec.Struct, frozen=True, kw_only=True):
     """What torch.compile did before and during the window (`--exec compile`).
 
     `compile_s` is the wall time of the first call, made before the warmup: dynamo traced the
@@ -243,13 +233,12 @@ class Compiled:
     compile_s: float
     num_graphs: int
     graph_breaks: int
-    break_reasons: list[str] = field(default_factory=list)  # dynamo's, at most 5, trimmed
+    break_reasons: list[str] = msgspec.field(default_factory=list)  # dynamo's, at most 5, trimmed
     warmup_recompiles: int = 0
     window_recompiles: int = 0
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Exported:
+class Exported(msgspec.Struct, frozen=True, kw_only=True):
     """The ONNX export ONNX Runtime ran (`--exec onnxruntime`). `export_s` is the export's
     own wall time, also when this run found it cached (`cached`) in `path`."""
 
@@ -265,8 +254,7 @@ class Exported:
     num_nodes: int | None = None  # nodes in the optimised graph's profile, when traced
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class GraphCapture:
+class GraphCapture(msgspec.Struct, frozen=True, kw_only=True):
     """The forward captured as one CUDA graph (`--exec cudagraphs`): capture time, before the
     warmup, and how many captures the run made (more than one: the input shape changed)."""
 
@@ -274,8 +262,7 @@ class GraphCapture:
     num_captures: int = 1
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Execution:
+class Execution(msgspec.Struct, frozen=True, kw_only=True):
     """How the model ran, with what reproduces it. `name`: eager | compile | cudagraphs |
     onnxruntime; `channels_last`: inputs and weights ran NHWC. Exactly one of `compiled`,
     `exported` and `graph` is set for the non-eager modes."""
@@ -288,8 +275,7 @@ class Execution:
     graph: GraphCapture | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TraceStep:
+class TraceStep(msgspec.Struct, frozen=True, kw_only=True):
     """One `ProfilerStep#N` of the trace (or the whole trace when it has none)."""
 
     index: int
@@ -302,8 +288,7 @@ class TraceStep:
     num_mallocs: int = 0
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Device:
+class Device(msgspec.Struct, frozen=True, kw_only=True):
     """One GPU seen in the trace and its busy time over the analysed window."""
 
     id: int
@@ -313,8 +298,7 @@ class Device:
     kernel_busy_ms: float = 0.0  # union of kernel intervals only
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CallStat:
+class CallStat(msgspec.Struct, frozen=True, kw_only=True):
     """Time and count of one kernel or op inside one phase."""
 
     total_ms: float
@@ -322,8 +306,7 @@ class CallStat:
     self_ms: float | None = None  # ops only: exclusive CPU time
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class KernelStat:
+class KernelStat(msgspec.Struct, frozen=True, kw_only=True):
     """One GPU kernel (aggregated by full name) over the analysed window."""
 
     name: str
@@ -331,14 +314,13 @@ class KernelStat:
     tensor_core: bool
     total_ms: float
     num_calls: int
-    phases: dict[str, CallStat] = field(default_factory=dict)
+    phases: dict[str, CallStat] = msgspec.field(default_factory=dict)
     # The aten op that launched most of this kernel's time; None when unknown: v1 files, no
     # enclosing op.
     op: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class OpStat:
+class OpStat(msgspec.Struct, frozen=True, kw_only=True):
     """One aten/autograd op (aggregated by name): self and total CPU time over the window.
 
     `self_ms` is null for migrated v1 files, which stored inclusive time only.
@@ -348,11 +330,10 @@ class OpStat:
     self_ms: float | None
     total_ms: float
     num_calls: int
-    phases: dict[str, CallStat] = field(default_factory=dict)
+    phases: dict[str, CallStat] = msgspec.field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CategoryStat:
+class CategoryStat(msgspec.Struct, frozen=True, kw_only=True):
     """Kernel time of one category over the window."""
 
     name: str
@@ -360,8 +341,7 @@ class CategoryStat:
     num_kernels: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PhaseStat:
+class PhaseStat(msgspec.Struct, frozen=True, kw_only=True):
     """One phase (`step/<phase>` range or a recognised label) over the window."""
 
     name: str
@@ -373,18 +353,16 @@ class PhaseStat:
     num_unique_kernels: int = 0
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LaunchStat:
+class LaunchStat(msgspec.Struct, frozen=True, kw_only=True):
     """Launch API calls over the window and their measured host cost."""
 
     num_launches: int = 0
-    by_api: dict[str, int] = field(default_factory=dict)
+    by_api: dict[str, int] = msgspec.field(default_factory=dict)
     num_memcpy_calls: int = 0
     host_us_per_launch: float | None = None  # median CPU duration of one launch call
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Memory:
+class Memory(msgspec.Struct, frozen=True, kw_only=True):
     """Device memory over the window."""
 
     peak_allocated_bytes: int | None = None
@@ -394,8 +372,7 @@ class Memory:
     thrash: bool = False
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TraceAnalysis:
+class TraceAnalysis(msgspec.Struct, frozen=True, kw_only=True):
     """What the trace analyser extracts from one Chrome trace."""
 
     source: Literal["profiler_steps", "whole_trace"]
@@ -403,8 +380,8 @@ class TraceAnalysis:
     num_steps: int  # ProfilerSteps analysed; 0 when the whole trace is one window
     window_ms: float  # measured window: first step start to last step end (or whole trace)
     has_gpu: bool
-    steps: list[TraceStep] = field(default_factory=list)
-    devices: list[Device] = field(default_factory=list)
+    steps: list[TraceStep] = msgspec.field(default_factory=list)
+    devices: list[Device] = msgspec.field(default_factory=list)
     gpu_busy_ms: float = 0.0  # primary device: union of kernel/memcpy/memset, clipped to window
     # (the utilisation window: first step start to last step end on the CPU side)
     gpu_kernel_busy_ms: float = 0.0  # primary device: kernel-only union
@@ -417,51 +394,48 @@ class TraceAnalysis:
     num_kernels: int = 0
     tensor_core_ms: float = 0.0  # tensor-core kernels, attention kernels on tensor cores included
     attention_ms: float = 0.0
-    launches: LaunchStat = field(default_factory=LaunchStat)
-    memory: Memory = field(default_factory=Memory)
-    phases: list[PhaseStat] = field(default_factory=list)
-    categories: list[CategoryStat] = field(default_factory=list)
-    kernels: list[KernelStat] = field(default_factory=list)
-    ops: list[OpStat] = field(default_factory=list)
+    launches: LaunchStat = msgspec.field(default_factory=LaunchStat)
+    memory: Memory = msgspec.field(default_factory=Memory)
+    phases: list[PhaseStat] = msgspec.field(default_factory=list)
+    categories: list[CategoryStat] = msgspec.field(default_factory=list)
+    kernels: list[KernelStat] = msgspec.field(default_factory=list)
+    ops: list[OpStat] = msgspec.field(default_factory=list)
     # Caveats the analyser found while reducing the trace (no ProfilerStep, unlinked activity);
     # what the run itself noted is `Profile.notes`.
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = msgspec.field(default_factory=list)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Samples:
+class Samples(msgspec.Struct, frozen=True, kw_only=True):
     """Raw per-iteration samples from the collector (absent for trace-only profiles)."""
 
-    steps: list[StepSample] = field(default_factory=list)
-    latency_ms: list[float] = field(
+    steps: list[StepSample] = msgspec.field(default_factory=list)
+    latency_ms: list[float] = msgspec.field(
         default_factory=list
     )  # inference: unsynced end-to-end latency per iteration
-    stage_ms: dict[str, list[float]] = field(
+    stage_ms: dict[str, list[float]] = msgspec.field(
         default_factory=dict
     )  # inference: synced per-stage samples
-    bare_ms: list[float] = field(
+    bare_ms: list[float] = msgspec.field(
         default_factory=list
     )  # unsynced wall per iteration without the profiler (overhead calibration)
     # training with AMP: indices into `steps` whose optimiser update GradScaler skipped
     # (inf/NaN fp16 gradients), so their optimizer phase did no update
-    amp_skipped_steps: list[int] = field(default_factory=list)
+    amp_skipped_steps: list[int] = msgspec.field(default_factory=list)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Verdict:
+class Verdict(msgspec.Struct, frozen=True, kw_only=True):
     """The bottleneck label, why, the numbers behind it and what to try."""
 
     bound: str
     why: str
-    evidence: dict[str, Scalar] = field(default_factory=dict)
-    levers: list[str] = field(default_factory=list)
+    evidence: dict[str, Scalar] = msgspec.field(default_factory=dict)
+    levers: list[str] = msgspec.field(default_factory=list)
     # A `contended` verdict keeps what the same numbers would say on a quiet host.
     quiet_bound: str | None = None
     quiet_why: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Trial:
+class Trial(msgspec.Struct, frozen=True, kw_only=True):
     """One trial of a `--repeat N` measurement: its flat metrics and verdict."""
 
     index: int
@@ -469,15 +443,13 @@ class Trial:
     bound: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Artifacts:
+class Artifacts(msgspec.Struct, frozen=True, kw_only=True):
     """Files that belong to the profile, relative to the document."""
 
     trace: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Profile:
+class Profile(msgspec.Struct, frozen=True, kw_only=True):
     """A complete `libreyolo.profile/v2` document."""
 
     schema: str = SCHEMA
@@ -485,15 +457,15 @@ class Profile:
     created: str | None  # UTC, ISO 8601; null when unknown (migrated v1 files)
     tool: Tool
     run: RunInfo
-    environment: Environment = field(default_factory=Environment)
-    window: Window = field(default_factory=Window)
-    samples: Samples = field(default_factory=Samples)
+    environment: Environment = msgspec.field(default_factory=Environment)
+    window: Window = msgspec.field(default_factory=Window)
+    samples: Samples = msgspec.field(default_factory=Samples)
     host: Host | None = None
     trace: TraceAnalysis | None = None
     # What the run noted about itself (random weights, a flag without effect, a rounded size,
     # a trace that could not be recorded...), written once when the profile is assembled; the
     # trace analyser's own caveats stay in `trace.notes`.
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = msgspec.field(default_factory=list)
     # The CUDA caching allocator's own counters over the window (peaks, retries), recorded with
     # or without a trace; null on CPU and in files that predate it.
     device_memory: Memory | None = None
@@ -506,12 +478,12 @@ class Profile:
     # How the model ran (eager, compiled, a CUDA graph, ONNX Runtime); null in files that
     # predate it (they ran eager).
     execution: Execution | None = None
-    metrics: dict[str, Scalar] = field(default_factory=dict)
+    metrics: dict[str, Scalar] = msgspec.field(default_factory=dict)
     verdict: Verdict | None = None
-    trials: list[Trial] = field(default_factory=list)
-    artifacts: Artifacts = field(default_factory=Artifacts)
+    trials: list[Trial] = msgspec.field(default_factory=list)
+    artifacts: Artifacts = msgspec.field(default_factory=Artifacts)
     legacy_v1: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         # `kind="infer"` spelt as a plain string still gives the member: code compares members.
-        object.__setattr__(self, "kind", Mode(self.kind))
+        msgspec.structs.force_setattr(self, "kind", Mode(self.kind))

@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import msgspec.structs
+
 from libreyolo.config.schema import ProfileConfig
 from libreyolo.document.mode import Mode
 from libreyolo.document.model import Profile
@@ -55,8 +57,8 @@ def with_config(
 ) -> Profile:
     """`profile` with the overrides and the held device recorded (the collector has stored the
     resolved config itself)."""
-    run = dataclasses.replace(profile.run, overrides=list(overrides), held_device=held_device)
-    return dataclasses.replace(profile, run=run)
+    run = msgspec.structs.replace(profile.run, overrides=list(overrides), held_device=held_device)
+    return msgspec.structs.replace(profile, run=run)
 
 
 def rounded_imgsz(cfg: ProfileConfig) -> tuple[ProfileConfig, list[str]]:

@@ -15,13 +15,13 @@ Must not print or exit, nor derive metrics or verdicts (`analysis.build.finalize
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import msgspec.structs
 import torch
 
 from libreyolo import defaults
@@ -289,7 +289,7 @@ def _profile_inference(
             recorder, run, window.phase_ms, device, notes, merge=_ort_merge(forward, merged_nodes)
         )
         if exported is not None and merged_nodes:
-            exported = dataclasses.replace(exported, num_nodes=merged_nodes[0])
+            exported = msgspec.structs.replace(exported, num_nodes=merged_nodes[0])
         info = RunInfo(
             mode=Mode.INFER.noun,
             model=workload.model_name(described.size),

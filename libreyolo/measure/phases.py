@@ -10,11 +10,11 @@ synced (window.py does) nor keep samples beyond the current iteration.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
+import msgspec.structs
 import torch
 from torch.profiler import record_function
 
@@ -73,12 +73,12 @@ def attach_phase_walls(trace: TraceAnalysis, walls: Mapping[str, Sequence[float]
     phases = []
     for phase in trace.phases:
         wall = stats.median(walls.get(phase.name, []))
-        phases.append(dataclasses.replace(phase, wall_ms_per_step=_round(wall)))
+        phases.append(msgspec.structs.replace(phase, wall_ms_per_step=_round(wall)))
     present = {phase.name for phase in trace.phases}
     for name, samples in walls.items():
         if name not in present and samples:
             phases.append(PhaseStat(name=name, wall_ms_per_step=_round(stats.median(samples))))
-    return dataclasses.replace(trace, phases=phases)
+    return msgspec.structs.replace(trace, phases=phases)
 
 
 def _round(value: float | None) -> float | None:

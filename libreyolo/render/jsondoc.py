@@ -5,12 +5,12 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from libreyolo.analysis.result_kind import ResultKind, kind_of
+from libreyolo.document.convert import to_plain
 from libreyolo.document.json_value import JsonObject
 from libreyolo.document.mode import Mode
 from libreyolo.document.phases import FORWARD, POSTPROCESS, PREPROCESS
@@ -396,7 +396,7 @@ def _(result: Summary, source: ReadFrom) -> Any:
         },
         "memory": None if result.memory is None else _memory(result.memory),
         "compute": compute_json(result.compute),
-        "execution": None if result.execution is None else dataclasses.asdict(result.execution),
+        "execution": None if result.execution is None else to_plain(result.execution),
     }
     out |= rest
     return out
@@ -438,8 +438,6 @@ def _memory(mem: MemoryView) -> JsonObject:
 
 @_view(ResultKind.SWEEP)
 def _(result: SweepView, source: ReadFrom) -> Any:
-    from libreyolo.document.convert import to_plain
-
     # the sweep.json object as the sweep writes it: every object's keys sorted; a batch
     # search's tune.json, as its file holds it, under `tune`
     plain = to_plain(result.record, sort_keys=True)

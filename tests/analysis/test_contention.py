@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
-
+import msgspec.structs
 import pytest
 
 from libreyolo.analysis import contention
@@ -141,15 +140,15 @@ def test_one_contended_trial_makes_the_repeat_contended() -> None:
     quiet, busy = _profile([0.5] * 4), _profile([20.0] * 4)
     assert aggregate([busy, quiet]).metrics["contended"] is True
     assert aggregate([quiet, quiet]).metrics["contended"] is False
-    unknown = dataclasses.replace(quiet, metrics=quiet.metrics | {"contended": None})
+    unknown = msgspec.structs.replace(quiet, metrics=quiet.metrics | {"contended": None})
     assert aggregate([unknown, unknown]).metrics["contended"] is None
 
 
 def _staged(profile: Profile, pre_ms: float, fwd_ms: float, post_ms: float) -> Profile:
     """`profile` with a measured stage split, its verdict decided again."""
     stage_ms = {"preprocess": [pre_ms], "forward": [fwd_ms], "postprocess": [post_ms]}
-    samples = dataclasses.replace(profile.samples, stage_ms=stage_ms)
-    return finalize(dataclasses.replace(profile, samples=samples, verdict=None, metrics={}))
+    samples = msgspec.structs.replace(profile.samples, stage_ms=stage_ms)
+    return finalize(msgspec.structs.replace(profile, samples=samples, verdict=None, metrics={}))
 
 
 def test_a_starved_stage_split_names_no_bottleneck_but_says_the_shares() -> None:

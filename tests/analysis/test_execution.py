@@ -3,7 +3,7 @@ the summary's `exec` line, on profiles built here."""
 
 from __future__ import annotations
 
-import dataclasses
+import msgspec.structs
 
 from libreyolo.analysis.build import finalize, read_older
 from libreyolo.analysis.compare import compare
@@ -42,7 +42,9 @@ def _ran(name: str, **records: object) -> Execution:
 
 def _with(execution: Execution | None, busy_share: float = 0.95) -> Profile:
     """The H200 training profile (host-bound at a low busy share) re-finalized as `execution`."""
-    return finalize(dataclasses.replace(gpu_profile(busy_share=busy_share), execution=execution))
+    return finalize(
+        msgspec.structs.replace(gpu_profile(busy_share=busy_share), execution=execution)
+    )
 
 
 def test_every_profile_has_the_exec_keys_null_where_not_its_mode() -> None:
@@ -64,14 +66,14 @@ def test_every_profile_has_the_exec_keys_null_where_not_its_mode() -> None:
 
 def test_an_older_map_gets_the_keys_from_its_record_or_null() -> None:
     profile = _with(_ran("compile", compiled=COMPILED))
-    older = dataclasses.replace(profile, metrics={"img_per_s": 200.0})
+    older = msgspec.structs.replace(profile, metrics={"img_per_s": 200.0})
     assert read_older(older).metrics["compile_s"] == 41.0
-    predates = dataclasses.replace(older, execution=None)
+    predates = msgspec.structs.replace(older, execution=None)
     assert read_older(predates).metrics["exec"] is None
 
 
 def test_a_window_that_recompiled_is_not_a_steady_state() -> None:
-    compiled = dataclasses.replace(COMPILED, window_recompiles=3)
+    compiled = msgspec.structs.replace(COMPILED, window_recompiles=3)
     verdict = _with(_ran("compile", compiled=compiled)).verdict
     assert verdict is not None and verdict.bound == "compute"
     assert "the window recompiled 3 times, so it is not a steady state" in verdict.why
@@ -80,7 +82,7 @@ def test_a_window_that_recompiled_is_not_a_steady_state() -> None:
 
 
 def test_a_graph_broken_model_names_the_first_reason() -> None:
-    broken = dataclasses.replace(
+    broken = msgspec.structs.replace(
         COMPILED, num_graphs=3, graph_breaks=2, break_reasons=["Tensor.item() call", "print"]
     )
     verdict = _with(_ran("compile", compiled=broken)).verdict
@@ -103,7 +105,9 @@ def test_a_compiled_run_still_host_bound_gets_the_levers_not_in_effect() -> None
 
 
 def test_onnxruntime_preprocess_over_half_the_latency_is_not_the_export() -> None:
-    profile = dataclasses.replace(gpu_profile(), execution=_ran("onnxruntime", exported=EXPORTED))
+    profile = msgspec.structs.replace(
+        gpu_profile(), execution=_ran("onnxruntime", exported=EXPORTED)
+    )
     metrics = {"preprocess_ms": 6.0, "forward_ms": 3.0, "nms_ms": 1.0}
     verdict = with_exec(profile, metrics, Verdict(bound="preprocess", why="preprocess is ~60%"))
     assert verdict.why == (
@@ -157,7 +161,7 @@ def test_compare_says_the_exec_modes_differ_and_keeps_its_significance() -> None
     assert result.significance.n == (3, 3)
     tuned = _repeat(
         [150.0, 151.0, 149.0],
-        _ran("compile", compiled=dataclasses.replace(COMPILED, mode="max-autotune")),
+        _ran("compile", compiled=msgspec.structs.replace(COMPILED, mode="max-autotune")),
     )
     assert compare(compiled, tuned).warnings == (
         'the profiles differ in compile mode: "default" vs "max-autotune"',

@@ -4,8 +4,7 @@ verdict states nothing of it."""
 
 from __future__ import annotations
 
-import dataclasses
-
+import msgspec.structs
 import pytest
 
 from libreyolo.analysis.mfu_verdict import GPU_BUSY_FOR_MFU, LOW_MFU, mfu_levers
@@ -67,7 +66,7 @@ def test_a_contended_verdict_states_nothing_of_mfu() -> None:
 
 
 def _inference(profile: Profile, **run: object) -> Profile:
-    return dataclasses.replace(
+    return msgspec.structs.replace(
         profile, kind="infer", run=RunInfo(mode="inference", device="cuda:0", **run)
     )
 

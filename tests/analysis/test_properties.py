@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
+import msgspec.structs
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -73,13 +73,13 @@ def test_op_shares_sum_to_at_most_one(profile: Profile) -> None:
 @given(profiles())
 def test_what_if_removing_nothing_keeps_the_step(profile: Profile) -> None:
     assume(profile.trace is not None)
-    trace = dataclasses.replace(
+    trace = msgspec.structs.replace(
         profile.trace,
         has_gpu=True,
         gpu_busy_ms=0.0,
         phases=[p for p in profile.trace.phases if p.name != "dataload"],
     )
-    profile = finalize(dataclasses.replace(profile, trace=trace, samples=Samples()))
+    profile = finalize(msgspec.structs.replace(profile, trace=trace, samples=Samples()))
     step = profile.metrics["step_ms"]
     assume(isinstance(step, float) and step > 0)
     assert project(profile, launches=0).projected_step_ms == round(step, 1)

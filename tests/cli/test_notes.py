@@ -8,11 +8,11 @@ empty folder and the download at a closed port.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import msgspec.structs
 import pytest
 import torch.profiler
 
@@ -184,8 +184,8 @@ def test_the_report_page_lists_all_three_notes(
 def test_the_end_of_run_lines_label_the_traces_caveats_apart() -> None:
     caveat = "no ProfilerStep: the whole trace is one window"
     trace = TraceAnalysis(source="whole_trace", num_steps=0, window_ms=1.0, has_gpu=False)
-    profile = training_profile("cpu", trace=dataclasses.replace(trace, notes=[caveat]))
-    profile = dataclasses.replace(profile, notes=[HALF])
+    profile = training_profile("cpu", trace=msgspec.structs.replace(trace, notes=[caveat]))
+    profile = msgspec.structs.replace(profile, notes=[HALF])
     result = outcome(profile, "p/run/profile.json", "p/run/profile_trace.json")
     lines = to_lines(result)
     at = lines.index("profile: p/run/profile.json")

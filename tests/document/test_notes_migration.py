@@ -5,11 +5,11 @@ out of `trace.notes`, which keeps the analyser's own caveats."""
 from __future__ import annotations
 
 import copy
-import dataclasses
 import json
 from pathlib import Path
 from typing import Any
 
+import msgspec.structs
 import pytest
 
 from libreyolo.document import files
@@ -33,7 +33,7 @@ def _current(*, traced: bool) -> Profile:
         source="whole_trace", num_steps=0, window_ms=160.0, has_gpu=False, notes=list(CAVEATS)
     )
     profile = training_profile("cpu", trace=trace if traced else None)
-    return dataclasses.replace(profile, notes=[*RUN_NOTES, ROUNDED])
+    return msgspec.structs.replace(profile, notes=[*RUN_NOTES, ROUNDED])
 
 
 def _old_shape(profile: Profile) -> dict[str, Any]:

@@ -4,13 +4,13 @@ v1 training profile, a GPU pair made from a real trace with hostile names)."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
+import msgspec.structs
 import pytest
 
 from libreyolo.cli.sources import open_profile
@@ -104,7 +104,7 @@ def _trial_profile(path: Path, source: Profile, scale: float, img: list[float]) 
     phases' wall times (what `--repeat` writes), saved to `path`."""
     assert source.trace is not None
     phases = [
-        dataclasses.replace(p, wall_ms_per_step=(p.wall_ms_per_step or 0.0) * scale)
+        msgspec.structs.replace(p, wall_ms_per_step=(p.wall_ms_per_step or 0.0) * scale)
         for p in source.trace.phases
     ]
     walls = {f"{p.name}_wall_ms": p.wall_ms_per_step for p in phases}
@@ -112,9 +112,9 @@ def _trial_profile(path: Path, source: Profile, scale: float, img: list[float]) 
         Trial(index=i, metrics=_trial_metrics(v, walls, 1 + 0.01 * i)) for i, v in enumerate(img)
     ]
     mean = sum(img) / len(img)
-    profile = dataclasses.replace(
+    profile = msgspec.structs.replace(
         source,
-        trace=dataclasses.replace(source.trace, phases=phases),
+        trace=msgspec.structs.replace(source.trace, phases=phases),
         metrics=source.metrics | walls | {"img_per_s": mean, "step_ms": round(4000.0 / mean, 2)},
         trials=trials,
     )

@@ -4,11 +4,11 @@ shown as 0."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Callable
 from pathlib import Path
 
+import msgspec.structs
 import pytest
 
 from libreyolo.analysis.compare import compare
@@ -68,7 +68,7 @@ def test_gpu_training_lines_follow_the_step_line() -> None:
         ),
         (
             lambda: cpu_profile(
-                flops=forward_flops(0.1), peaks=(dataclasses.replace(CPU_PEAK, contended=True),)
+                flops=forward_flops(0.1), peaks=(msgspec.structs.replace(CPU_PEAK, contended=True),)
             ),
             "compute  0.1 GFLOP/img · 0.02 TFLOP/s · MFU 6.1 % of the measured GEMM peak "
             "(0.326 TFLOP/s fp32, measured on a busy host)",

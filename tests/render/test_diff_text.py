@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
+
+import msgspec.structs
 
 from libreyolo.analysis.compare import compare
 from libreyolo.analysis.diff import diff_profiles
@@ -104,7 +105,7 @@ def test_phase_changes_carry_the_trials_significance_call() -> None:
             for i, w in enumerate(walls)
         ]
         metrics = base.metrics | {"forward_wall_ms": sum(walls) / 3}
-        return dataclasses.replace(base, trials=trials, metrics=metrics)
+        return msgspec.structs.replace(base, trials=trials, metrics=metrics)
 
     slower = compare(with_trials([10.0, 10.2, 9.9]), with_trials([15.0, 15.1, 14.8]))
     assert slower.diff is not None

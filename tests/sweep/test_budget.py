@@ -4,12 +4,12 @@ GPU here); a budget the numbers cannot check fails the point rather than reading
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from pathlib import Path
 from typing import Any
 
+import msgspec.structs
 import pytest
 import torch
 
@@ -83,9 +83,9 @@ def _with(device: str, *trials: dict[str, Any]) -> Any:
     """A profile on `device` whose trials (or, with one, its own map) hold these metrics."""
     profile = training_profile(device)
     if len(trials) == 1:
-        return dataclasses.replace(profile, metrics=profile.metrics | trials[0])
+        return msgspec.structs.replace(profile, metrics=profile.metrics | trials[0])
     records = [Trial(index=i, metrics=m) for i, m in enumerate(trials)]
-    return dataclasses.replace(profile, trials=records)
+    return msgspec.structs.replace(profile, trials=records)
 
 
 def test_the_largest_trial_peak_is_checked_against_the_device_s_own_metric() -> None:
@@ -113,7 +113,7 @@ def test_a_peak_that_was_not_measured_cannot_read_as_a_fit(
     metric = "peak_vram_mb" if device.startswith("cuda") else "peak_rss_mb"
     profile = _with(device, *metrics)
     if device.startswith("cuda"):
-        profile = dataclasses.replace(profile, metrics={})
+        profile = msgspec.structs.replace(profile, metrics={})
     assert budget_failure(profile, 600) == (
         "usage",
         f"tune.memory_budget_mb cannot be checked: the profile has no {metric} (see its notes) "
