@@ -491,7 +491,9 @@ def build_parser(words: list[str] | None = None) -> Parser:
     readers: Parser | None = None
     for name, help_text in SUBCOMMANDS:
         if words is not None and name != only:
-            sub.add_parser(name, help=help_text)  # listed only: never the one parsed
+            # listed only, never the one parsed: no -h of its own (argparse builds a help
+            # formatter, and translates its strings, for every argument it adds)
+            sub.add_parser(name, help=help_text, add_help=False)
         elif name in _READERS:
             readers = readers or _reader_common(common)
             _READERS[name](sub, readers)

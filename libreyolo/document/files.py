@@ -11,7 +11,6 @@ when a whole document is built, which keeps `get` on a profile.json free of its 
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import re
@@ -62,7 +61,12 @@ def _open_decoded(path: str, limit_bytes: int) -> Iterator[_Readable]:
     """The file's bytes, gunzipped when its name ends in `.gz`."""
     try:
         with open_regular(path, limit_bytes) as raw:
-            yield gzip.GzipFile(fileobj=raw) if path.endswith(".gz") else raw
+            if not path.endswith(".gz"):
+                yield raw
+                return
+            import gzip  # a plain profile.json is read without it
+
+            yield gzip.GzipFile(fileobj=raw)
     except (OSError, EOFError, zlib.error) as err:
         raise AnalysisError(f"failed to analyse {path}: {err}") from err
 
@@ -185,6 +189,8 @@ def save(profile: Profile, path: str | os.PathLike[str], *, overwrite: bool = Fa
         raise UsageError(f"refusing to overwrite {target}", hint="choose another path")
     payload = to_json_bytes(profile)
     if target.suffix == ".gz":
+        import gzip
+
         payload = gzip.compress(payload, mtime=0)
     write_atomic(target, payload, overwrite=overwrite)
     return target

@@ -1,6 +1,7 @@
 """What a reader's start-up imports: `get` on a current profile.json loads the metric map and
 nothing else, so none of the document's classes, the analyses, the parsers of other
-subcommands' modules or any third-party library is imported on its way."""
+subcommands' modules or any third-party library is imported on its way; `summary` builds the
+document from msgspec structs, so no dataclass machinery is imported on its way either."""
 
 from __future__ import annotations
 
@@ -27,6 +28,21 @@ FORBIDDEN_FOR_GET = {
     "libreyolo.render.jsondoc",
     "libreyolo.render.html",
     "msgspec",
+    "rich",
+    "torch",
+    "numpy",
+}
+# Modules `summary` of a current profile does not use: dataclasses (and the sweep's files, still
+# dataclasses), the trace analyser and what completes older files, other results' renderers,
+# colour output. `inspect` is msgspec's own import (typing_extensions), paid by the floor too.
+FORBIDDEN_FOR_SUMMARY = {
+    "dataclasses",
+    "libreyolo.document.sweep_model",
+    "libreyolo.document.tune_model",
+    "libreyolo.analysis.build",
+    "libreyolo.kineto",
+    "libreyolo.render.jsondoc",
+    "libreyolo.render.html",
     "rich",
     "torch",
     "numpy",
@@ -58,14 +74,19 @@ def current_profile(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return save(profile, tmp_path_factory.mktemp("get") / "profile.json")
 
 
-def test_get_imports_no_module_it_does_not_use(current_profile: Path) -> None:
+def _reached(forbidden: set[str], *words: str) -> set[str]:
+    """The modules of `forbidden` (or below them) that the command line `words` imported."""
     proc = subprocess.run(
-        [sys.executable, "-c", _CODE, "profile", "get", str(current_profile), "step_ms"],
-        capture_output=True,
-        text=True,
-        check=False,
+        [sys.executable, "-c", _CODE, *words], capture_output=True, text=True, check=False
     )
     assert proc.returncode == 0, proc.stderr
     loaded = set(json.loads(proc.stderr))
-    reached = {m for m in loaded if m in FORBIDDEN_FOR_GET or m.split(".")[0] in FORBIDDEN_FOR_GET}
-    assert reached == set()
+    return {m for m in loaded if any(m == name or m.startswith(f"{name}.") for name in forbidden)}
+
+
+def test_get_imports_no_module_it_does_not_use(current_profile: Path) -> None:
+    assert _reached(FORBIDDEN_FOR_GET, "profile", "get", str(current_profile), "step_ms") == set()
+
+
+def test_summary_imports_no_dataclass_machinery(current_profile: Path) -> None:
+    assert _reached(FORBIDDEN_FOR_SUMMARY, "profile", "summary", str(current_profile)) == set()
