@@ -74,7 +74,7 @@ def _open_decoded(path: str, limit_bytes: int) -> Iterator[_Readable]:
 def _head(path: str, limit_bytes: int) -> bytes:
     """The file's start with each whitespace run squeezed to one space, so padding cannot push
     the tags out of sight: read until a tag shows or `_SNIFF_BYTES` are kept (at most
-    `limit_bytes` read)."""
+    `limit_bytes` read). A profile's tag in the first read returns that read as it is."""
     head = b""
     read = 0
     with _open_decoded(path, limit_bytes) as stream:
@@ -82,6 +82,8 @@ def _head(path: str, limit_bytes: int) -> bytes:
             read += len(data)
             if read > limit_bytes:
                 raise too_large(path, limit_bytes)
+            if not head and _PROFILE_TAG.search(data):
+                return data  # the tag in sight as written: squeezing could only keep it there
             squeezed = _SPACES.sub(b" ", data)
             head += squeezed
             if squeezed.strip() and (_PROFILE_TAG.search(head) or _TRACE_TAG.search(head)):
