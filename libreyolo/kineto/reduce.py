@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import compress
 from typing import TypeVar
 
@@ -24,11 +24,21 @@ from libreyolo.document.model import (
 )
 from libreyolo.errors import AnalysisError
 from libreyolo.kineto import classify
-from libreyolo.kineto.attribution import PhaseMap, build_phase_map, nesting_order
+from libreyolo.kineto.attribution import (
+    OpTotals,
+    PhaseMap,
+    aggregate_ops,
+    build_phase_map,
+    is_engine_op,
+    nesting_order,
+    shapes_ranges,
+)
 from libreyolo.kineto.events import KERNEL, TraceEvents, read_trace
 from libreyolo.kineto.intervals import US_DECIMALS, Union, to_ms, union_of
-from libreyolo.kineto.launch_ops import launching_ops
+from libreyolo.kineto.launch_ops import NO_OP, launching_ops
+from libreyolo.kineto.op_stream import Disordered, sweep_ops
 from libreyolo.kineto.steps import (
+    STEP_PREFIX,
     StepCounts,
     StepRange,
     StepWindow,
@@ -67,13 +77,22 @@ def analyse_trace(
         AnalysisError: the file is empty, not JSON, truncated, not a Chrome trace, or holds no
             complete ("X") CPU op, annotation, CUDA call or GPU activity.
     """
-    events = read_trace(path, workers=workers, max_input_bytes=max_input_bytes)
-    if not events:  # no complete event of a kind the analysis reads
-        raise AnalysisError(
-            f"failed to analyse {os.fspath(path)}: the trace holds no events",
-            hint="profile at least one step with torch.profiler before exporting the trace",
-        )
-    return reduce_trace(events)
+    events = read_trace(
+        path,
+        workers=workers,
+        max_input_bytes=max_input_bytes,
+        spool_ops=(shapes_ranges, is_engine_op),
+    )
+    try:
+        if not events:  # no complete event of a kind the analysis reads
+            raise AnalysisError(
+                f"failed to analyse {os.fspath(path)}: the trace holds no events",
+                hint="profile at least one step with torch.profiler before exporting the trace",
+            )
+        return reduce_trace(events)
+    finally:
+        if events.spool is not None:
+            events.spool.close()
 
 
 @dataclass(slots=True)
@@ -99,16 +118,9 @@ def reduce_trace(events: TraceEvents) -> TraceAnalysis:
     primary = max(devices, key=lambda device: device.busy_ms) if devices else None
     launches, mallocs = _calls(events, window, counts)
     major = _major(events, primary)
-    ops_order = nesting_order(events.ops.ts, events.ops.dur, events.ops.thread)  # sorted once
-    kernels = kernel_table(
-        events,
-        link.in_window,
-        link.phase,
-        phase_map,
-        major,
-        launching_ops(events, launcher, ops_order),
-    )
-    ops = op_table(events, window, phase_map, ops_order)
+    launched_by, op_totals = _sweep_ops(events, launcher, window, phase_map)
+    kernels = kernel_table(events, link.in_window, link.phase, phase_map, major, launched_by)
+    ops = op_table(events.names, phase_map, op_totals)
     busy, copies = unions[primary.id] if primary else (None, None)
     steps = trace_steps(window, counts, busy)
     # The GPU may finish a step's work after the CPU left it: the device-side window runs to
@@ -141,6 +153,45 @@ def reduce_trace(events: TraceEvents) -> TraceAnalysis:
         ops=ops,
         notes=notes,
     )
+
+
+def _sweep_ops(
+    events: TraceEvents, launcher: list[int], window: StepWindow, phase_map: PhaseMap
+) -> tuple[list[int], OpTotals]:
+    """(per GPU activity the name id of the op that launched it, NO_OP: none; the op totals
+    over the window): one streamed sweep over the spooled ops, or sorted columns when the ops
+    are in memory or out of order."""
+    skip = {i for i, name in enumerate(events.names) if name.startswith(STEP_PREFIX)}
+    if events.spool is not None:
+        try:
+            totals, found = sweep_ops(
+                events.spool,
+                phase_map,
+                (window.start, window.end),
+                skip,
+                len(events.names),
+                _queries(events, launcher),
+            )
+        except Disordered:
+            events = replace(events, ops=events.spool.load(), spool=None)
+        else:
+            return [found.get(call, NO_OP) for call in launcher], totals
+    ops = events.ops
+    order = nesting_order(ops.ts, ops.dur, ops.thread)  # sorted once, for both
+    totals = aggregate_ops(ops, phase_map, window.start, window.end, skip, order)
+    return launching_ops(events, launcher, order), totals
+
+
+def _queries(events: TraceEvents, launcher: list[int]) -> dict[int, list[tuple[float, int]]]:
+    """Per thread, its launching calls as (start, call index), by start."""
+    calls = events.calls
+    by_thread: dict[int, list[tuple[float, int]]] = {}
+    for call in set(launcher):
+        if call >= 0:
+            by_thread.setdefault(calls.thread[call], []).append((calls.ts[call], call))
+    for queries in by_thread.values():
+        queries.sort()
+    return by_thread
 
 
 def _notes(window: StepWindow, launcher: list[int]) -> list[str]:

@@ -13,10 +13,10 @@ from itertools import compress
 
 from libreyolo.document.model import CallStat, CategoryStat, KernelStat, OpStat, PhaseStat
 from libreyolo.kineto import classify
-from libreyolo.kineto.attribution import PhaseMap, aggregate_ops, phase_cpu_us
+from libreyolo.kineto.attribution import OpTotals, PhaseMap, phase_cpu_us
 from libreyolo.kineto.events import KERNEL, TraceEvents
 from libreyolo.kineto.intervals import to_ms
-from libreyolo.kineto.steps import STEP_PREFIX, StepWindow
+from libreyolo.kineto.steps import StepWindow
 
 
 @dataclass(slots=True)
@@ -113,14 +113,9 @@ def kernel_stats(kernels: dict[str, KernelTotals]) -> list[KernelStat]:
     return sorted(stats, key=lambda stat: (-stat.total_ms, stat.name))
 
 
-def op_table(
-    events: TraceEvents, window: StepWindow, phase_map: PhaseMap, order: list[int] | None = None
-) -> list[OpStat]:
-    """cpu_ops that start in the window, by name: inclusive and self time, per phase; most
-    self time first (ties by name). `order`: the ops' nesting order, when already sorted."""
-    names = events.names
-    skip = {i for i, name in enumerate(names) if name.startswith(STEP_PREFIX)}
-    totals = aggregate_ops(events.ops, phase_map, window.start, window.end, skip, order)
+def op_table(names: list[str], phase_map: PhaseMap, totals: OpTotals) -> list[OpStat]:
+    """cpu_ops that start in the window, by name (`aggregate_ops`' totals): inclusive and self
+    time, per phase; most self time first (ties by name)."""
     rows: dict[int, dict[str, list[float]]] = {}
     for name_id, phase_id, total_us, self_us, calls in totals.rows():
         rows.setdefault(name_id, {})[phase_map.phases[phase_id]] = [total_us, self_us, calls]

@@ -1,0 +1,168 @@
+"""One streamed sweep over the spooled cpu_ops: op totals with self time, and launching ops.
+
+Role: the streaming twin of `attribution.aggregate_ops` and `launch_ops.launching_ops`. Kineto
+writes each thread's ops in start order, so a stack per thread, carried from block to block,
+sees them in the order those functions sort them into, and neither sort nor the whole op column
+is needed: memory is one block plus a stack per thread. The same loop answers, per thread, which
+op encloses each launching call (calls sorted by start, answered as the ops pass them). A thread
+whose ops go back in time, or whose equal starts come shortest first, raises `Disordered`: the
+caller then sorts the whole column instead. Must not: read trace files, print, or import
+torch/numpy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from itertools import groupby
+from math import inf
+from typing import Any
+
+from libreyolo.kineto.attribution import NESTING_TOLERANCE_US, OpTotals, PhaseMap
+from libreyolo.kineto.columns import Columns
+from libreyolo.kineto.spool import OpSpool
+
+Query = tuple[float, int]  # (start of a launching call, its index in the calls columns)
+
+
+class Disordered(Exception):
+    """A thread's ops are not in nesting order (start, longest first): they must be sorted."""
+
+
+class _Thread:
+    """What the sweep carries for one thread from one block to the next."""
+
+    __slots__ = ("launch_stack", "next_query", "phase", "prev_dur", "prev_ts", "queries", "stack")
+
+    def __init__(self, queries: list[Query]) -> None:
+        self.stack: list[list[Any]] = []  # open ops: [end, end + tolerance, key, self µs]
+        self.phase: tuple[int, float, float] = (0, inf, -inf)  # phase on [from, until)
+        self.prev_ts = -inf
+        self.prev_dur = inf
+        self.queries = queries
+        self.next_query = 0
+        # (end, name id) of ops started, while calls of this thread are still to be answered
+        self.launch_stack: list[tuple[float, int]] | None = [] if queries else None
+
+
+def sweep_ops(
+    spool: OpSpool,
+    phase_map: PhaseMap,
+    window: tuple[float, float],
+    skip: set[int],
+    num_names: int,
+    queries: dict[int, list[Query]],
+) -> tuple[OpTotals, dict[int, int]]:
+    """(`aggregate_ops`' totals of the ops that start in `window`, the innermost op name id
+    enclosing each launching call: call index -> name id, absent: none). `queries`: per
+    thread, its launching calls sorted by start.
+
+    Raises:
+        Disordered: a thread's ops are out of nesting order.
+    """
+    sweep = _Sweep(phase_map, window, skip, num_names)
+    states: dict[int, _Thread] = {}
+    for block in spool.blocks():
+        for thread, ops in _by_thread(block):
+            state = states.get(thread)
+            if state is None:
+                state = states[thread] = _Thread(queries.get(thread, []))
+            sweep.run(thread, state, ops)
+    for thread in sorted(states):  # aggregate_ops closes threads in id order
+        sweep.close(states[thread])
+    return OpTotals(sweep.stride, sweep.total, sweep.own, sweep.calls), sweep.found
+
+
+def _by_thread(block: Columns) -> Iterator[tuple[int, Iterator[tuple[float, float, int]]]]:
+    """Each thread of a block with its ops as (ts, dur, name id), in file order."""
+    threads = block.thread
+    if len(set(threads)) == 1:  # the usual block: one thread, no sort
+        yield threads[0], zip(block.ts, block.dur, block.name, strict=True)
+        return
+    order = sorted(range(len(threads)), key=threads.__getitem__)  # stable: file order kept
+    for thread, rows in groupby(order, threads.__getitem__):
+        index = list(rows)
+        columns = (block.ts, block.dur, block.name)
+        yield thread, zip(*(map(column.__getitem__, index) for column in columns), strict=True)
+
+
+class _Sweep:
+    def __init__(
+        self, phase_map: PhaseMap, window: tuple[float, float], skip: set[int], num_names: int
+    ) -> None:
+        self.phase_map = phase_map
+        self.start, self.end = window
+        self.skip = skip
+        self.stride = len(phase_map.phases)
+        size = num_names * self.stride
+        self.total, self.own, self.calls = [0.0] * size, [0.0] * size, [0] * size
+        self.found: dict[int, int] = {}
+
+    def run(self, thread: int, state: _Thread, ops: Iterator[tuple[float, float, int]]) -> None:
+        """Sweep one thread's ops of one block, (ts, dur, name id) in file order. The loop runs
+        once per op of the trace: everything it touches is a local."""
+        total, own, calls, stride, skip = self.total, self.own, self.calls, self.stride, self.skip
+        start, end, phase_span = self.start, self.end, self.phase_map.phase_span
+        stack, launch_stack = state.stack, state.launch_stack
+        phase, phase_from, phase_until = state.phase
+        prev_ts, prev_dur = state.prev_ts, state.prev_dur
+        queries = state.queries
+        query_ts = queries[state.next_query][0] if launch_stack is not None else inf
+        for begin, length, name in ops:
+            if begin <= prev_ts and (begin < prev_ts or length > prev_dur):
+                raise Disordered
+            prev_ts, prev_dur = begin, length
+            finish = begin + length
+            if query_ts < begin:
+                query_ts = self._answer(state, begin)
+                launch_stack = state.launch_stack
+            if launch_stack is not None:
+                while launch_stack and launch_stack[-1][0] <= begin:
+                    launch_stack.pop()  # ended before this op: encloses no later call
+                launch_stack.append((finish, name))
+            while stack:
+                top = stack[-1]
+                if top[0] > begin and finish <= top[1]:
+                    top[3] -= (finish if finish < top[0] else top[0]) - begin
+                    break
+                stack.pop()
+                if top[2] >= 0 and top[3] > 0.0:
+                    own[top[2]] += top[3]
+            key = -1
+            if start <= begin < end and name not in skip:
+                if not phase_from <= begin < phase_until:
+                    phase, phase_from, phase_until = phase_span(thread, begin)
+                key = name * stride + phase
+                total[key] += length
+                calls[key] += 1
+            stack.append([finish, finish + NESTING_TOLERANCE_US, key, length])
+        state.phase = (phase, phase_from, phase_until)
+        state.prev_ts, state.prev_dur = prev_ts, prev_dur
+
+    def _answer(self, state: _Thread, until: float) -> float:
+        """Answer the thread's calls that start before `until` from its launch stack; the start
+        of the next call (inf: none left, and the launch stack is dropped)."""
+        queries, stack, found = state.queries, state.launch_stack, self.found
+        assert stack is not None
+        at = state.next_query
+        while at < len(queries) and (query := queries[at])[0] < until:
+            time, call = query
+            while stack and stack[-1][0] <= time:
+                stack.pop()
+            if stack:
+                found[call] = stack[-1][1]
+            at += 1
+        state.next_query = at
+        if at == len(queries):
+            state.launch_stack = None
+            return inf
+        return queries[at][0]
+
+    def close(self, state: _Thread) -> None:
+        """The thread's last calls, then its open ops (as `attribution._close_all`)."""
+        if state.launch_stack is not None:
+            self._answer(state, inf)
+        own = self.own
+        for _end, _limit, key, remaining in state.stack:
+            if key >= 0 and remaining > 0.0:
+                own[key] += remaining
+        state.stack.clear()
