@@ -12,6 +12,7 @@ torch/numpy.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterator
 from itertools import groupby
 from math import inf
@@ -21,7 +22,9 @@ from libreyolo.kineto.attribution import NESTING_TOLERANCE_US, OpTotals, PhaseMa
 from libreyolo.kineto.columns import Columns
 from libreyolo.kineto.spool import OpSpool
 
-Query = tuple[float, int]  # (start of a launching call, its index in the calls columns)
+# A thread's launching calls, by start: (their starts, their indices in the calls columns).
+Queries = tuple["array[float]", "array[int]"]
+_NONE: Queries = (array("d"), array("i"))
 
 
 class Disordered(Exception):
@@ -33,7 +36,7 @@ class _Thread:
 
     __slots__ = ("launch_stack", "next_query", "phase", "prev_dur", "prev_ts", "queries", "stack")
 
-    def __init__(self, queries: list[Query]) -> None:
+    def __init__(self, queries: Queries) -> None:
         self.stack: list[list[Any]] = []  # open ops: [end, end + tolerance, key, self µs]
         self.phase: tuple[int, float, float] = (0, inf, -inf)  # phase on [from, until)
         self.prev_ts = -inf
@@ -41,7 +44,7 @@ class _Thread:
         self.queries = queries
         self.next_query = 0
         # (end, name id) of ops started, while calls of this thread are still to be answered
-        self.launch_stack: list[tuple[float, int]] | None = [] if queries else None
+        self.launch_stack: list[tuple[float, int]] | None = [] if len(queries[0]) else None
 
 
 def sweep_ops(
@@ -50,22 +53,23 @@ def sweep_ops(
     window: tuple[float, float],
     skip: set[int],
     num_names: int,
-    queries: dict[int, list[Query]],
-) -> tuple[OpTotals, dict[int, int]]:
-    """(`aggregate_ops`' totals of the ops that start in `window`, the innermost op name id
-    enclosing each launching call: call index -> name id, absent: none). `queries`: per
+    queries: dict[int, Queries],
+    num_calls: int,
+) -> tuple[OpTotals, array[int]]:
+    """(`aggregate_ops`' totals of the ops that start in `window`, per call the name id of the
+    innermost op enclosing it, -1 for none or a call that launched nothing). `queries`: per
     thread, its launching calls sorted by start.
 
     Raises:
         Disordered: a thread's ops are out of nesting order.
     """
-    sweep = _Sweep(phase_map, window, skip, num_names)
+    sweep = _Sweep(phase_map, window, skip, num_names, num_calls)
     states: dict[int, _Thread] = {}
     for block in spool.blocks():
         for thread, ops in _by_thread(block):
             state = states.get(thread)
             if state is None:
-                state = states[thread] = _Thread(queries.get(thread, []))
+                state = states[thread] = _Thread(queries.get(thread, _NONE))
             sweep.run(thread, state, ops)
     for thread in sorted(states):  # aggregate_ops closes threads in id order
         sweep.close(states[thread])
@@ -87,7 +91,12 @@ def _by_thread(block: Columns) -> Iterator[tuple[int, Iterator[tuple[float, floa
 
 class _Sweep:
     def __init__(
-        self, phase_map: PhaseMap, window: tuple[float, float], skip: set[int], num_names: int
+        self,
+        phase_map: PhaseMap,
+        window: tuple[float, float],
+        skip: set[int],
+        num_names: int,
+        num_calls: int,
     ) -> None:
         self.phase_map = phase_map
         self.start, self.end = window
@@ -95,7 +104,7 @@ class _Sweep:
         self.stride = len(phase_map.phases)
         size = num_names * self.stride
         self.total, self.own, self.calls = [0.0] * size, [0.0] * size, [0] * size
-        self.found: dict[int, int] = {}
+        self.found = array("i", [-1]) * num_calls
 
     def run(self, thread: int, state: _Thread, ops: Iterator[tuple[float, float, int]]) -> None:
         """Sweep one thread's ops of one block, (ts, dur, name id) in file order. The loop runs
@@ -106,7 +115,7 @@ class _Sweep:
         phase, phase_from, phase_until = state.phase
         prev_ts, prev_dur = state.prev_ts, state.prev_dur
         queries = state.queries
-        query_ts = queries[state.next_query][0] if launch_stack is not None else inf
+        query_ts = queries[0][state.next_query] if launch_stack is not None else inf
         for begin, length, name in ops:
             if begin <= prev_ts and (begin < prev_ts or length > prev_dur):
                 raise Disordered
@@ -141,21 +150,20 @@ class _Sweep:
     def _answer(self, state: _Thread, until: float) -> float:
         """Answer the thread's calls that start before `until` from its launch stack; the start
         of the next call (inf: none left, and the launch stack is dropped)."""
-        queries, stack, found = state.queries, state.launch_stack, self.found
+        (starts, calls), stack, found = state.queries, state.launch_stack, self.found
         assert stack is not None
         at = state.next_query
-        while at < len(queries) and (query := queries[at])[0] < until:
-            time, call = query
+        while at < len(starts) and (time := starts[at]) < until:
             while stack and stack[-1][0] <= time:
                 stack.pop()
             if stack:
-                found[call] = stack[-1][1]
+                found[calls[at]] = stack[-1][1]
             at += 1
         state.next_query = at
-        if at == len(queries):
+        if at == len(starts):
             state.launch_stack = None
             return inf
-        return queries[at][0]
+        return starts[at]
 
     def close(self, state: _Thread) -> None:
         """The thread's last calls, then its open ops (as `attribution._close_all`)."""

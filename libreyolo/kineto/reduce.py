@@ -9,11 +9,12 @@ Must not: read files (events.py does), print, or import torch/numpy.
 from __future__ import annotations
 
 import os
+from array import array
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from itertools import compress
-from typing import TypeVar
+from itertools import compress, repeat
+from typing import Any
 
 from libreyolo.document.limits import MAX_INPUT_BYTES
 from libreyolo.document.model import (
@@ -36,7 +37,7 @@ from libreyolo.kineto.attribution import (
 from libreyolo.kineto.events import KERNEL, TraceEvents, read_trace
 from libreyolo.kineto.intervals import US_DECIMALS, Union, to_ms, union_of
 from libreyolo.kineto.launch_ops import NO_OP, launching_ops
-from libreyolo.kineto.op_stream import Disordered, sweep_ops
+from libreyolo.kineto.op_stream import Disordered, Queries, sweep_ops
 from libreyolo.kineto.steps import (
     STEP_PREFIX,
     StepCounts,
@@ -53,8 +54,6 @@ from libreyolo.kineto.tables import (
     op_table,
     phase_table,
 )
-
-T = TypeVar("T")
 
 # libreyolo 1.6.0's threshold, kept: 5 or more cudaMalloc/cudaFree per step means the caching
 # allocator keeps missing, and each such call synchronises the device.
@@ -99,9 +98,9 @@ def analyse_trace(
 class _Link:
     """Per GPU activity: launching call (-1: none found), in-window flag and phase id."""
 
-    launcher: list[int]
-    in_window: list[bool]
-    phase: list[int]
+    launcher: array[int]
+    in_window: bytes  # 1: in the window
+    phase: array[int]
 
 
 def reduce_trace(events: TraceEvents) -> TraceAnalysis:
@@ -109,7 +108,9 @@ def reduce_trace(events: TraceEvents) -> TraceAnalysis:
     notes: list[str] = []
     launcher = _launchers(events)
     calls_ts = events.calls.ts
-    times = [calls_ts[k] if k >= 0 else t for k, t in zip(launcher, events.gpu.ts, strict=True)]
+    times = array(
+        "d", (calls_ts[k] if k >= 0 else t for k, t in zip(launcher, events.gpu.ts, strict=True))
+    )
     window = measured_window(events, _drop_idle_tail(find_steps(events), times, notes))
     phase_map = build_phase_map(events)
     counts = StepCounts.empty(window)
@@ -156,8 +157,8 @@ def reduce_trace(events: TraceEvents) -> TraceAnalysis:
 
 
 def _sweep_ops(
-    events: TraceEvents, launcher: list[int], window: StepWindow, phase_map: PhaseMap
-) -> tuple[list[int], OpTotals]:
+    events: TraceEvents, launcher: array[int], window: StepWindow, phase_map: PhaseMap
+) -> tuple[Sequence[int], OpTotals]:
     """(per GPU activity the name id of the op that launched it, NO_OP: none; the op totals
     over the window): one streamed sweep over the spooled ops, or sorted columns when the ops
     are in memory or out of order."""
@@ -171,48 +172,52 @@ def _sweep_ops(
                 skip,
                 len(events.names),
                 _queries(events, launcher),
+                len(events.calls),
             )
         except Disordered:
             events = replace(events, ops=events.spool.load(), spool=None)
         else:
-            return [found.get(call, NO_OP) for call in launcher], totals
+            return array("i", (found[k] if k >= 0 else NO_OP for k in launcher)), totals
     ops = events.ops
     order = nesting_order(ops.ts, ops.dur, ops.thread)  # sorted once, for both
     totals = aggregate_ops(ops, phase_map, window.start, window.end, skip, order)
     return launching_ops(events, launcher, order), totals
 
 
-def _queries(events: TraceEvents, launcher: list[int]) -> dict[int, list[tuple[float, int]]]:
-    """Per thread, its launching calls as (start, call index), by start."""
+def _queries(events: TraceEvents, launcher: array[int]) -> dict[int, Queries]:
+    """Per thread, its launching calls (starts, call indices), by start."""
     calls = events.calls
-    by_thread: dict[int, list[tuple[float, int]]] = {}
-    for call in set(launcher):
-        if call >= 0:
-            by_thread.setdefault(calls.thread[call], []).append((calls.ts[call], call))
-    for queries in by_thread.values():
-        queries.sort()
-    return by_thread
+    by_thread: dict[int, list[int]] = {}
+    thread = calls.thread
+    for call in sorted(set(launcher).difference((-1,)), key=calls.ts.__getitem__):
+        by_thread.setdefault(thread[call], []).append(call)
+    return {
+        thread: (array("d", map(calls.ts.__getitem__, found)), array("i", found))
+        for thread, found in by_thread.items()
+    }
 
 
-def _notes(window: StepWindow, launcher: list[int]) -> list[str]:
+def _notes(window: StepWindow, launcher: array[int]) -> list[str]:
     notes = [] if window.steps else ["no ProfilerStep: the whole trace is one window"]
     if unlinked := launcher.count(-1):
         notes.append(f"{unlinked} GPU activities have no launching call: unphased")
     return notes
 
 
-def _launchers(events: TraceEvents) -> list[int]:
-    """Index of the call whose correlation id each GPU activity carries, or -1."""
-    wanted = set(events.gpu.corr)
-    wanted.discard(-1)
+def _launchers(events: TraceEvents) -> array[int]:
+    """Index of the call whose correlation id each GPU activity carries (the last such call),
+    or -1."""
+    gpu = events.gpu.corr
+    index = dict.fromkeys(gpu, -1)  # one table: the wanted ids, then where their call is
+    index.pop(-1, None)
     calls = events.calls.corr
-    keep = list(map(wanted.__contains__, calls))  # C-level filter: only launching calls
-    index = dict(zip(compress(calls, keep), compress(range(len(calls)), keep), strict=True))
-    return [index.get(corr, -1) for corr in events.gpu.corr]
+    keep = bytes(map(index.__contains__, calls))  # C-level filter, a byte a call
+    index.update(zip(compress(calls, keep), compress(range(len(calls)), keep), strict=True))
+    return array("i", map(index.get, gpu, repeat(-1)))
 
 
 def _drop_idle_tail(
-    steps: list[StepRange], times: list[float], notes: list[str]
+    steps: list[StepRange], times: array[float], notes: list[str]
 ) -> list[StepRange]:
     """Drop trailing steps that launched no GPU work (in a trace that has some); `times` are
     the launch times of the GPU activities."""
@@ -231,14 +236,14 @@ def _drop_idle_tail(
 def _link(
     events: TraceEvents,
     window: StepWindow,
-    launcher: list[int],
-    times: list[float],
+    launcher: array[int],
+    times: array[float],
     phase_map: PhaseMap,
     counts: StepCounts,
 ) -> _Link:
     """Place each GPU activity by its launch time: window, step and the launching call's phase."""
-    in_window = [window.start <= time < window.end for time in times]
-    phases = []
+    in_window = bytes(window.start <= time < window.end for time in times)
+    phases = array("i")
     unphased = phase_map.unphased
     threads = events.calls.thread
     spans: dict[int, tuple[int, float, float]] = {}  # thread -> last (phase, from, until)
@@ -256,7 +261,7 @@ def _link(
 
 
 def _count_steps(
-    events: TraceEvents, window: StepWindow, times: list[float], counts: StepCounts
+    events: TraceEvents, window: StepWindow, times: array[float], counts: StepCounts
 ) -> None:
     """Per step: kernels launched in it, and the end of the last GPU activity it launched."""
     gpu = events.gpu
@@ -278,10 +283,10 @@ def _devices(
     unions: dict[int, tuple[Union, Union]] = {}
     ids = sorted(set(gpu.device))
     for device_id in ids:
-        mine = None if len(ids) == 1 else [device == device_id for device in gpu.device]
+        mine = None if len(ids) == 1 else bytes(device == device_id for device in gpu.device)
         ts, dur, kind = (_select(column, mine) for column in (gpu.ts, gpu.dur, gpu.kind))
-        kernel = [k == KERNEL for k in kind]
-        copy = [not is_kernel for is_kernel in kernel]
+        kernel = bytes(k == KERNEL for k in kind)
+        copy = bytes(not is_kernel for is_kernel in kernel)
         busy = union_of(ts, dur)
         kernels = union_of(_select(ts, kernel), _select(dur, kernel))
         unions[device_id] = (busy, union_of(_select(ts, copy), _select(dur, copy)))
@@ -298,8 +303,8 @@ def _devices(
     return devices, unions
 
 
-def _select(column: Sequence[T], mask: list[bool] | None) -> Sequence[T]:
-    return column if mask is None else list(compress(column, mask))
+def _select(column: array[Any], mask: bytes | None) -> array[Any]:
+    return column if mask is None else array(column.typecode, compress(column, mask))
 
 
 def _calls(events: TraceEvents, window: StepWindow, counts: StepCounts) -> tuple[LaunchStat, int]:

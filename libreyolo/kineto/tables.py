@@ -8,6 +8,7 @@ import torch/numpy.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import compress
 
@@ -55,11 +56,11 @@ def _in_phase_order(phases: dict[str, list[float]]) -> list[tuple[str, list[floa
 
 def kernel_table(
     events: TraceEvents,
-    in_window: list[bool],
-    phases: list[int],
+    in_window: Sequence[int],
+    phases: Sequence[int],
     phase_map: PhaseMap,
     compute_major: int | None,
-    ops: list[int],
+    ops: Sequence[int],
 ) -> dict[str, KernelTotals]:
     """Kernels in the window by name, with per-phase totals and the launching op (phase ids and
     op name ids per GPU activity; op -1: none)."""
@@ -169,7 +170,7 @@ def phase_table(
 
 
 def category_table(
-    kernels: dict[str, KernelTotals], events: TraceEvents, in_window: list[bool]
+    kernels: dict[str, KernelTotals], events: TraceEvents, in_window: Sequence[int]
 ) -> list[CategoryStat]:
     """Kernel time per category, plus the `memcpy` row of memcpy/memset activity."""
     totals: dict[str, list[float]] = {}
