@@ -111,6 +111,7 @@ class _Sweep:
         once per op of the trace: everything it touches is a local."""
         total, own, calls, stride, skip = self.total, self.own, self.calls, self.stride, self.skip
         start, end, phase_span = self.start, self.end, self.phase_map.phase_span
+        tolerance = NESTING_TOLERANCE_US
         stack, launch_stack = state.stack, state.launch_stack
         phase, phase_from, phase_until = state.phase
         prev_ts, prev_dur = state.prev_ts, state.prev_dur
@@ -143,7 +144,7 @@ class _Sweep:
                 key = name * stride + phase
                 total[key] += length
                 calls[key] += 1
-            stack.append([finish, finish + NESTING_TOLERANCE_US, key, length])
+            stack.append([finish, finish + tolerance, key, length])
         state.phase = (phase, phase_from, phase_until)
         state.prev_ts, state.prev_dur = prev_ts, prev_dur
 
