@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import os
 from array import array
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from itertools import compress, repeat
+from itertools import compress, islice
+from operator import le
 from typing import Any
 
 from libreyolo.document.limits import MAX_INPUT_BYTES
@@ -185,16 +187,23 @@ def _sweep_ops(
 
 
 def _queries(events: TraceEvents, launcher: array[int]) -> dict[int, Queries]:
-    """Per thread, its launching calls (starts, call indices), by start."""
+    """Per thread, its launching calls (starts, call indices), by start (ties in any order:
+    calls that start together get the same op)."""
     calls = events.calls
-    by_thread: dict[int, list[int]] = {}
-    thread = calls.thread
-    for call in sorted(set(launcher).difference((-1,)), key=calls.ts.__getitem__):
-        by_thread.setdefault(thread[call], []).append(call)
-    return {
-        thread: (array("d", map(calls.ts.__getitem__, found)), array("i", found))
-        for thread, found in by_thread.items()
-    }
+    launching = bytearray(len(calls))  # a byte a call, not a set of them
+    for call in launcher:
+        if call >= 0:
+            launching[call] = 1
+    by_thread: dict[int, array[int]] = {}
+    for call in compress(range(len(calls)), launching):
+        by_thread.setdefault(calls.thread[call], array("i")).append(call)
+    start = calls.ts.__getitem__
+    queries = {}
+    for thread, found in by_thread.items():
+        if not all(map(le, map(start, found), map(start, islice(found, 1, None)))):
+            found = array("i", sorted(found, key=start))  # calls are mostly written in order
+        queries[thread] = (array("d", map(start, found)), found)
+    return queries
 
 
 def _notes(window: StepWindow, launcher: array[int]) -> list[str]:
@@ -206,14 +215,17 @@ def _notes(window: StepWindow, launcher: array[int]) -> list[str]:
 
 def _launchers(events: TraceEvents) -> array[int]:
     """Index of the call whose correlation id each GPU activity carries (the last such call),
-    or -1."""
+    or -1. A join by binary search in the sorted GPU ids: two typed arrays, no dict of a
+    Python int per activity."""
     gpu = events.gpu.corr
-    index = dict.fromkeys(gpu, -1)  # one table: the wanted ids, then where their call is
-    index.pop(-1, None)
-    calls = events.calls.corr
-    keep = bytes(map(index.__contains__, calls))  # C-level filter, a byte a call
-    index.update(zip(compress(calls, keep), compress(range(len(calls)), keep), strict=True))
-    return array("i", map(index.get, gpu, repeat(-1)))
+    wanted = array("q", sorted(gpu))
+    found = array("i", [-1]) * len(wanted)  # per sorted id: its call (first copy of an id)
+    size = len(wanted)
+    for call, corr in enumerate(events.calls.corr):
+        at = bisect_left(wanted, corr)
+        if at < size and wanted[at] == corr and corr != -1:
+            found[at] = call
+    return array("i", (found[bisect_left(wanted, corr)] for corr in gpu))
 
 
 def _drop_idle_tail(
@@ -315,19 +327,22 @@ def _calls(events: TraceEvents, window: StepWindow, counts: StepCounts) -> tuple
     copies = {nid for nid in present if classify.is_memcpy_api(names[nid])}
     allocs = {nid for nid in present if classify.is_malloc_api(names[nid])}
     wanted = apis.keys() | copies | allocs
-    rows = [
-        i
-        for i, nid in enumerate(calls.name)
-        if nid in wanted and window.start <= calls.ts[i] < window.end
-    ]
-    launches = [i for i in rows if calls.name[i] in apis]
-    mallocs = [i for i in rows if calls.name[i] in allocs]
+    rows = array(
+        "i",
+        (
+            i
+            for i, nid in enumerate(calls.name)
+            if nid in wanted and window.start <= calls.ts[i] < window.end
+        ),
+    )  # typed: a GPU trace has about one launch call per kernel
+    launches = array("i", (i for i in rows if calls.name[i] in apis))
+    mallocs = array("i", (i for i in rows if calls.name[i] in allocs))
     for tally, chosen in ((counts.launches, launches), (counts.mallocs, mallocs)):
         for step, count in Counter(window.step_of(calls.ts[i]) for i in chosen).items():
             if step >= 0:
                 tally[step] += count
     by_api = Counter(apis[calls.name[i]] for i in launches)
-    durations = [calls.dur[i] for i in launches]
+    durations = array("d", map(calls.dur.__getitem__, launches))
     stat = LaunchStat(
         num_launches=len(launches),
         by_api=dict(sorted(by_api.items(), key=lambda item: (-item[1], item[0]))),
@@ -337,7 +352,7 @@ def _calls(events: TraceEvents, window: StepWindow, counts: StepCounts) -> tuple
     return stat, len(mallocs)
 
 
-def _median(values: list[float]) -> float | None:
+def _median(values: Sequence[float]) -> float | None:
     """Median in µs, rounded (statistics.median, without importing `statistics` for it)."""
     if not values:
         return None
