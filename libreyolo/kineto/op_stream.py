@@ -4,10 +4,11 @@ Role: the streaming twin of `attribution.aggregate_ops` and `launch_ops.launchin
 writes each thread's ops in start order, so a stack per thread, carried from block to block,
 sees them in the order those functions sort them into, and neither sort nor the whole op column
 is needed: memory is one block plus a stack per thread. The same loop answers, per thread, which
-op encloses each launching call (calls sorted by start, answered as the ops pass them). A thread
-whose ops go back in time, or whose equal starts come shortest first, raises `Disordered`: the
-caller then sorts the whole column instead. Must not: read trace files, print, or import
-torch/numpy.
+op encloses each launching call (calls sorted by start, answered as the ops pass them). Equal
+starts must come longest first: when they do not (ns traces: the V100 fixture), the sweep starts
+over holding each thread's latest equal-start ops back until a later start shows the group is
+whole. A thread whose ops go back in time raises `Disordered`: the caller then sorts the whole
+column instead. Must not: read trace files, print, or import torch/numpy.
 """
 
 from __future__ import annotations
@@ -24,17 +25,31 @@ from libreyolo.kineto.spool import OpSpool
 
 # A thread's launching calls, by start: (their starts, their indices in the calls columns).
 Queries = tuple["array[float]", "array[int]"]
+Op = tuple[float, float, int]  # (ts, dur, name id)
 _NONE: Queries = (array("d"), array("i"))
 
 
 class Disordered(Exception):
-    """A thread's ops are not in nesting order (start, longest first): they must be sorted."""
+    """A thread's ops are not in start order: they must be sorted."""
+
+
+class _ShortestFirst(Disordered):
+    """Ops with equal starts come shortest first: the sweep must reorder them."""
 
 
 class _Thread:
     """What the sweep carries for one thread from one block to the next."""
 
-    __slots__ = ("launch_stack", "next_query", "phase", "prev_dur", "prev_ts", "queries", "stack")
+    __slots__ = (
+        "launch_stack",
+        "next_query",
+        "pending",
+        "phase",
+        "prev_dur",
+        "prev_ts",
+        "queries",
+        "stack",
+    )
 
     def __init__(self, queries: Queries) -> None:
         self.stack: list[list[Any]] = []  # open ops: [end, end + tolerance, key, self µs]
@@ -45,6 +60,7 @@ class _Thread:
         self.next_query = 0
         # (end, name id) of ops started, while calls of this thread are still to be answered
         self.launch_stack: list[tuple[float, int]] | None = [] if len(queries[0]) else None
+        self.pending: list[Op] = []  # reordering sweeps: the latest ops with one start
 
 
 def sweep_ops(
@@ -61,22 +77,51 @@ def sweep_ops(
     thread, its launching calls sorted by start.
 
     Raises:
-        Disordered: a thread's ops are out of nesting order.
+        Disordered: a thread's ops go back in time.
     """
-    sweep = _Sweep(phase_map, window, skip, num_names, num_calls)
+    args = (spool, queries, _Sweep(phase_map, window, skip, num_names, num_calls))
+    try:
+        sweep = _sweep(*args, reorder=False)
+    except _ShortestFirst:
+        args = (spool, queries, _Sweep(phase_map, window, skip, num_names, num_calls))
+        sweep = _sweep(*args, reorder=True)
+    return OpTotals(sweep.stride, sweep.total, sweep.own, sweep.calls), sweep.found
+
+
+def _sweep(spool: OpSpool, queries: dict[int, Queries], sweep: _Sweep, reorder: bool) -> _Sweep:
     states: dict[int, _Thread] = {}
     for block in spool.blocks():
         for thread, ops in _by_thread(block):
             state = states.get(thread)
             if state is None:
                 state = states[thread] = _Thread(queries.get(thread, _NONE))
-            sweep.run(thread, state, ops)
+            sweep.run(thread, state, _longest_first(state, ops) if reorder else ops)
     for thread in sorted(states):  # aggregate_ops closes threads in id order
-        sweep.close(states[thread])
-    return OpTotals(sweep.stride, sweep.total, sweep.own, sweep.calls), sweep.found
+        state = states[thread]
+        if state.pending:
+            sweep.run(thread, state, iter(sorted(state.pending, key=_minus_dur)))
+        sweep.close(state)
+    return sweep
 
 
-def _by_thread(block: Columns) -> Iterator[tuple[int, Iterator[tuple[float, float, int]]]]:
+def _longest_first(state: _Thread, ops: Iterator[Op]) -> Iterator[Op]:
+    """The thread's ops with each group of equal starts longest first (stable, as
+    `attribution.nesting_order` sorts them); the last group waits in `state.pending`."""
+    pending = state.pending
+    for op in ops:
+        if pending and op[0] != pending[0][0]:
+            if len(pending) > 1:
+                pending.sort(key=_minus_dur)
+            yield from pending
+            pending.clear()
+        pending.append(op)
+
+
+def _minus_dur(op: Op) -> float:
+    return -op[1]
+
+
+def _by_thread(block: Columns) -> Iterator[tuple[int, Iterator[Op]]]:
     """Each thread of a block with its ops as (ts, dur, name id), in file order."""
     threads = block.thread
     if len(set(threads)) == 1:  # the usual block: one thread, no sort
@@ -106,7 +151,7 @@ class _Sweep:
         self.total, self.own, self.calls = [0.0] * size, [0.0] * size, [0] * size
         self.found = array("i", [-1]) * num_calls
 
-    def run(self, thread: int, state: _Thread, ops: Iterator[tuple[float, float, int]]) -> None:
+    def run(self, thread: int, state: _Thread, ops: Iterator[Op]) -> None:
         """Sweep one thread's ops of one block, (ts, dur, name id) in file order. The loop runs
         once per op of the trace: everything it touches is a local."""
         total, own, calls, stride, skip = self.total, self.own, self.calls, self.stride, self.skip
@@ -119,7 +164,7 @@ class _Sweep:
         query_ts = queries[0][state.next_query] if launch_stack is not None else inf
         for begin, length, name in ops:
             if begin <= prev_ts and (begin < prev_ts or length > prev_dur):
-                raise Disordered
+                raise _ShortestFirst if begin == prev_ts else Disordered
             prev_ts, prev_dur = begin, length
             finish = begin + length
             if query_ts < begin:

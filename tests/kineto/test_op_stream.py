@@ -3,7 +3,8 @@
 The reference keeps every cpu_op in memory and sorts them (`read_trace` without a spool, then
 `reduce_trace`); the analyser spools them to disk and sweeps them once per thread. Blocks of a
 few ops make every thread's stack and its pending launch calls cross block boundaries. A trace
-whose ops are out of nesting order must take the sorted path and still give the same document.
+whose equal starts come shortest first is reordered as it streams; one whose ops go back in
+time takes the sorted path. Both must give the same document.
 """
 
 from __future__ import annotations
@@ -104,15 +105,27 @@ def test_ops_in_order_are_swept_in_tiny_blocks_with_no_sort(
     assert {k.name: k.op for k in expected.kernels} == {f"k{k}": "aten::inner" for k in range(4)}
 
 
-@pytest.mark.parametrize("variant", ["backwards", "longer second"])
-def test_ops_out_of_nesting_order_take_the_sorted_path(
-    variant: str, sorts: list[int], write_trace: Callable[..., Path]
+def test_equal_starts_shortest_first_are_reordered_not_sorted(
+    sorts: list[int], write_trace: Callable[..., Path]
 ) -> None:
-    path = write_trace(_trace(variant))
+    path = write_trace(_trace("longer second"))
     expected = _reference(path)
     del sorts[:]
     assert analyse_trace(path, workers=1) == expected
-    assert sorts == [sum(1 for e in _trace(variant)["traceEvents"] if e["cat"] == "cpu_op")]
+    assert sorts == []
+    wrapper = next(op for op in expected.ops if op.name == "aten::wrapper")
+    assert (wrapper.self_ms, wrapper.total_ms) == (0.04, 0.24)  # 120 µs holding op0's 100
+
+
+def test_ops_back_in_time_take_the_sorted_path(
+    sorts: list[int], write_trace: Callable[..., Path]
+) -> None:
+    trace = _trace("backwards")
+    path = write_trace(trace)
+    expected = _reference(path)
+    del sorts[:]
+    assert analyse_trace(path, workers=1) == expected
+    assert sorts == [sum(1 for e in trace["traceEvents"] if e["cat"] == "cpu_op")]
 
 
 @pytest.mark.parametrize("name", [A100, H100, B200, V100])
@@ -121,7 +134,7 @@ def test_real_traces_equal_the_whole_column_reduction(name: str, sorts: list[int
     expected = _reference(path)
     del sorts[:]
     assert analyse_trace(path, workers=1) == expected
-    assert len(sorts) == (name == V100)  # its ns ties come shortest first: sorted
+    assert sorts == []  # the V100's ns ties come shortest first: reordered, not sorted
 
 
 def test_the_spool_keeps_only_range_ops_in_memory(write_trace: Callable[..., Path]) -> None:
