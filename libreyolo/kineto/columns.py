@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass, field
+from itertools import compress
 
 
 @dataclass(slots=True)
@@ -32,4 +33,4 @@ class Columns:
         """Indices of the events whose name id is in `wanted` (no scan when none occurs)."""
         if self.present.isdisjoint(wanted):
             return []
-        return [i for i, name in enumerate(self.name) if name in wanted]
+        return list(compress(range(len(self.name)), map(wanted.__contains__, self.name)))

@@ -49,10 +49,14 @@ class _Thread:
         "prev_ts",
         "queries",
         "stack",
+        "top",
     )
 
     def __init__(self, queries: Queries) -> None:
         self.stack: list[list[Any]] = []  # open ops: [end, end + tolerance, key, self µs]
+        # The latest op, above the stack: it goes on the stack only once a child shows up, so
+        # leaf ops (most of them) cost no list.
+        self.top: tuple[float, float, int, float] | None = None
         self.phase: tuple[int, float, float] = (0, inf, -inf)  # phase on [from, until)
         self.prev_ts = -inf
         self.prev_dur = inf
@@ -162,6 +166,8 @@ class _Sweep:
         prev_ts, prev_dur = state.prev_ts, state.prev_dur
         queries = state.queries
         query_ts = queries[0][state.next_query] if launch_stack is not None else inf
+        has_top = state.top is not None
+        top_end, top_limit, top_key, top_self = state.top or (0.0, 0.0, -1, 0.0)
         for begin, length, name in ops:
             if begin <= prev_ts and (begin < prev_ts or length > prev_dur):
                 raise _ShortestFirst if begin == prev_ts else Disordered
@@ -174,14 +180,20 @@ class _Sweep:
                 while launch_stack and launch_stack[-1][0] <= begin:
                     launch_stack.pop()  # ended before this op: encloses no later call
                 launch_stack.append((finish, name))
-            while stack:
-                top = stack[-1]
-                if top[0] > begin and finish <= top[1]:
-                    top[3] -= (finish if finish < top[0] else top[0]) - begin
-                    break
-                stack.pop()
-                if top[2] >= 0 and top[3] > 0.0:
-                    own[top[2]] += top[3]
+            if has_top and top_end > begin and finish <= top_limit:  # a child of the latest op
+                top_self -= (finish if finish < top_end else top_end) - begin
+                stack.append([top_end, top_limit, top_key, top_self])
+            else:
+                if has_top and top_key >= 0 and top_self > 0.0:
+                    own[top_key] += top_self
+                while stack:
+                    top = stack[-1]
+                    if top[0] > begin and finish <= top[1]:
+                        top[3] -= (finish if finish < top[0] else top[0]) - begin
+                        break
+                    stack.pop()
+                    if top[2] >= 0 and top[3] > 0.0:
+                        own[top[2]] += top[3]
             key = -1
             if start <= begin < end and name not in skip:
                 if not phase_from <= begin < phase_until:
@@ -189,7 +201,9 @@ class _Sweep:
                 key = name * stride + phase
                 total[key] += length
                 calls[key] += 1
-            stack.append([finish, finish + tolerance, key, length])
+            has_top = True
+            top_end, top_limit, top_key, top_self = finish, finish + tolerance, key, length
+        state.top = (top_end, top_limit, top_key, top_self) if has_top else None
         state.phase = (phase, phase_from, phase_until)
         state.prev_ts, state.prev_dur = prev_ts, prev_dur
 
@@ -216,7 +230,9 @@ class _Sweep:
         if state.launch_stack is not None:
             self._answer(state, inf)
         own = self.own
-        for _end, _limit, key, remaining in state.stack:
+        latest = [] if state.top is None else [state.top]
+        for _end, _limit, key, remaining in [*state.stack, *latest]:
             if key >= 0 and remaining > 0.0:
                 own[key] += remaining
         state.stack.clear()
+        state.top = None

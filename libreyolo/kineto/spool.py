@@ -47,7 +47,8 @@ class OpSpool:
         classes = [(nid, self._class(nid, names)) for nid in block.present]
         wanted = {nid for nid, (kept, _) in classes if kept}
         marked = {nid for nid, (_, mark) in classes if mark}
-        self.marked_threads.update(block.thread[i] for i in block.rows_named(marked))
+        if marked and not self.marked_threads.issuperset(block.thread):
+            self.marked_threads.update(block.thread[i] for i in block.rows_named(marked))
         for i in block.rows_named(wanted):
             self.kept.ts.append(block.ts[i])
             self.kept.dur.append(block.dur[i])
