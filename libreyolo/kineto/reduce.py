@@ -75,25 +75,37 @@ def analyse_trace(
 
     Raises:
         MissingFileError: the path does not exist or is not a regular file.
-        AnalysisError: the file is empty, not JSON, truncated, not a Chrome trace, or holds no
-            complete ("X") CPU op, annotation, CUDA call or GPU activity.
+        AnalysisError: the file is empty, not JSON, truncated, not a Chrome trace, holds no
+            complete ("X") CPU op, annotation, CUDA call or GPU activity, or its ops cannot be
+            spooled to a temporary file.
     """
-    events = read_trace(
-        path,
-        workers=workers,
-        max_input_bytes=max_input_bytes,
-        spool_ops=(shapes_ranges, is_engine_op),
-    )
     try:
-        if not events:  # no complete event of a kind the analysis reads
-            raise AnalysisError(
-                f"failed to analyse {os.fspath(path)}: the trace holds no events",
-                hint="profile at least one step with torch.profiler before exporting the trace",
-            )
-        return reduce_trace(events)
-    finally:
-        if events.spool is not None:
-            events.spool.close()
+        events = read_trace(
+            path,
+            workers=workers,
+            max_input_bytes=max_input_bytes,
+            spool_ops=(shapes_ranges, is_engine_op),
+        )
+        try:
+            if not events:  # no complete event of a kind the analysis reads
+                raise _no_events(path)
+            return reduce_trace(events)
+        finally:
+            if events.spool is not None:
+                events.spool.close()
+    except OSError as exc:  # reading errors are AnalysisErrors already: this is the spool's
+        raise AnalysisError(
+            f"failed to analyse {os.fspath(path)}: cannot spool its ops to a temporary file "
+            f"({exc.strerror or exc})",
+            hint="point TMPDIR at a directory with free space",
+        ) from exc
+
+
+def _no_events(path: str | os.PathLike[str]) -> AnalysisError:
+    return AnalysisError(
+        f"failed to analyse {os.fspath(path)}: the trace holds no events",
+        hint="profile at least one step with torch.profiler before exporting the trace",
+    )
 
 
 @dataclass(slots=True)

@@ -9,6 +9,7 @@ time takes the sorted path. Both must give the same document.
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 
 from libreyolo.document.model import TraceAnalysis
+from libreyolo.errors import AnalysisError
 from libreyolo.kineto import analyse_trace, reduce
 from libreyolo.kineto.attribution import is_engine_op, shapes_ranges
 from libreyolo.kineto.events import read_trace
@@ -148,3 +150,21 @@ def test_the_spool_keeps_only_range_ops_in_memory(write_trace: Callable[..., Pat
         assert len(trace) == trace.num_ops + 9 + 24 + 24  # annotations, calls, kernels
     finally:
         trace.spool.close()
+
+
+def test_a_spool_that_cannot_be_written_is_one_analysis_error(
+    monkeypatch: pytest.MonkeyPatch, write_trace: Callable[..., Path]
+) -> None:
+    path = write_trace(_trace("in order"))
+
+    def full(*args: Any, **kwargs: Any) -> Any:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr("libreyolo.kineto.spool.tempfile.TemporaryFile", full)
+    with pytest.raises(AnalysisError) as caught:
+        analyse_trace(path, workers=1)
+    assert str(caught.value) == (
+        f"failed to analyse {path}: cannot spool its ops to a temporary file "
+        "(No space left on device)"
+    )
+    assert caught.value.hint == "point TMPDIR at a directory with free space"
