@@ -1,8 +1,8 @@
 """`--repeat N`: one document from N trials. Scalars are trial means (with the sample standard
-deviation of img/s), tables come from the last trial, and every trial's metrics are kept for
-`compare`'s significance rule. Means keep 3 decimals, except the efficiency keys' rates and
-fractions, which keep their significant digits (a GPU's MFU at batch 1 is 0.0053, not 0.005),
-and FLOP counts, which stay whole. Pure.
+deviation of img/s), tables come from the last trial, notes from every trial, and every trial's
+metrics are kept for `compare`'s significance rule. Means keep 3 decimals, except the
+efficiency keys' rates and fractions, which keep their significant digits (a GPU's MFU at
+batch 1 is 0.0053, not 0.005), and FLOP counts, which stay whole. Pure.
 """
 
 from __future__ import annotations
@@ -50,4 +50,24 @@ def aggregate(trials: list[Profile]) -> Profile:
         Trial(index=i, metrics=dict(t.metrics), bound=t.verdict.bound if t.verdict else None)
         for i, t in enumerate(trials)
     ]
-    return msgspec.structs.replace(last, metrics=metrics, verdict=verdict, trials=records)
+    return msgspec.structs.replace(
+        last, metrics=metrics, verdict=verdict, trials=records, notes=merged_notes(trials)
+    )
+
+
+def merged_notes(trials: list[Profile]) -> list[str]:
+    """Every trial's notes once, in the order they first appear; a note that not every trial
+    made names the trials (1-based) that made it, e.g. "trial 2 of 3: the host was busy"."""
+    order: dict[str, list[int]] = {}
+    for number, trial in enumerate(trials, start=1):
+        for note in dict.fromkeys(trial.notes):
+            order.setdefault(note, []).append(number)
+    total = len(trials)
+    merged = []
+    for note, numbers in order.items():
+        if len(numbers) == total:
+            merged.append(note)
+        else:
+            which = ", ".join(map(str, numbers))
+            merged.append(f"trial{'s' if len(numbers) > 1 else ''} {which} of {total}: {note}")
+    return merged

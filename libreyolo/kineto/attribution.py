@@ -89,6 +89,17 @@ def build_phase_map(events: TraceEvents) -> PhaseMap:
     return PhaseMap(phases, breakpoints, fallback, by_id)
 
 
+def shapes_ranges(name: str) -> bool:
+    """Whether cpu_ops of this name must be in memory before the ops are swept (op_stream.py):
+    the window and the phase map are built from ProfilerStep ranges and phase labels."""
+    return name.startswith(STEP_PREFIX) or classify_phase(name) is not None
+
+
+def is_engine_op(name: str) -> bool:
+    """Whether a cpu_op of this name is the autograd engine's (its thread may be backward's)."""
+    return name.startswith(_BACKWARD_THREAD_OP)
+
+
 def _collect_ranges(
     columns: Columns,
     labels: dict[int, str],
@@ -133,8 +144,11 @@ def _flatten(spans: list[tuple[float, float, int]]) -> tuple[list[float], list[i
 def _backward_threads(events: TraceEvents, phase_threads: set[int]) -> set[int]:
     """Threads that run autograd engine ops but hold no phase or ProfilerStep range."""
     names = events.names
-    marked = {i for i, name in enumerate(names) if name.startswith(_BACKWARD_THREAD_OP)}
-    engine = {events.ops.thread[i] for i in events.ops.rows_named(marked)}
+    if events.spool is not None:
+        engine = events.spool.marked_threads
+    else:
+        marked = {i for i, name in enumerate(names) if is_engine_op(name)}
+        engine = {events.ops.thread[i] for i in events.ops.rows_named(marked)}
     if not engine:
         return set()
     step_names = {i for i, name in enumerate(names) if name.startswith(STEP_PREFIX)}

@@ -14,6 +14,7 @@ import math
 import os
 from array import array
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Literal, TypeVar
@@ -22,6 +23,8 @@ import msgspec
 
 from libreyolo.document.limits import MAX_INPUT_BYTES
 from libreyolo.kineto.chunks import Handlers, read_runs
+from libreyolo.kineto.columns import Columns
+from libreyolo.kineto.spool import OpSpool
 from libreyolo.kineto.workers import default_workers
 
 # The shared default of a missing `ts`. msgspec hands out this very object, so `in` finds
@@ -84,30 +87,6 @@ class DeviceInfo:
 
 
 @dataclass(slots=True)
-class Columns:
-    """Events of one class as parallel arrays (µs times; ids index `TraceEvents` tables)."""
-
-    ts: array[float] = field(default_factory=lambda: array("d"))
-    dur: array[float] = field(default_factory=lambda: array("d"))
-    # Ids and device numbers are small: int32 ("i") halves their memory against C long.
-    name: array[int] = field(default_factory=lambda: array("i"))
-    thread: array[int] = field(default_factory=lambda: array("i"))  # CPU events only
-    corr: array[int] = field(default_factory=lambda: array("q"))  # calls and GPU activity
-    device: array[int] = field(default_factory=lambda: array("i"))  # GPU activity only
-    kind: array[int] = field(default_factory=lambda: array("b"))  # GPU: KERNEL/MEMCPY/MEMSET
-    present: set[int] = field(default_factory=set)  # the name ids that occur
-
-    def __len__(self) -> int:
-        return len(self.ts)
-
-    def rows_named(self, wanted: set[int]) -> list[int]:
-        """Indices of the events whose name id is in `wanted` (no scan when none occurs)."""
-        if self.present.isdisjoint(wanted):
-            return []
-        return [i for i, name in enumerate(self.name) if name in wanted]
-
-
-@dataclass(slots=True)
 class MemorySamples:
     """CUDA allocator totals after each allocation or free (`[memory]` instant events)."""
 
@@ -129,10 +108,16 @@ class TraceEvents:
     threads: list[tuple[int | str, int | str]] = field(default_factory=list)
     devices: dict[int, DeviceInfo] = field(default_factory=dict)
     time_unit: Literal["us", "ns"] = "us"
+    # When set, every cpu_op is here and `ops` holds only the ones the spool keeps in memory.
+    spool: OpSpool | None = None
+
+    @property
+    def num_ops(self) -> int:
+        return len(self.ops) if self.spool is None else self.spool.count
 
     def __len__(self) -> int:
         """Complete events kept (CPU ops, annotations, runtime calls and GPU activity)."""
-        return len(self.ops) + len(self.ranges) + len(self.calls) + len(self.gpu)
+        return self.num_ops + len(self.ranges) + len(self.calls) + len(self.gpu)
 
 
 class _Builder:
@@ -142,8 +127,8 @@ class _Builder:
     appended to arrays a whole group at a time.
     """
 
-    def __init__(self) -> None:
-        self.events = TraceEvents()
+    def __init__(self, spool: OpSpool | None = None) -> None:
+        self.events = TraceEvents(spool=spool)
         self._names: dict[str, int] = {}
         self._threads: dict[tuple[int | str, int | str], int] = {}
 
@@ -156,7 +141,7 @@ class _Builder:
             elif event.name == "[memory]":
                 memory.append(event)
         events = self.events
-        self._cpu(events.ops, complete.get("cpu_op"))
+        self._cpu(self._ops(), complete.get("cpu_op"))
         self._cpu(events.ranges, complete.get("user_annotation"))
         self._cpu(events.calls, complete.get("cuda_runtime"), with_corr=True)
         self._cpu(events.calls, complete.get("cuda_driver"), with_corr=True)
@@ -165,6 +150,16 @@ class _Builder:
         self._gpu(complete.get("gpu_memset"), MEMSET)
         if memory:
             self._memory(memory)
+        self._spill()
+
+    def _ops(self) -> Columns:
+        """Where cpu_ops go: the spool's block, or the ops columns."""
+        spool = self.events.spool
+        return self.events.ops if spool is None else spool.block
+
+    def _spill(self, *, full_only: bool = True) -> None:
+        if self.events.spool is not None:
+            self.events.spool.flush(list(self._names), full_only=full_only)
 
     def _cpu(self, columns: Columns, group: list[Event] | None, with_corr: bool = False) -> None:
         if not group:
@@ -235,7 +230,7 @@ class _Builder:
         thread_ids = [threads[thread] for thread in part.threads]
         events = self.events
         for mine, theirs in (
-            (events.ops, part.ops),
+            (self._ops(), part.ops),
             (events.ranges, part.ranges),
             (events.calls, part.calls),
             (events.gpu, part.gpu),
@@ -251,6 +246,7 @@ class _Builder:
         events.memory.ts.extend(part.memory.ts)
         events.memory.allocated.extend(part.memory.allocated)
         events.memory.reserved.extend(part.memory.reserved)
+        self._spill()
 
     def part(self) -> TraceEvents:
         """The columns built so far, with their name and thread tables."""
@@ -260,7 +256,10 @@ class _Builder:
         return events
 
     def finish(self, meta: Meta) -> TraceEvents:
+        self._spill(full_only=False)
         events = self.part()
+        if events.spool is not None:
+            events.ops = events.spool.kept
         # Chrome traces always give ts/dur in µs; `displayTimeUnit: "ns"` only says the values
         # carry sub-µs fractions (the V100 fixture: ts 1712195495519689.0 is 2024 in µs).
         events.time_unit = "ns" if meta.time_unit == "ns" else "us"
@@ -288,19 +287,28 @@ def read_trace(
     *,
     workers: int | None = None,
     max_input_bytes: int = MAX_INPUT_BYTES,
+    spool_ops: tuple[Callable[[str], bool], Callable[[str], bool]] | None = None,
 ) -> TraceEvents:
     """Read a Chrome trace (`.json` or `.json.gz`) into columns, in one streaming pass.
 
     `workers` is the number of decoding processes for large traces (None: `default_workers()`;
-    1: decode in this process); at most `max_input_bytes` are read (decompressed).
+    1: decode in this process); at most `max_input_bytes` are read (decompressed). With
+    `spool_ops` = (keep, mark), cpu_ops go to an `OpSpool` on disk: only those `keep` names stay
+    in `ops`, and the spool lists the threads of those `mark` names (the caller closes it).
 
     Raises:
         MissingFileError: the path does not exist or is not a regular file.
         AnalysisError: the file is empty, not JSON, truncated, not a Chrome trace, or over a
             limit (the input, one string or one event).
     """
-    builder = _Builder()
+    spool = OpSpool(*spool_ops) if spool_ops is not None else None
+    builder = _Builder(spool)
     handlers = Handlers(_DECODER.decode, builder.add, _work, builder.merge)
     count = default_workers() if workers is None else max(workers, 1)
-    meta = read_runs(path, Meta, handlers, count, max_input_bytes=max_input_bytes)
+    try:
+        meta = read_runs(path, Meta, handlers, count, max_input_bytes=max_input_bytes)
+    except BaseException:
+        if spool is not None:
+            spool.close()
+        raise
     return builder.finish(meta)

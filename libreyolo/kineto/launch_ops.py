@@ -10,6 +10,7 @@ linear after two sorts, no lookup per call. Must not: read files, print, or impo
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from math import inf
 
 from libreyolo.kineto.attribution import nesting_order
@@ -19,7 +20,7 @@ NO_OP = -1
 
 
 def launching_ops(
-    events: TraceEvents, launcher: list[int], order: list[int] | None = None
+    events: TraceEvents, launcher: Sequence[int], order: list[int] | None = None
 ) -> list[int]:
     """Per GPU activity: the name id of the innermost cpu_op enclosing the start of its
     launching call (index into `events.calls`, -1: none) on that call's thread; NO_OP when

@@ -9,11 +9,14 @@ Must not: read files (events.py does), print, or import torch/numpy.
 from __future__ import annotations
 
 import os
+from array import array
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
-from itertools import compress
-from typing import TypeVar
+from dataclasses import dataclass, replace
+from itertools import compress, islice
+from operator import le
+from typing import Any
 
 from libreyolo.document.limits import MAX_INPUT_BYTES
 from libreyolo.document.model import (
@@ -24,11 +27,21 @@ from libreyolo.document.model import (
 )
 from libreyolo.errors import AnalysisError
 from libreyolo.kineto import classify
-from libreyolo.kineto.attribution import PhaseMap, build_phase_map, nesting_order
+from libreyolo.kineto.attribution import (
+    OpTotals,
+    PhaseMap,
+    aggregate_ops,
+    build_phase_map,
+    is_engine_op,
+    nesting_order,
+    shapes_ranges,
+)
 from libreyolo.kineto.events import KERNEL, TraceEvents, read_trace
 from libreyolo.kineto.intervals import US_DECIMALS, Union, to_ms, union_of
-from libreyolo.kineto.launch_ops import launching_ops
+from libreyolo.kineto.launch_ops import NO_OP, launching_ops
+from libreyolo.kineto.op_stream import Disordered, Queries, sweep_ops
 from libreyolo.kineto.steps import (
+    STEP_PREFIX,
     StepCounts,
     StepRange,
     StepWindow,
@@ -43,8 +56,6 @@ from libreyolo.kineto.tables import (
     op_table,
     phase_table,
 )
-
-T = TypeVar("T")
 
 # libreyolo 1.6.0's threshold, kept: 5 or more cudaMalloc/cudaFree per step means the caching
 # allocator keeps missing, and each such call synchronises the device.
@@ -64,25 +75,46 @@ def analyse_trace(
 
     Raises:
         MissingFileError: the path does not exist or is not a regular file.
-        AnalysisError: the file is empty, not JSON, truncated, not a Chrome trace, or holds no
-            complete ("X") CPU op, annotation, CUDA call or GPU activity.
+        AnalysisError: the file is empty, not JSON, truncated, not a Chrome trace, holds no
+            complete ("X") CPU op, annotation, CUDA call or GPU activity, or its ops cannot be
+            spooled to a temporary file.
     """
-    events = read_trace(path, workers=workers, max_input_bytes=max_input_bytes)
-    if not events:  # no complete event of a kind the analysis reads
-        raise AnalysisError(
-            f"failed to analyse {os.fspath(path)}: the trace holds no events",
-            hint="profile at least one step with torch.profiler before exporting the trace",
+    try:
+        events = read_trace(
+            path,
+            workers=workers,
+            max_input_bytes=max_input_bytes,
+            spool_ops=(shapes_ranges, is_engine_op),
         )
-    return reduce_trace(events)
+        try:
+            if not events:  # no complete event of a kind the analysis reads
+                raise _no_events(path)
+            return reduce_trace(events)
+        finally:
+            if events.spool is not None:
+                events.spool.close()
+    except OSError as exc:  # reading errors are AnalysisErrors already: this is the spool's
+        raise AnalysisError(
+            f"failed to analyse {os.fspath(path)}: cannot spool its ops to a temporary file "
+            f"({exc.strerror or exc})",
+            hint="point TMPDIR at a directory with free space",
+        ) from exc
+
+
+def _no_events(path: str | os.PathLike[str]) -> AnalysisError:
+    return AnalysisError(
+        f"failed to analyse {os.fspath(path)}: the trace holds no events",
+        hint="profile at least one step with torch.profiler before exporting the trace",
+    )
 
 
 @dataclass(slots=True)
 class _Link:
     """Per GPU activity: launching call (-1: none found), in-window flag and phase id."""
 
-    launcher: list[int]
-    in_window: list[bool]
-    phase: list[int]
+    launcher: array[int]
+    in_window: bytes  # 1: in the window
+    phase: array[int]
 
 
 def reduce_trace(events: TraceEvents) -> TraceAnalysis:
@@ -90,7 +122,9 @@ def reduce_trace(events: TraceEvents) -> TraceAnalysis:
     notes: list[str] = []
     launcher = _launchers(events)
     calls_ts = events.calls.ts
-    times = [calls_ts[k] if k >= 0 else t for k, t in zip(launcher, events.gpu.ts, strict=True)]
+    times = array(
+        "d", (calls_ts[k] if k >= 0 else t for k, t in zip(launcher, events.gpu.ts, strict=True))
+    )
     window = measured_window(events, _drop_idle_tail(find_steps(events), times, notes))
     phase_map = build_phase_map(events)
     counts = StepCounts.empty(window)
@@ -99,16 +133,9 @@ def reduce_trace(events: TraceEvents) -> TraceAnalysis:
     primary = max(devices, key=lambda device: device.busy_ms) if devices else None
     launches, mallocs = _calls(events, window, counts)
     major = _major(events, primary)
-    ops_order = nesting_order(events.ops.ts, events.ops.dur, events.ops.thread)  # sorted once
-    kernels = kernel_table(
-        events,
-        link.in_window,
-        link.phase,
-        phase_map,
-        major,
-        launching_ops(events, launcher, ops_order),
-    )
-    ops = op_table(events, window, phase_map, ops_order)
+    launched_by, op_totals = _sweep_ops(events, launcher, window, phase_map)
+    kernels = kernel_table(events, link.in_window, link.phase, phase_map, major, launched_by)
+    ops = op_table(events.names, phase_map, op_totals)
     busy, copies = unions[primary.id] if primary else (None, None)
     steps = trace_steps(window, counts, busy)
     # The GPU may finish a step's work after the CPU left it: the device-side window runs to
@@ -143,25 +170,78 @@ def reduce_trace(events: TraceEvents) -> TraceAnalysis:
     )
 
 
-def _notes(window: StepWindow, launcher: list[int]) -> list[str]:
+def _sweep_ops(
+    events: TraceEvents, launcher: array[int], window: StepWindow, phase_map: PhaseMap
+) -> tuple[Sequence[int], OpTotals]:
+    """(per GPU activity the name id of the op that launched it, NO_OP: none; the op totals
+    over the window): one streamed sweep over the spooled ops, or sorted columns when the ops
+    are in memory or out of order."""
+    skip = {i for i, name in enumerate(events.names) if name.startswith(STEP_PREFIX)}
+    if events.spool is not None:
+        try:
+            totals, found = sweep_ops(
+                events.spool,
+                phase_map,
+                (window.start, window.end),
+                skip,
+                len(events.names),
+                _queries(events, launcher),
+                len(events.calls),
+            )
+        except Disordered:
+            events = replace(events, ops=events.spool.load(), spool=None)
+        else:
+            return array("i", (found[k] if k >= 0 else NO_OP for k in launcher)), totals
+    ops = events.ops
+    order = nesting_order(ops.ts, ops.dur, ops.thread)  # sorted once, for both
+    totals = aggregate_ops(ops, phase_map, window.start, window.end, skip, order)
+    return launching_ops(events, launcher, order), totals
+
+
+def _queries(events: TraceEvents, launcher: array[int]) -> dict[int, Queries]:
+    """Per thread, its launching calls (starts, call indices), by start (ties in any order:
+    calls that start together get the same op)."""
+    calls = events.calls
+    launching = bytearray(len(calls))  # a byte a call, not a set of them
+    for call in launcher:
+        if call >= 0:
+            launching[call] = 1
+    by_thread: dict[int, array[int]] = {}
+    for call in compress(range(len(calls)), launching):
+        by_thread.setdefault(calls.thread[call], array("i")).append(call)
+    start = calls.ts.__getitem__
+    queries = {}
+    for thread, found in by_thread.items():
+        if not all(map(le, map(start, found), map(start, islice(found, 1, None)))):
+            found = array("i", sorted(found, key=start))  # calls are mostly written in order
+        queries[thread] = (array("d", map(start, found)), found)
+    return queries
+
+
+def _notes(window: StepWindow, launcher: array[int]) -> list[str]:
     notes = [] if window.steps else ["no ProfilerStep: the whole trace is one window"]
     if unlinked := launcher.count(-1):
         notes.append(f"{unlinked} GPU activities have no launching call: unphased")
     return notes
 
 
-def _launchers(events: TraceEvents) -> list[int]:
-    """Index of the call whose correlation id each GPU activity carries, or -1."""
-    wanted = set(events.gpu.corr)
-    wanted.discard(-1)
-    calls = events.calls.corr
-    keep = list(map(wanted.__contains__, calls))  # C-level filter: only launching calls
-    index = dict(zip(compress(calls, keep), compress(range(len(calls)), keep), strict=True))
-    return [index.get(corr, -1) for corr in events.gpu.corr]
+def _launchers(events: TraceEvents) -> array[int]:
+    """Index of the call whose correlation id each GPU activity carries (the last such call),
+    or -1. A join by binary search in the sorted GPU ids: two typed arrays, no dict of a
+    Python int per activity."""
+    gpu = events.gpu.corr
+    wanted = array("q", sorted(gpu))
+    found = array("i", [-1]) * len(wanted)  # per sorted id: its call (first copy of an id)
+    size = len(wanted)
+    for call, corr in enumerate(events.calls.corr):
+        at = bisect_left(wanted, corr)
+        if at < size and wanted[at] == corr and corr != -1:
+            found[at] = call
+    return array("i", (found[bisect_left(wanted, corr)] for corr in gpu))
 
 
 def _drop_idle_tail(
-    steps: list[StepRange], times: list[float], notes: list[str]
+    steps: list[StepRange], times: array[float], notes: list[str]
 ) -> list[StepRange]:
     """Drop trailing steps that launched no GPU work (in a trace that has some); `times` are
     the launch times of the GPU activities."""
@@ -180,14 +260,14 @@ def _drop_idle_tail(
 def _link(
     events: TraceEvents,
     window: StepWindow,
-    launcher: list[int],
-    times: list[float],
+    launcher: array[int],
+    times: array[float],
     phase_map: PhaseMap,
     counts: StepCounts,
 ) -> _Link:
     """Place each GPU activity by its launch time: window, step and the launching call's phase."""
-    in_window = [window.start <= time < window.end for time in times]
-    phases = []
+    in_window = bytes(window.start <= time < window.end for time in times)
+    phases = array("i")
     unphased = phase_map.unphased
     threads = events.calls.thread
     spans: dict[int, tuple[int, float, float]] = {}  # thread -> last (phase, from, until)
@@ -205,7 +285,7 @@ def _link(
 
 
 def _count_steps(
-    events: TraceEvents, window: StepWindow, times: list[float], counts: StepCounts
+    events: TraceEvents, window: StepWindow, times: array[float], counts: StepCounts
 ) -> None:
     """Per step: kernels launched in it, and the end of the last GPU activity it launched."""
     gpu = events.gpu
@@ -227,10 +307,10 @@ def _devices(
     unions: dict[int, tuple[Union, Union]] = {}
     ids = sorted(set(gpu.device))
     for device_id in ids:
-        mine = None if len(ids) == 1 else [device == device_id for device in gpu.device]
+        mine = None if len(ids) == 1 else bytes(device == device_id for device in gpu.device)
         ts, dur, kind = (_select(column, mine) for column in (gpu.ts, gpu.dur, gpu.kind))
-        kernel = [k == KERNEL for k in kind]
-        copy = [not is_kernel for is_kernel in kernel]
+        kernel = bytes(k == KERNEL for k in kind)
+        copy = bytes(not is_kernel for is_kernel in kernel)
         busy = union_of(ts, dur)
         kernels = union_of(_select(ts, kernel), _select(dur, kernel))
         unions[device_id] = (busy, union_of(_select(ts, copy), _select(dur, copy)))
@@ -247,8 +327,8 @@ def _devices(
     return devices, unions
 
 
-def _select(column: Sequence[T], mask: list[bool] | None) -> Sequence[T]:
-    return column if mask is None else list(compress(column, mask))
+def _select(column: array[Any], mask: bytes | None) -> array[Any]:
+    return column if mask is None else array(column.typecode, compress(column, mask))
 
 
 def _calls(events: TraceEvents, window: StepWindow, counts: StepCounts) -> tuple[LaunchStat, int]:
@@ -259,19 +339,22 @@ def _calls(events: TraceEvents, window: StepWindow, counts: StepCounts) -> tuple
     copies = {nid for nid in present if classify.is_memcpy_api(names[nid])}
     allocs = {nid for nid in present if classify.is_malloc_api(names[nid])}
     wanted = apis.keys() | copies | allocs
-    rows = [
-        i
-        for i, nid in enumerate(calls.name)
-        if nid in wanted and window.start <= calls.ts[i] < window.end
-    ]
-    launches = [i for i in rows if calls.name[i] in apis]
-    mallocs = [i for i in rows if calls.name[i] in allocs]
+    rows = array(
+        "i",
+        (
+            i
+            for i, nid in enumerate(calls.name)
+            if nid in wanted and window.start <= calls.ts[i] < window.end
+        ),
+    )  # typed: a GPU trace has about one launch call per kernel
+    launches = array("i", (i for i in rows if calls.name[i] in apis))
+    mallocs = array("i", (i for i in rows if calls.name[i] in allocs))
     for tally, chosen in ((counts.launches, launches), (counts.mallocs, mallocs)):
         for step, count in Counter(window.step_of(calls.ts[i]) for i in chosen).items():
             if step >= 0:
                 tally[step] += count
     by_api = Counter(apis[calls.name[i]] for i in launches)
-    durations = [calls.dur[i] for i in launches]
+    durations = array("d", map(calls.dur.__getitem__, launches))
     stat = LaunchStat(
         num_launches=len(launches),
         by_api=dict(sorted(by_api.items(), key=lambda item: (-item[1], item[0]))),
@@ -281,7 +364,7 @@ def _calls(events: TraceEvents, window: StepWindow, counts: StepCounts) -> tuple
     return stat, len(mallocs)
 
 
-def _median(values: list[float]) -> float | None:
+def _median(values: Sequence[float]) -> float | None:
     """Median in µs, rounded (statistics.median, without importing `statistics` for it)."""
     if not values:
         return None

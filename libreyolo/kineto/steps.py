@@ -89,10 +89,16 @@ def measured_window(events: TraceEvents, steps: list[StepRange]) -> StepWindow:
     complete event kept (CPU ops, annotations, runtime calls, GPU activity)."""
     if steps:
         return StepWindow(steps[0].start, max(step.end for step in steps), steps)
-    kept = [c for c in (events.ops, events.ranges, events.calls, events.gpu) if len(c)]
-    start = min(min(columns.ts) for columns in kept)
-    end = max(max(map(add, columns.ts, columns.dur)) for columns in kept)
-    return StepWindow(start, end, [])
+    spool = events.spool
+    ops = [events.ops] if spool is None else []  # spooled: the spool has every op's bounds
+    kept = [c for c in (*ops, events.ranges, events.calls, events.gpu) if len(c)]
+    starts = [min(columns.ts) for columns in kept]
+    ends = [max(map(add, columns.ts, columns.dur)) for columns in kept]
+    if spool is not None and spool.count:
+        start, end = spool.bounds()
+        starts.append(start)
+        ends.append(end)
+    return StepWindow(min(starts), max(ends), [])
 
 
 @dataclass(slots=True)

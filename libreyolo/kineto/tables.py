@@ -8,15 +8,16 @@ import torch/numpy.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import compress
 
 from libreyolo.document.model import CallStat, CategoryStat, KernelStat, OpStat, PhaseStat
 from libreyolo.kineto import classify
-from libreyolo.kineto.attribution import PhaseMap, aggregate_ops, phase_cpu_us
+from libreyolo.kineto.attribution import OpTotals, PhaseMap, phase_cpu_us
 from libreyolo.kineto.events import KERNEL, TraceEvents
 from libreyolo.kineto.intervals import to_ms
-from libreyolo.kineto.steps import STEP_PREFIX, StepWindow
+from libreyolo.kineto.steps import StepWindow
 
 
 @dataclass(slots=True)
@@ -55,11 +56,11 @@ def _in_phase_order(phases: dict[str, list[float]]) -> list[tuple[str, list[floa
 
 def kernel_table(
     events: TraceEvents,
-    in_window: list[bool],
-    phases: list[int],
+    in_window: Sequence[int],
+    phases: Sequence[int],
     phase_map: PhaseMap,
     compute_major: int | None,
-    ops: list[int],
+    ops: Sequence[int],
 ) -> dict[str, KernelTotals]:
     """Kernels in the window by name, with per-phase totals and the launching op (phase ids and
     op name ids per GPU activity; op -1: none)."""
@@ -113,14 +114,9 @@ def kernel_stats(kernels: dict[str, KernelTotals]) -> list[KernelStat]:
     return sorted(stats, key=lambda stat: (-stat.total_ms, stat.name))
 
 
-def op_table(
-    events: TraceEvents, window: StepWindow, phase_map: PhaseMap, order: list[int] | None = None
-) -> list[OpStat]:
-    """cpu_ops that start in the window, by name: inclusive and self time, per phase; most
-    self time first (ties by name). `order`: the ops' nesting order, when already sorted."""
-    names = events.names
-    skip = {i for i, name in enumerate(names) if name.startswith(STEP_PREFIX)}
-    totals = aggregate_ops(events.ops, phase_map, window.start, window.end, skip, order)
+def op_table(names: list[str], phase_map: PhaseMap, totals: OpTotals) -> list[OpStat]:
+    """cpu_ops that start in the window, by name (`aggregate_ops`' totals): inclusive and self
+    time, per phase; most self time first (ties by name)."""
     rows: dict[int, dict[str, list[float]]] = {}
     for name_id, phase_id, total_us, self_us, calls in totals.rows():
         rows.setdefault(name_id, {})[phase_map.phases[phase_id]] = [total_us, self_us, calls]
@@ -174,7 +170,7 @@ def phase_table(
 
 
 def category_table(
-    kernels: dict[str, KernelTotals], events: TraceEvents, in_window: list[bool]
+    kernels: dict[str, KernelTotals], events: TraceEvents, in_window: Sequence[int]
 ) -> list[CategoryStat]:
     """Kernel time per category, plus the `memcpy` row of memcpy/memset activity."""
     totals: dict[str, list[float]] = {}

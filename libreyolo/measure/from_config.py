@@ -36,13 +36,19 @@ Notice = Callable[[str, str], None]  # (label "warning" | "note", text): one lin
 
 @contextlib.contextmanager
 def one_line_warnings(notice: Notice) -> Iterator[None]:
-    """Python warnings (e.g. random weights) handed to `notice` as one line each: the caller's
-    `Output.notice` (the sweep's points: a line in `point.log`). The profile records what they
-    say, so a caller may drop them (the CLI does under --json, where stderr holds at most the
-    error object). Writing them is the caller's: this package never prints."""
+    """Python warnings (e.g. random weights) handed to `notice` as one line each, each distinct
+    line once: the caller's `Output.notice` (the sweep's points: a line in `point.log`). The
+    profile records what they say, so a caller may drop them (the CLI does under --json, where
+    stderr holds at most the error object). Writing them is the caller's: this package never
+    prints."""
+
+    shown: set[tuple[str, str]] = set()
 
     def show(message: Warning | str, category: type[Warning], *args: object, **kw: object) -> None:
-        notice("note" if issubclass(category, Note) else "warning", str(message))
+        line = ("note" if issubclass(category, Note) else "warning", str(message))
+        if line not in shown:  # each `--repeat` trial warns again: say each thing once
+            shown.add(line)
+            notice(*line)
 
     with warnings.catch_warnings():
         warnings.simplefilter("default")

@@ -15,6 +15,7 @@ Must not print or exit, nor derive metrics or verdicts (`analysis.build.finalize
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from collections.abc import Callable, Sequence
@@ -26,9 +27,20 @@ import torch
 
 from libreyolo import defaults
 from libreyolo.config.compose import as_plain_dict
-from libreyolo.config.schema import ExecMode, ProfileConfig
+from libreyolo.config.schema import ExecConfig, ExecMode, ProfileConfig
 from libreyolo.document.mode import Mode
-from libreyolo.document.model import Compute, Exported, GraphCapture, Profile, RunInfo, Samples
+from libreyolo.document.model import (
+    Compiled,
+    Compute,
+    Exported,
+    Flops,
+    GraphCapture,
+    Memory,
+    Profile,
+    RunInfo,
+    Samples,
+    TraceAnalysis,
+)
 from libreyolo.errors import UsageError
 from libreyolo.measure.artifacts import StagedRun, set_dir
 from libreyolo.measure.assemble import analysed_trace, assemble_profile, conclude, staged
@@ -47,17 +59,18 @@ from libreyolo.measure.exec_mode import (
     use_channels_last,
     window_marker,
 )
-from libreyolo.measure.loop import run_window
-from libreyolo.measure.memory import device_memory, reset_peaks
+from libreyolo.measure.loop import WindowRecord, run_window
+from libreyolo.measure.memory import AllocatorStats, device_memory, reset_peaks
 from libreyolo.measure.memory_check import check_inference
 from libreyolo.measure.stages import Progress, stage
 from libreyolo.measure.threads import intra_op_threads, warn_if_crowded
-from libreyolo.measure.window import TraceRecorder, plan_inference_window
+from libreyolo.measure.window import TraceRecorder, WindowPlan, plan_inference_window
 
 if TYPE_CHECKING:
+    from PIL import Image
     from torch import nn
 
-    from libreyolo.workload.family import Workload
+    from libreyolo.workload.family import InferRunner, Workload
 
 # The stage that prepares each mode's forward (and makes its first call), as progress names it.
 EXEC_STAGES = {
@@ -192,8 +205,6 @@ def _profile_inference(
     prior_notes: Sequence[str],
 ) -> tuple[Profile, Path]:
     from libreyolo.workload import images as image_files
-    from libreyolo.workload.api import load_workload_model
-    from libreyolo.workload.infer import PHASES
 
     _validate(settings)
     amp_dtype = parse_amp_dtype(str(settings.amp_dtype))
@@ -212,13 +223,67 @@ def _profile_inference(
     dtype = math_dtype(device, amp_dtype if settings.half else None)
     with stage("calibrate peak", on_progress, hint="check the device"):
         peaks = device_peaks(device, device_name(device), dtype, notes)
+    loaded = _load_model(settings, device, notes, on_progress)
+    _check_memory(settings, loaded, images, device, on_progress)
+    prepared = _prepare_step(
+        settings, loaded, (images, paths), device, amp_dtype, notes, on_progress
+    )
+
+    with staged(set_dir(settings.project, "infer"), into) as run, torch.inference_mode():
+        measured = _measure(
+            settings, prepared.step, plan, device, loaded.memory_before, on_progress
+        )
+        notes += measured.window.notes
+        trace, exported = _analysed(measured, prepared, run, device, notes)
+        energy = window_energy(measured.window.energy, settings.batch * plan.num_unsynced)
+        profile = assemble_profile(
+            kind=Mode.INFER,
+            info=_run_info(settings, loaded, prepared, device, len(images)),
+            device=device,
+            plan=plan,
+            samples=measured.samples(),
+            trace=trace,
+            host=measured.window.host,
+            device_memory=measured.memory,
+            host_memory=measured.window.host_memory,
+            compute=Compute(math_dtype=dtype, flops=prepared.flops, peaks=peaks, energy=energy),
+            notes=notes,
+            execution=execution(
+                settings.exec,
+                channels_last=prepared.channels_last,
+                compiled=measured.compiled(settings.exec),
+                exported=exported,
+                graph=_graph_capture(prepared.forward),
+            ),
+        )
+        return profile, conclude(run, profile, commit=into is None)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Loaded:
+    """The model the window runs, and what loading it found."""
+
+    workload: Workload
+    model: nn.Module
+    memory_before: AllocatorStats  # the allocator's counters before the window's work
+    size: str  # the size the checkpoint describes
+    random_init: bool
+    imgsz: int  # the side measured: the requested one rounded up to the stride
+    channels_last: bool  # whether the weights are laid out NHWC
+
+
+def _load_model(
+    settings: ProfileConfig, device: torch.device, notes: list[str], on_progress: Progress | None
+) -> _Loaded:
+    """The model loaded through its family and fused as `--fuse` says."""
+    from libreyolo.workload.api import load_workload_model
+
     with stage("load weights", on_progress, hint="check --weights and --size"):
         workload, model = load_workload_model(
             settings.model.weights, settings.model.size, device, notes, settings.model.family
         )
         memory_before = reset_peaks(device)
         described = workload.describe(model)
-        random_init = bool(getattr(model, "random_init", False))
         imgsz = _input_side(settings.imgsz or workload.default_imgsz(described.size), workload)
         fuse_mode = FUSE_CHOICES[settings.model.fuse]
         if fuse_mode is not None and fuse_mode in workload.fuse_modes:
@@ -226,30 +291,72 @@ def _profile_inference(
         elif fuse_mode is not None:
             notes.append(f"{workload.name} has no {fuse_mode!r} fusion: the model ran as loaded")
         nhwc_fusion = fuse_mode == FUSE_WITH_CHANNELS_LAST and fuse_mode in workload.fuse_modes
-        channels_last = use_channels_last(model, settings.exec.channels_last, nhwc_fusion)
+        return _Loaded(
+            workload=workload,
+            model=model,
+            memory_before=memory_before,
+            size=described.size,
+            random_init=bool(getattr(model, "random_init", False)),
+            imgsz=imgsz,
+            channels_last=use_channels_last(model, settings.exec.channels_last, nhwc_fusion),
+        )
+
+
+def _check_memory(
+    settings: ProfileConfig,
+    loaded: _Loaded,
+    images: list[Image.Image],
+    device: torch.device,
+    on_progress: Progress | None,
+) -> None:
+    """Refuses, before the window, a batch this host or device cannot hold at this size."""
     with stage("check memory", on_progress, hint="lower --batch or --imgsz"):
         decoded = max(image.width * image.height * 3 for image in images)  # RGB, 8 bits
         check_inference(
-            model,
+            loaded.model,
             device=device,
             batch=settings.batch,
-            imgsz=imgsz,
+            imgsz=loaded.imgsz,
             decoded_bytes_per_image=decoded if settings.include_decode else 0,
         )
+
+
+@dataclasses.dataclass(frozen=True)
+class _Prepared:
+    """The step the window times, and what preparing it found."""
+
+    step: InferRunner
+    forward: object  # what the step calls: the module, a compiled or captured one, an ORT session
+    exported: Exported | None  # the ONNX export, under --exec onnxruntime
+    channels_last: bool
+    flops: Flops | None  # None: the count failed (a note says why)
+
+
+def _prepare_step(
+    settings: ProfileConfig,
+    loaded: _Loaded,
+    sources: tuple[list[Image.Image], list[Path]],
+    device: torch.device,
+    amp_dtype: torch.dtype,
+    notes: list[str],
+    on_progress: Progress | None,
+) -> _Prepared:
+    """FLOPs counted on the model as loaded, then the forward `--exec` asks for, wrapped in the
+    family's predict step over the decoded `sources` (images, their paths)."""
     with stage("count FLOPs", on_progress, hint="check the model"):
         flops = count_model_flops(
-            model, batch=settings.batch, imgsz=imgsz, training=False, notes=notes
+            loaded.model, batch=settings.batch, imgsz=loaded.imgsz, training=False, notes=notes
         )
     exec_name = ExecMode(settings.exec.name)
+    channels_last = loaded.channels_last
     with stage(EXEC_STAGES[exec_name], on_progress, hint="try --exec eager"):
-        forward, exported = _forward(model, settings, device, imgsz, notes)
+        forward, exported = _forward(loaded.model, settings, device, loaded.imgsz, notes)
         if exported is not None:
             channels_last = False  # the export's graph is NCHW; ORT lays out as it chooses
-    step = workload.infer_step(
+    step = loaded.workload.infer_step(
         forward,
-        images,
-        paths,
-        imgsz=imgsz,
+        *sources,
+        imgsz=loaded.imgsz,
         batch=settings.batch,
         device=device,
         conf=settings.conf,
@@ -259,78 +366,113 @@ def _profile_inference(
         amp_dtype=amp_dtype,
         include_decode=settings.include_decode,
     )
-    amp_effective = step.amp_effective
-    if settings.half and not amp_effective:
+    if settings.half and not step.amp_effective:
         notes.append(f"--half has no effect on {device.type}: the forward ran in float32")
+    return _Prepared(
+        step=step, forward=forward, exported=exported, channels_last=channels_last, flops=flops
+    )
 
-    with staged(set_dir(settings.project, "infer"), into) as run, torch.inference_mode():
-        with stage("measure", on_progress, hint="try --no-trace, a smaller --batch or --imgsz"):
-            recorder = TraceRecorder(plan, device.type, enabled=settings.trace)
-            watch = CompileWatch.start() if exec_name is ExecMode.compile else None
-            first_s = None
-            if exec_name in (ExecMode.compile, ExecMode.cudagraphs):  # compiles or captures
-                first_s = first_call(lambda: step.step(0), EXEC_STAGES[exec_name])
-                if watch is not None:
-                    watch.mark_first_call()
-            meter = energy_meter(device)  # CUDA only; spans the unsynced runs
-            window = run_window(
-                plan,
-                device,
-                window_marker(step.step, plan.num_warmup, watch),
-                recorder,
-                on_progress,
-                phases=PHASES,
-                meter=meter,
-            )
-            window_memory = device_memory(device, memory_before)
-        notes += window.notes
-        merged_nodes: list[int] = []
-        trace = analysed_trace(
-            recorder, run, window.phase_ms, device, notes, merge=_ort_merge(forward, merged_nodes)
-        )
-        if exported is not None and merged_nodes:
-            exported = msgspec.structs.replace(exported, num_nodes=merged_nodes[0])
-        info = RunInfo(
-            mode=Mode.INFER.noun,
-            model=workload.model_name(described.size),
-            family=workload.name,
-            weights=os.fspath(settings.model.weights),
-            random_init=random_init,
-            fused=bool(getattr(model, "is_fused", False)),
-            device=str(device),
-            batch=settings.batch,
-            imgsz=imgsz,
-            amp=amp_effective,
-            num_images=len(images),
-            config=as_plain_dict(settings),
-        )
-        recorded = Samples(
+
+@dataclasses.dataclass(frozen=True)
+class _Measured:
+    """What the window recorded."""
+
+    window: WindowRecord
+    recorder: TraceRecorder
+    memory: Memory | None  # the allocator's, CUDA only
+    watch: CompileWatch | None  # under --exec compile
+    first_s: float | None  # the compiling or capturing first call's wall seconds
+
+    def samples(self) -> Samples:
+        window = self.window
+        return Samples(
             steps=window.steps,
             latency_ms=window.unsynced_wall_ms,
             stage_ms=window.phase_ms,
             bare_ms=window.bare_ms,
         )
-        energy = window_energy(
-            window.energy, settings.batch * plan.num_unsynced
-        )  # the metered images
-        profile = assemble_profile(
-            kind=Mode.INFER,
-            info=info,
-            device=device,
-            plan=plan,
-            samples=recorded,
-            trace=trace,
-            host=window.host,
-            device_memory=window_memory,
-            host_memory=window.host_memory,
-            compute=Compute(math_dtype=dtype, flops=flops, peaks=peaks, energy=energy),
-            notes=notes,
-            execution=execution(
-                settings.exec,
-                channels_last=channels_last,
-                compiled=watch.compiled(settings.exec, first_s or 0.0) if watch else None,
-                exported=exported,
-                graph=_graph_capture(forward),
-            ),
+
+    def compiled(self, exec_config: ExecConfig) -> Compiled | None:
+        if self.watch is None:
+            return None
+        return self.watch.compiled(exec_config, self.first_s or 0.0)
+
+
+def _measure(
+    settings: ProfileConfig,
+    step: InferRunner,
+    plan: WindowPlan,
+    device: torch.device,
+    memory_before: AllocatorStats,
+    on_progress: Progress | None,
+) -> _Measured:
+    """The first call (compile or capture) outside the window, then the window itself."""
+    from libreyolo.workload.infer import PHASES
+
+    exec_name = ExecMode(settings.exec.name)
+    with stage("measure", on_progress, hint="try --no-trace, a smaller --batch or --imgsz"):
+        recorder = TraceRecorder(plan, device.type, enabled=settings.trace)
+        watch = CompileWatch.start() if exec_name is ExecMode.compile else None
+        first_s = None
+        if exec_name in (ExecMode.compile, ExecMode.cudagraphs):  # compiles or captures
+            first_s = first_call(lambda: step.step(0), EXEC_STAGES[exec_name])
+            if watch is not None:
+                watch.mark_first_call()
+        window = run_window(
+            plan,
+            device,
+            window_marker(step.step, plan.num_warmup, watch),
+            recorder,
+            on_progress,
+            phases=PHASES,
+            meter=energy_meter(device),  # CUDA only; spans the unsynced runs
         )
-        return profile, conclude(run, profile, commit=into is None)
+        memory = device_memory(device, memory_before)
+    return _Measured(window=window, recorder=recorder, memory=memory, watch=watch, first_s=first_s)
+
+
+def _analysed(
+    measured: _Measured,
+    prepared: _Prepared,
+    run: StagedRun,
+    device: torch.device,
+    notes: list[str],
+) -> tuple[TraceAnalysis | None, Exported | None]:
+    """The window's trace exported and analysed (ORT's nodes merged into it first), and the
+    ONNX export's record with the node count that merge found."""
+    merged_nodes: list[int] = []
+    trace = analysed_trace(
+        measured.recorder,
+        run,
+        measured.window.phase_ms,
+        device,
+        notes,
+        merge=_ort_merge(prepared.forward, merged_nodes),
+    )
+    exported = prepared.exported
+    if exported is not None and merged_nodes:
+        exported = msgspec.structs.replace(exported, num_nodes=merged_nodes[0])
+    return trace, exported
+
+
+def _run_info(
+    settings: ProfileConfig,
+    loaded: _Loaded,
+    prepared: _Prepared,
+    device: torch.device,
+    num_images: int,
+) -> RunInfo:
+    return RunInfo(
+        mode=Mode.INFER.noun,
+        model=loaded.workload.model_name(loaded.size),
+        family=loaded.workload.name,
+        weights=os.fspath(settings.model.weights),
+        random_init=loaded.random_init,
+        fused=bool(getattr(loaded.model, "is_fused", False)),
+        device=str(device),
+        batch=settings.batch,
+        imgsz=loaded.imgsz,
+        amp=prepared.step.amp_effective,
+        num_images=num_images,
+        config=as_plain_dict(settings),
+    )

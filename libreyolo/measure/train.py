@@ -20,6 +20,7 @@ inside the window. Must not print or exit, nor derive metrics or verdicts
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 import warnings
@@ -30,9 +31,9 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from libreyolo.config.compose import as_plain_dict
-from libreyolo.config.schema import ExecMode, ProfileConfig
+from libreyolo.config.schema import ExecConfig, ExecMode, ProfileConfig
 from libreyolo.document.mode import Mode
-from libreyolo.document.model import Compute, Profile, RunInfo, Samples
+from libreyolo.document.model import Compiled, Compute, Flops, Memory, Profile, RunInfo, Samples
 from libreyolo.document.phases import DATALOAD, TRAIN_PHASES
 from libreyolo.errors import NoProfileError, UsageError
 from libreyolo.measure.artifacts import StagedRun, set_dir
@@ -50,8 +51,8 @@ from libreyolo.measure.exec_mode import (
     window_marker,
 )
 from libreyolo.measure.from_config import Note
-from libreyolo.measure.loop import run_window
-from libreyolo.measure.memory import device_memory, reset_peaks
+from libreyolo.measure.loop import WindowRecord, run_window
+from libreyolo.measure.memory import AllocatorStats, device_memory, reset_peaks
 from libreyolo.measure.memory_check import check_training
 from libreyolo.measure.phases import PhaseTimer
 from libreyolo.measure.stages import Progress, stage
@@ -59,8 +60,11 @@ from libreyolo.measure.threads import intra_op_threads, warn_if_crowded
 from libreyolo.measure.window import TraceRecorder, WindowPlan, fit_calibration, plan_window
 
 if TYPE_CHECKING:
+    from torch.utils.data import DataLoader, Dataset
+
     from libreyolo.measure.autobatch import DeviceMemory
-    from libreyolo.workload.family import Workload
+    from libreyolo.workload.data.dataset_config import DatasetSpec
+    from libreyolo.workload.family import TrainRunner, Workload
 
 SEED = 0  # fixed shuffle and augmentation, so two runs see the same batches
 
@@ -212,38 +216,114 @@ def _profile_training(
     into: StagedRun | None,
     prior_notes: Sequence[str],
 ) -> tuple[Profile, Path]:
-    from libreyolo.workload.api import load_workload_model
-    from libreyolo.workload.data.dataset_config import resolve_dataset
-    from libreyolo.workload.data.loader import (
-        PREFETCH_FACTOR,
-        batches_available,
-        build_loader,
-        pins_for,
-        worker_pids,
-    )
     from libreyolo.workload.train import skipped_updates
 
     plan = plan_window(settings.window.warmup, settings.window.steps, measured_flag="--steps")
     device = resolve_device(settings.device.name)
     select_device(device)
     _validate(settings, device)
+    batch, fitted_note, spec = _dataset_spec(settings, device, plan, on_progress)
+    dtype = math_dtype(device, torch.float16 if settings.amp else None)  # the step's autocast
+    compute_notes: list[str] = []
+    # Before the weights load: the GEMM's operands must not count in the window's peaks.
+    with stage("calibrate peak", on_progress, hint="check the device"):
+        peaks = device_peaks(device, device_name(device), dtype, compute_notes)
+    loaded = _load(settings, spec, device, batch, on_progress)
+    check_window_fits(loaded.num_images, loaded.available, plan, batch)
+    plan, calibration_note = fit_calibration(plan, loaded.available)
+    workers, workers_note = capped_workers(settings.dataset.workers, plan)
+
+    notes = _opening_notes(prior_notes, loaded, (calibration_note, fitted_note, workers_note))
+    warn_if_crowded(workers, device, notes)
+    notes += loaded.weight_notes
+    trainer, channels_last = _trainer(settings, loaded, device, notes, on_progress)
+    notes += compute_notes
+    flops = _count_flops(loaded, settings.imgsz, notes, on_progress)
+    loader = _loader(settings, loaded, device, workers, on_progress)
+    if settings.amp and not trainer.amp_effective:
+        notes.append(f"AMP has no effect on {device.type}: the step ran in float32")
+    with staged(set_dir(settings.project, "run"), into) as run:
+        measured = _measure(settings, trainer, loaded, loader, plan, device, notes, on_progress)
+        notes += measured.window.notes
+        skipped = plan.measured_indices(skipped_updates(trainer))
+        if skipped:
+            notes.append(skipped_updates_note(len(skipped), plan.num_measured))
+        trace = analysed_trace(measured.recorder, run, measured.window.phase_ms, device, notes)
+        window = measured.window
+        energy = window_energy(window.energy, batch * plan.num_unsynced)  # the metered images
+        profile = assemble_profile(
+            kind=Mode.TRAIN,
+            info=_run_info(settings, loaded, device, workers, trainer.amp_effective),
+            device=device,
+            plan=plan,
+            samples=Samples(steps=window.steps, bare_ms=window.bare_ms, amp_skipped_steps=skipped),
+            trace=trace,
+            host=window.host,
+            device_memory=measured.memory,
+            host_memory=window.host_memory,
+            compute=Compute(math_dtype=dtype, flops=flops, peaks=peaks, energy=energy),
+            notes=notes,
+            execution=execution(
+                settings.exec,
+                channels_last=channels_last,
+                compiled=measured.compiled(settings.exec),
+            ),
+        )
+        return profile, conclude(run, profile, commit=into is None)
+
+
+def _dataset_spec(
+    settings: ProfileConfig,
+    device: torch.device,
+    plan: WindowPlan,
+    on_progress: Progress | None,
+) -> tuple[int, str | None, DatasetSpec]:
+    """The batch (AutoBatch's fit under `--batch -1`, and its note) and the dataset resolved
+    for a window of that batch."""
+    from libreyolo.workload.data.dataset_config import resolve_dataset
+
     fitted_note, batch, data = None, settings.batch, settings.dataset.name_or_path
     if batch == -1:  # first: the synthetic set is generated to the fitted batch
         with stage("fit batch", on_progress, hint="pass an explicit --batch"):
             batch, fitted_note = _fit_batch(settings, device, plan)
     drawing = check_synthetic_window(data, plan, batch)
     if drawing:
-        warnings.warn(drawing, Note, stacklevel=2)
+        warnings.warn(drawing, Note, stacklevel=3)
     with stage("build data", on_progress, hint="check the dataset YAML, images and labels"):
         spec = resolve_dataset(data, window_batches=plan.num_total, batch=batch)
-    dtype = math_dtype(device, torch.float16 if settings.amp else None)  # the step's autocast
-    # Before the weights load: the GEMM's operands must not count in the window's peaks.
-    compute_notes: list[str] = []
-    with stage("calibrate peak", on_progress, hint="check the device"):
-        peaks = device_peaks(device, device_name(device), dtype, compute_notes)
-    # The family (from the file) decides the dataset's transforms, so the weights load first;
-    # their notes keep their place after the data's.
-    weight_notes: list[str] = []
+    return batch, fitted_note, spec
+
+
+@dataclasses.dataclass(frozen=True)
+class _Loaded:
+    """The model and the dataset the window trains on, and what loading them found."""
+
+    workload: Workload
+    model: torch.nn.Module
+    memory_before: AllocatorStats  # the allocator's counters before the window's work
+    size: str  # the size the checkpoint describes
+    nc: int  # the checkpoint's classes
+    spec: DatasetSpec
+    batch: int
+    random_init: bool
+    dataset: Dataset[Any]
+    num_images: int
+    available: int  # whole batches in one epoch
+    weight_notes: list[str]
+
+
+def _load(
+    settings: ProfileConfig,
+    spec: DatasetSpec,
+    device: torch.device,
+    batch: int,
+    on_progress: Progress | None,
+) -> _Loaded:
+    """The weights, then the dataset: the family (from the file) decides its transforms."""
+    from libreyolo.workload.api import load_workload_model
+    from libreyolo.workload.data.loader import batches_available
+
+    weight_notes: list[str] = []  # they keep their place after the data's notes
     with stage("load weights", on_progress, hint="check --weights and --size"):
         workload, model = load_workload_model(
             settings.model.weights,
@@ -254,47 +334,88 @@ def _profile_training(
         )
         memory_before = reset_peaks(device)
         described = workload.describe(model)
-        random_init = bool(getattr(model, "random_init", False))
     with stage("build data", on_progress, hint="check the dataset YAML, images and labels"):
         dataset = workload.train_dataset(
             spec, settings.imgsz, seed=SEED, cache=settings.dataset.cache
         )
-    num_images = len(dataset)  # type: ignore[arg-type]
-    available = batches_available(dataset, batch)  # type: ignore[arg-type]
-    check_window_fits(num_images, available, plan, batch)
-    plan, calibration_note = fit_calibration(plan, available)
-    workers, workers_note = capped_workers(settings.dataset.workers, plan)
+    return _Loaded(
+        workload=workload,
+        model=model,
+        memory_before=memory_before,
+        size=described.size,
+        nc=described.nc,
+        spec=spec,
+        batch=batch,
+        random_init=bool(getattr(model, "random_init", False)),
+        dataset=dataset,
+        num_images=len(dataset),  # type: ignore[arg-type]
+        available=batches_available(dataset, batch),  # type: ignore[arg-type]
+        weight_notes=weight_notes,
+    )
 
+
+def _opening_notes(
+    prior_notes: Sequence[str], loaded: _Loaded, planned: tuple[str | None, ...]
+) -> list[str]:
+    """The caller's notes, the dataset's skipped files, then what planning the window changed
+    (calibration, fitted batch, capped workers: the last is also warned now)."""
     notes = [*prior_notes]
-    notes += [f"dataset: skipped {line}" for line in getattr(dataset, "issues", [])[:5]]
-    if calibration_note:
-        notes.append(calibration_note)
-    if fitted_note:
-        notes.append(fitted_note)
+    notes += [f"dataset: skipped {line}" for line in getattr(loaded.dataset, "issues", [])[:5]]
+    notes += [note for note in planned if note]
+    workers_note = planned[-1]
     if workers_note:
-        notes.append(workers_note)
-        warnings.warn(workers_note, Note, stacklevel=2)
-    warn_if_crowded(workers, device, notes)
-    notes += weight_notes
+        warnings.warn(workers_note, Note, stacklevel=3)
+    return notes
+
+
+def _trainer(
+    settings: ProfileConfig,
+    loaded: _Loaded,
+    device: torch.device,
+    notes: list[str],
+    on_progress: Progress | None,
+) -> tuple[TrainRunner, bool]:
+    """The family's training step for the dataset's classes, and whether it runs NHWC."""
+    spec = loaded.spec
     with stage("load weights", on_progress, hint="check --weights and --size"):
-        if described.nc != spec.nc:
-            workload.reset_classes(model, spec.nc, dict(enumerate(spec.names)))
+        if loaded.nc != spec.nc:
+            loaded.workload.reset_classes(loaded.model, spec.nc, dict(enumerate(spec.names)))
             notes.append(f"class layers reset from the checkpoint's classes to {spec.nc}")
         channels_last = settings.exec.channels_last is not False  # the step's own: NHWC
-        trainer = workload.train_step(
-            model, device=device, amp=settings.amp, channels_last=channels_last
+        trainer = loaded.workload.train_step(
+            loaded.model, device=device, amp=settings.amp, channels_last=channels_last
         )
+    return trainer, channels_last
+
+
+def _count_flops(
+    loaded: _Loaded, imgsz: int, notes: list[str], on_progress: Progress | None
+) -> Flops | None:
+    """The training step's FLOPs; None (and a note) when the count fails."""
     with stage("count FLOPs", on_progress, hint="check the model"):
-        notes += compute_notes
         # `train_step` put the model (the same module) in train mode: PGI's auxiliary branch
         # and the heads' training outputs are what the step computes.
-        flops = count_model_flops(
-            model, batch=batch, imgsz=settings.imgsz, training=True, notes=notes
+        return count_model_flops(
+            loaded.model, batch=loaded.batch, imgsz=imgsz, training=True, notes=notes
         )
+
+
+def _loader(
+    settings: ProfileConfig,
+    loaded: _Loaded,
+    device: torch.device,
+    workers: int,
+    on_progress: Progress | None,
+) -> DataLoader[Any]:
+    """The window's loader, once the memory check has found that the host and device hold a
+    step and the loader's prefetched batches."""
+    from libreyolo.workload.data.loader import PREFETCH_FACTOR, build_loader, pins_for
+
+    batch, nc = loaded.batch, loaded.spec.nc
     with stage("check memory", on_progress, hint="lower --batch or --imgsz"):
         check_training(
-            model,
-            lambda side: workload.probe_batch(1, side, spec.nc).images.to(device),
+            loaded.model,
+            lambda side: loaded.workload.probe_batch(1, side, nc).images.to(device),
             device=device,
             batch=batch,
             imgsz=settings.imgsz,
@@ -302,96 +423,104 @@ def _profile_training(
             prefetch_factor=PREFETCH_FACTOR,
             pinned=pins_for(device),
         )
-    if settings.amp and not trainer.amp_effective:
-        notes.append(f"AMP has no effect on {device.type}: the step ran in float32")
-    loader = build_loader(
-        dataset,
+    return build_loader(
+        loaded.dataset,
         batch=batch,
         device=device,
         workers=workers,
         seed=SEED,
-        collate_fn=workload.collate,
+        collate_fn=loaded.workload.collate,
     )
 
-    with staged(set_dir(settings.project, "run"), into) as run:
-        watch, compile_s = None, 0.0
-        if ExecMode(settings.exec.name) is ExecMode.compile:
-            with stage("torch.compile", on_progress, hint="try --exec eager"):
-                watch, compile_s = _compile_step(
-                    trainer, model, settings, workload, batch=batch, nc=spec.nc
-                )
-                notes.append(COMPILE_STEP_NOTE)
-        recorder = TraceRecorder(plan, device.type, enabled=True)
-        batches = _epoch_batches(loader, plan, available, notes)
 
-        def train_iteration(iteration: int, timer: PhaseTimer) -> float:
-            with timer(DATALOAD):
-                batch = next(batches)
-            loaded = time.perf_counter()  # the unsynced dataload_ms ends here
-            losses = trainer.step(batch, timer)
-            # Reading the loss back is what a training loop does every step (1.6.0 called
-            # .item()); it also ends the step's device work, so wall time is not CPU run-ahead.
-            losses["total"]
-            return loaded
+@dataclasses.dataclass(frozen=True)
+class _Measured:
+    """What the window recorded."""
 
-        with stage("measure", on_progress, hint="try a smaller --batch or --imgsz, or --workers 0"):
-            try:
-                window = run_window(
-                    plan,
-                    device,
-                    window_marker(train_iteration, plan.num_warmup, watch),
-                    recorder,
-                    on_progress,
-                    phases=TRAIN_PHASES,
-                    worker_pids=lambda: worker_pids(loader),
-                    meter=energy_meter(device),
-                )
-            finally:
-                batches.close()  # stops loader workers before the trace is analysed
-            window_memory = device_memory(device, memory_before)
-        notes += window.notes
-        skipped = plan.measured_indices(skipped_updates(trainer))
-        if skipped:
-            notes.append(skipped_updates_note(len(skipped), plan.num_measured))
+    window: WindowRecord
+    recorder: TraceRecorder
+    memory: Memory | None  # the allocator's, CUDA only
+    watch: CompileWatch | None  # under --exec compile
+    compile_s: float  # the compiling probe step's wall seconds
 
-        trace = analysed_trace(recorder, run, window.phase_ms, device, notes)
-        info = RunInfo(
-            mode=Mode.TRAIN.noun,
-            model=workload.model_name(described.size),
-            family=workload.name,
-            weights=os.fspath(settings.model.weights),
-            random_init=random_init,
-            device=str(device),
-            batch=batch,
-            imgsz=settings.imgsz,
-            amp=trainer.amp_effective,
-            num_images=num_images,
-            dataset_yaml=os.fspath(spec.yaml_path) if spec.yaml_path else None,
-            batches_per_epoch=available,
-            num_workers=workers,
-            config=as_plain_dict(settings),
-        )
-        samples = Samples(steps=window.steps, bare_ms=window.bare_ms, amp_skipped_steps=skipped)
-        energy = window_energy(window.energy, batch * plan.num_unsynced)  # the metered images
-        profile = assemble_profile(
-            kind=Mode.TRAIN,
-            info=info,
-            device=device,
-            plan=plan,
-            samples=samples,
-            trace=trace,
-            host=window.host,
-            device_memory=window_memory,
-            host_memory=window.host_memory,
-            compute=Compute(math_dtype=dtype, flops=flops, peaks=peaks, energy=energy),
-            notes=notes,
-            execution=execution(
-                settings.exec,
-                channels_last=channels_last,
-                compiled=watch.compiled(settings.exec, compile_s) if watch else None,
-            ),
-        )
-        return profile, conclude(run, profile, commit=into is None)
+    def compiled(self, exec_config: ExecConfig) -> Compiled | None:
+        return None if self.watch is None else self.watch.compiled(exec_config, self.compile_s)
+
+
+def _measure(
+    settings: ProfileConfig,
+    trainer: TrainRunner,
+    loaded: _Loaded,
+    loader: DataLoader[Any],
+    plan: WindowPlan,
+    device: torch.device,
+    notes: list[str],
+    on_progress: Progress | None,
+) -> _Measured:
+    """Under --exec compile, one probe step compiles the model before the warmup; then the
+    window: each iteration loads a batch and trains one step on it."""
+    from libreyolo.workload.data.loader import worker_pids
+
+    watch, compile_s = None, 0.0
+    if ExecMode(settings.exec.name) is ExecMode.compile:
+        with stage("torch.compile", on_progress, hint="try --exec eager"):
+            watch, compile_s = _compile_step(
+                trainer, loaded.model, settings, loaded.workload, loaded.batch, loaded.spec.nc
+            )
+            notes.append(COMPILE_STEP_NOTE)
+    recorder = TraceRecorder(plan, device.type, enabled=True)
+    batches = _epoch_batches(loader, plan, loaded.available, notes)
+
+    def train_iteration(iteration: int, timer: PhaseTimer) -> float:
+        with timer(DATALOAD):
+            batch = next(batches)
+        loaded_at = time.perf_counter()  # the unsynced dataload_ms ends here
+        losses = trainer.step(batch, timer)
+        # Reading the loss back is what a training loop does every step (1.6.0 called
+        # .item()); it also ends the step's device work, so wall time is not CPU run-ahead.
+        losses["total"]
+        return loaded_at
+
+    with stage("measure", on_progress, hint="try a smaller --batch or --imgsz, or --workers 0"):
+        try:
+            window = run_window(
+                plan,
+                device,
+                window_marker(train_iteration, plan.num_warmup, watch),
+                recorder,
+                on_progress,
+                phases=TRAIN_PHASES,
+                worker_pids=lambda: worker_pids(loader),
+                meter=energy_meter(device),
+            )
+        finally:
+            batches.close()  # stops loader workers before the trace is analysed
+        memory = device_memory(device, loaded.memory_before)
+    return _Measured(
+        window=window, recorder=recorder, memory=memory, watch=watch, compile_s=compile_s
+    )
+
+
+def _run_info(
+    settings: ProfileConfig, loaded: _Loaded, device: torch.device, workers: int, amp: bool
+) -> RunInfo:
+    spec = loaded.spec
+    return RunInfo(
+        mode=Mode.TRAIN.noun,
+        model=loaded.workload.model_name(loaded.size),
+        family=loaded.workload.name,
+        weights=os.fspath(settings.model.weights),
+        random_init=loaded.random_init,
+        device=str(device),
+        batch=loaded.batch,
+        imgsz=settings.imgsz,
+        amp=amp,
+        num_images=loaded.num_images,
+        dataset_yaml=os.fspath(spec.yaml_path) if spec.yaml_path else None,
+        batches_per_epoch=loaded.available,
+        num_workers=workers,
+        config=as_plain_dict(settings),
+    )
 
 
 # The compile's own step trains on a probe batch: its update is not a window step.
@@ -406,7 +535,6 @@ def _compile_step(
     model: torch.nn.Module,
     s: ProfileConfig,
     workload: Workload,
-    *,
     batch: int,
     nc: int,
 ) -> tuple[CompileWatch, float]:

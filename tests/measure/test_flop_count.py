@@ -1,7 +1,8 @@
 """The FLOP counter on a model small enough to count by hand: the forward is 2 FLOPs per
 multiply-add exactly, the backward the input and weight gradients (a depthwise weight gradient
 counted once, not `groups` times; no input gradient for the image), the real model is left
-exactly as it was, and a forward that cannot run on fake tensors is a note, not a failure."""
+exactly as it was, a forward the meta device cannot run is counted on fake tensors, and one
+that cannot run on fake tensors either is a note, not a failure."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from torch import nn
 from torch._subclasses.fake_tensor import FakeTensor
 from torch.utils.flop_counter import FlopCounterMode
 
+from libreyolo.measure import flop_count
 from libreyolo.measure.compute import count_model_flops
 from libreyolo.measure.flop_count import count_flops
 
@@ -119,9 +121,41 @@ def test_counting_leaves_the_real_model_untouched(training: bool) -> None:
     assert all(p.grad is None for p in model.parameters())
     assert [module.training for module in model.modules()] == modes
     for module in model.modules():
-        fakes = [v for v in _values(vars(module)) if isinstance(v, FakeTensor)]
-        assert fakes == [], type(module).__name__
+        copies = [
+            v
+            for v in _values(vars(module))
+            if isinstance(v, FakeTensor) or (isinstance(v, torch.Tensor) and v.is_meta)
+        ]
+        assert copies == [], type(module).__name__
     assert model.grid is not None and model.grid.shape == (S,)  # the real forward's, kept
+    assert not model.grid.is_meta
+
+
+def test_the_count_runs_on_the_meta_device(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_fake(*args: object) -> None:
+        raise AssertionError("counted on fake tensors")
+
+    monkeypatch.setattr(flop_count, "_count_on_fake", no_fake)
+    count = count_flops(_model(True), batch=BATCH, imgsz=S, training=True)
+    assert (count.forward, count.backward) == (BATCH * FORWARD, BATCH * BACKWARD)
+
+
+class AddsAHostTensor(Tiny):
+    """Makes a CPU tensor in its forward: the meta copy cannot add it, a fake copy can."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return super().forward(x + torch.zeros(1, 1, 1, 1))
+
+
+@pytest.mark.parametrize("training", [False, True], ids=["eval", "train"])
+def test_a_forward_the_meta_device_cannot_run_is_counted_on_fake_tensors(training: bool) -> None:
+    torch.manual_seed(0)
+    model = AddsAHostTensor().train(training)
+    with pytest.raises(RuntimeError):
+        flop_count._count_on_meta(model, (BATCH, 3, S, S), training)
+    count = count_flops(model, batch=BATCH, imgsz=S, training=training)
+    assert count.forward == BATCH * FORWARD
+    assert count.backward == (BATCH * BACKWARD if training else None)
 
 
 class ReadsAValue(nn.Module):

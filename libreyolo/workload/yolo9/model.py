@@ -27,8 +27,10 @@ original is left untouched. This module builds and runs the network; it must not
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Literal, NamedTuple, TypedDict
 
@@ -338,7 +340,7 @@ class YOLOv9(nn.Module):
         Decoded in float32 even inside an autocast forward: bf16 holds 8 significant bits, so
         a 640-px coordinate would land on a 4-px grid (fp16: 0.5 px) before NMS sees it.
         """
-        with torch.autocast(maps[0].device.type, enabled=False):
+        with _autocast_off(maps[0].device):
             maps = [m.float() for m in maps]  # no copy when already float32
             points, stride = self.anchor_points(maps)
             flat = torch.cat([m.flatten(2) for m in maps], 2)  # (B, C, A): channel-first
@@ -380,3 +382,11 @@ class YOLOv9(nn.Module):
         fused.is_fused = True
         fused.requires_grad_(False)
         return fused
+
+
+def _autocast_off(device: torch.device) -> AbstractContextManager[object]:
+    """Autocast turned off for a float32 region. The meta device (the FLOP count's copy, shapes
+    and no storage) has no autocast state to turn off: torch refuses the device type."""
+    if device.type == "meta":
+        return contextlib.nullcontext()
+    return torch.autocast(device.type, enabled=False)
