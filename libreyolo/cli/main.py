@@ -15,7 +15,7 @@ from types import FrameType
 
 from libreyolo.boundary.output import Output
 from libreyolo.boundary.status import exit_process, exit_status
-from libreyolo.cli.parser import build_parser, reject_key_value
+from libreyolo.cli.parser import READERS, build_parser, reject_key_value
 from libreyolo.errors import ExitStatus, Terminated, UsageError
 
 
@@ -86,10 +86,13 @@ def _run(words: list[str], out: Output) -> ExitStatus:
 
 def run() -> None:
     """Console-script entry point (`libreyolo`, `python -m libreyolo`)."""
-    out = _terminal(_drop_task_word(sys.argv[1:]))
+    words = _drop_task_word(sys.argv[1:])
+    out = _terminal(words)
     status = main(output=out)
-    # The interpreter's last collection walks every object the command left (a profile's
-    # thousands of values, every module's) for cycles whose memory the exit returns anyway:
-    # an eighth of a reader's start. Frozen, they are skipped; atexit hooks still run.
-    gc.freeze()
+    if words[:1] == ["profile"] and words[1:2] and words[1] in READERS:
+        # The interpreter's last collection walks every object a reader left (a profile's
+        # thousands of values, every module's) for cycles whose memory the exit returns anyway:
+        # an eighth of its start. Frozen, they are skipped (atexit hooks still run). Not for
+        # the measuring commands: a cycle's finalizer there may still have work to do.
+        gc.freeze()
     exit_process(status, out)

@@ -469,6 +469,7 @@ _READERS: dict[str, Builder] = {
     "what-if": _add_what_if,
     "report": _add_report,
 }
+READERS = frozenset(_READERS)  # the subcommands that only read files
 
 
 def build_parser(words: list[str] | None = None) -> Parser:
