@@ -14,9 +14,8 @@ from bisect import bisect_left
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from heapq import merge
 from itertools import compress, islice
-from operator import le
-from typing import Any
 
 from libreyolo.document.limits import MAX_INPUT_BYTES
 from libreyolo.document.model import (
@@ -37,7 +36,7 @@ from libreyolo.kineto.attribution import (
     shapes_ranges,
 )
 from libreyolo.kineto.events import KERNEL, TraceEvents, read_trace
-from libreyolo.kineto.intervals import US_DECIMALS, Union, to_ms, union_of
+from libreyolo.kineto.intervals import US_DECIMALS, Coverage, sorted_runs, start_order, to_ms
 from libreyolo.kineto.launch_ops import NO_OP, launching_ops
 from libreyolo.kineto.op_stream import Disordered, Queries, sweep_ops
 from libreyolo.kineto.steps import (
@@ -47,6 +46,7 @@ from libreyolo.kineto.steps import (
     StepWindow,
     find_steps,
     measured_window,
+    step_spans,
     trace_steps,
 )
 from libreyolo.kineto.tables import (
@@ -129,19 +129,17 @@ def reduce_trace(events: TraceEvents) -> TraceAnalysis:
     phase_map = build_phase_map(events)
     counts = StepCounts.empty(window)
     link = _link(events, window, launcher, times, phase_map, counts)
-    devices, unions = _devices(events, window)
+    spans = step_spans(window, counts)
+    device_end = _device_end(window, spans, has_gpu=len(events.gpu) > 0)
+    devices, meters = _devices(events, window, spans, device_end)
     primary = max(devices, key=lambda device: device.busy_ms) if devices else None
     launches, mallocs = _calls(events, window, counts)
     major = _major(events, primary)
     launched_by, op_totals = _sweep_ops(events, launcher, window, phase_map)
     kernels = kernel_table(events, link.in_window, link.phase, phase_map, major, launched_by)
     ops = op_table(events.names, phase_map, op_totals)
-    busy, copies = unions[primary.id] if primary else (None, None)
+    busy, copies = meters[primary.id] if primary else (None, None)
     steps = trace_steps(window, counts, busy)
-    # The GPU may finish a step's work after the CPU left it: the device-side window runs to
-    # the end of the last GPU work any step launched, and step time, busy time and memcpy time
-    # are all measured on it (a CPU-side clip would drop the copies a lagging GPU still runs).
-    device_end = max([window.end, *(s.start_us + (s.gpu_span_ms or 0.0) * 1000 for s in steps)])
     notes += _notes(window, launcher)
     return TraceAnalysis(
         source=window.source,
@@ -212,9 +210,12 @@ def _queries(events: TraceEvents, launcher: array[int]) -> dict[int, Queries]:
     start = calls.ts.__getitem__
     queries = {}
     for thread, found in by_thread.items():
-        if not all(map(le, map(start, found), map(start, islice(found, 1, None)))):
-            found = array("i", sorted(found, key=start))  # calls are mostly written in order
-        queries[thread] = (array("d", map(start, found)), found)
+        starts = array("d", map(start, found))
+        order = start_order(starts)  # calls are mostly written in order: no sort
+        if not isinstance(order, range):
+            found = array("i", map(found.__getitem__, order))
+            starts = array("d", map(start, found))
+        queries[thread] = (starts, found)
     return queries
 
 
@@ -227,10 +228,11 @@ def _notes(window: StepWindow, launcher: array[int]) -> list[str]:
 
 def _launchers(events: TraceEvents) -> array[int]:
     """Index of the call whose correlation id each GPU activity carries (the last such call),
-    or -1. A join by binary search in the sorted GPU ids: two typed arrays, no dict of a
+    or -1. A join by binary search in the sorted GPU ids: typed arrays, no dict or list of a
     Python int per activity."""
     gpu = events.gpu.corr
-    wanted = array("q", sorted(gpu))
+    runs = sorted_runs(gpu)
+    wanted = runs[0] if len(runs) == 1 else array(gpu.typecode, merge(*runs))
     found = array("i", [-1]) * len(wanted)  # per sorted id: its call (first copy of an id)
     size = len(wanted)
     for call, corr in enumerate(events.calls.corr):
@@ -298,22 +300,52 @@ def _count_steps(
                 counts.kernels[step] += 1
 
 
+def _device_end(window: StepWindow, spans: list[tuple[float, float]], *, has_gpu: bool) -> float:
+    """The end of the device-side window: the GPU may finish a step's work after the CPU left
+    it, so it runs to the end of the last GPU work any step launched, as the step rows round it
+    (step time, busy time and memcpy time are all measured on it: a CPU-side clip would drop
+    the copies a lagging GPU still runs)."""
+    return max(
+        [
+            window.end,
+            *(
+                round(start, US_DECIMALS) + (to_ms(end - start) if has_gpu else 0.0) * 1000
+                for start, end in spans
+            ),
+        ]
+    )
+
+
 def _devices(
-    events: TraceEvents, window: StepWindow
-) -> tuple[list[Device], dict[int, tuple[Union, Union]]]:
-    """Per device: busy unions clipped to the window; also (all-activity, copy-only) unions."""
+    events: TraceEvents,
+    window: StepWindow,
+    spans: list[tuple[float, float]],
+    device_end: float,
+) -> tuple[list[Device], dict[int, tuple[Coverage, Coverage]]]:
+    """Per device: busy and kernel-busy time in the window; also (all-activity, copy-only)
+    coverage of the step spans and the device window. One pass over the activity in start
+    order, no union kept."""
     gpu = events.gpu
+    busy_spans = [(window.start, window.end), (window.start, device_end), *spans]
+    meters = {
+        device_id: (
+            Coverage(busy_spans),
+            Coverage([(window.start, window.end)]),
+            Coverage([(window.start, device_end)]),
+        )
+        for device_id in sorted(set(gpu.device))
+    }
+    ts, dur, kind, device = gpu.ts, gpu.dur, gpu.kind, gpu.device
+    for i in start_order(ts):
+        start = ts[i]
+        end = start + max(dur[i], 0.0)  # negative durations count as empty, as in union_of
+        busy, kernels, copies = meters[device[i]]
+        busy.add(start, end)
+        (kernels if kind[i] == KERNEL else copies).add(start, end)
     devices: list[Device] = []
-    unions: dict[int, tuple[Union, Union]] = {}
-    ids = sorted(set(gpu.device))
-    for device_id in ids:
-        mine = None if len(ids) == 1 else bytes(device == device_id for device in gpu.device)
-        ts, dur, kind = (_select(column, mine) for column in (gpu.ts, gpu.dur, gpu.kind))
-        kernel = bytes(k == KERNEL for k in kind)
-        copy = bytes(not is_kernel for is_kernel in kernel)
-        busy = union_of(ts, dur)
-        kernels = union_of(_select(ts, kernel), _select(dur, kernel))
-        unions[device_id] = (busy, union_of(_select(ts, copy), _select(dur, copy)))
+    unions: dict[int, tuple[Coverage, Coverage]] = {}
+    for device_id, (busy, kernels, copies) in meters.items():
+        unions[device_id] = (busy.finish(), copies.finish())
         info = events.devices.get(device_id)
         devices.append(
             Device(
@@ -321,14 +353,10 @@ def _devices(
                 name=info.name if info else None,
                 num_sms=info.num_sms if info else None,
                 busy_ms=to_ms(busy.covered(window.start, window.end)),
-                kernel_busy_ms=to_ms(kernels.covered(window.start, window.end)),
+                kernel_busy_ms=to_ms(kernels.finish().covered(window.start, window.end)),
             )
         )
     return devices, unions
-
-
-def _select(column: array[Any], mask: bytes | None) -> array[Any]:
-    return column if mask is None else array(column.typecode, compress(column, mask))
 
 
 def _calls(events: TraceEvents, window: StepWindow, counts: StepCounts) -> tuple[LaunchStat, int]:
@@ -364,13 +392,14 @@ def _calls(events: TraceEvents, window: StepWindow, counts: StepCounts) -> tuple
     return stat, len(mallocs)
 
 
-def _median(values: Sequence[float]) -> float | None:
-    """Median in µs, rounded (statistics.median, without importing `statistics` for it)."""
+def _median(values: array[float]) -> float | None:
+    """Median in µs, rounded (statistics.median, without importing `statistics` for it); the
+    values sorted in runs and merged, never one list of them."""
     if not values:
         return None
-    values = sorted(values)
-    middle = len(values) // 2
-    median = values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
+    middle, odd = divmod(len(values), 2)
+    central = list(islice(merge(*sorted_runs(values)), middle - 1 + odd, middle + 1))
+    median = central[0] if odd else (central[0] + central[1]) / 2
     return round(median, US_DECIMALS)
 
 

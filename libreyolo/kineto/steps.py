@@ -15,7 +15,7 @@ from typing import Literal
 
 from libreyolo.document.model import TraceStep
 from libreyolo.kineto.events import Columns, TraceEvents
-from libreyolo.kineto.intervals import US_DECIMALS, Union, to_ms
+from libreyolo.kineto.intervals import US_DECIMALS, Coverage, to_ms
 
 STEP_PREFIX = "ProfilerStep#"
 
@@ -116,23 +116,32 @@ class StepCounts:
         return cls([step.end for step in window.steps], [0] * count, [0] * count, [0] * count)
 
 
-def trace_steps(window: StepWindow, counts: StepCounts, busy: Union | None) -> list[TraceStep]:
-    """Document rows: CPU span, device-side span and the busy union inside that span.
+def step_spans(window: StepWindow, counts: StepCounts) -> list[tuple[float, float]]:
+    """Per step its device-side span: from its start to the end of the last GPU work it
+    launched, never before its CPU end."""
+    return [
+        (step.start, max(step.end, counts.gpu_end[position]))
+        for position, step in enumerate(window.steps)
+    ]
 
-    The device-side span runs from the step start to the end of the last GPU work it launched
-    (never before the CPU end), so `gpu_busy_ms / gpu_span_ms` is the step's utilisation even
-    when the GPU runs a step behind the CPU (the V100 fixture).
+
+def trace_steps(window: StepWindow, counts: StepCounts, busy: Coverage | None) -> list[TraceStep]:
+    """Document rows: CPU span, device-side span (`step_spans`) and the busy time inside it.
+
+    `gpu_busy_ms / gpu_span_ms` is the step's utilisation even when the GPU runs a step behind
+    the CPU (the V100 fixture). `busy` must cover every step span.
     """
     rows = []
-    for position, step in enumerate(window.steps):
-        span_end = max(step.end, counts.gpu_end[position])
+    for position, (step, (start, span_end)) in enumerate(
+        zip(window.steps, step_spans(window, counts), strict=True)
+    ):
         rows.append(
             TraceStep(
                 index=step.number,
-                start_us=round(step.start, US_DECIMALS),
-                cpu_ms=to_ms(step.end - step.start),
-                gpu_span_ms=to_ms(span_end - step.start) if busy else None,
-                gpu_busy_ms=to_ms(busy.covered(step.start, span_end)) if busy else 0.0,
+                start_us=round(start, US_DECIMALS),
+                cpu_ms=to_ms(step.end - start),
+                gpu_span_ms=to_ms(span_end - start) if busy else None,
+                gpu_busy_ms=to_ms(busy.covered(start, span_end)) if busy else 0.0,
                 num_kernels=counts.kernels[position],
                 num_launches=counts.launches[position],
                 num_mallocs=counts.mallocs[position],

@@ -55,6 +55,17 @@ def test_real_traces_streamed_in_small_chunks_equal_the_whole_decode(
     assert analyse_trace(path, workers=1) == expected
 
 
+@pytest.mark.parametrize("name", [A100, V100, H100, B200])
+def test_real_traces_sorted_in_tiny_runs_equal_the_whole_decode(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GPU activity, correlation ids and launch times sorted three at a time and merged."""
+    path = fixture_path(name)
+    expected = _whole(path)
+    monkeypatch.setattr("libreyolo.kineto.intervals.SORT_RUN", 3)
+    assert analyse_trace(path, workers=1) == expected
+
+
 # Names and args that hold what the cutter looks for: event separators, array ends, quotes,
 # escapes (a cut can fall between a backslash and what it escapes), and nested objects in lists.
 HOSTILE_NAMES = [
