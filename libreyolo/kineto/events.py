@@ -14,7 +14,7 @@ import math
 import os
 from array import array
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Literal, TypeVar
@@ -24,7 +24,7 @@ import msgspec
 from libreyolo.document.limits import MAX_INPUT_BYTES
 from libreyolo.kineto.chunks import Handlers, read_runs
 from libreyolo.kineto.columns import Columns
-from libreyolo.kineto.spool import OpSpool
+from libreyolo.kineto.spool import CallSpool, OpSpool
 from libreyolo.kineto.workers import default_workers
 
 # The shared default of a missing `ts`. msgspec hands out this very object, so `in` finds
@@ -110,14 +110,32 @@ class TraceEvents:
     time_unit: Literal["us", "ns"] = "us"
     # When set, every cpu_op is here and `ops` holds only the ones the spool keeps in memory.
     spool: OpSpool | None = None
+    call_spool: CallSpool | None = None  # when set, every call is here and `calls` is empty
 
     @property
     def num_ops(self) -> int:
         return len(self.ops) if self.spool is None else self.spool.count
 
+    @property
+    def num_calls(self) -> int:
+        return len(self.calls) if self.call_spool is None else self.call_spool.count
+
+    def call_blocks(self) -> Iterator[Columns]:
+        """Every call, in blocks in file order (the spool's, or `calls` as one)."""
+        if self.call_spool is None:
+            yield self.calls
+        else:
+            yield from self.call_spool.blocks()
+
+    def close(self) -> None:
+        """Delete the spools' files."""
+        for spool in (self.spool, self.call_spool):
+            if spool is not None:
+                spool.close()
+
     def __len__(self) -> int:
         """Complete events kept (CPU ops, annotations, runtime calls and GPU activity)."""
-        return self.num_ops + len(self.ranges) + len(self.calls) + len(self.gpu)
+        return self.num_ops + len(self.ranges) + self.num_calls + len(self.gpu)
 
 
 class _Builder:
@@ -127,8 +145,8 @@ class _Builder:
     appended to arrays a whole group at a time.
     """
 
-    def __init__(self, spool: OpSpool | None = None) -> None:
-        self.events = TraceEvents(spool=spool)
+    def __init__(self, spool: OpSpool | None = None, call_spool: CallSpool | None = None) -> None:
+        self.events = TraceEvents(spool=spool, call_spool=call_spool)
         self._names: dict[str, int] = {}
         self._threads: dict[tuple[int | str, int | str], int] = {}
 
@@ -143,8 +161,8 @@ class _Builder:
         events = self.events
         self._cpu(self._ops(), complete.get("cpu_op"))
         self._cpu(events.ranges, complete.get("user_annotation"))
-        self._cpu(events.calls, complete.get("cuda_runtime"), with_corr=True)
-        self._cpu(events.calls, complete.get("cuda_driver"), with_corr=True)
+        self._cpu(self._calls(), complete.get("cuda_runtime"), with_corr=True)
+        self._cpu(self._calls(), complete.get("cuda_driver"), with_corr=True)
         self._gpu(complete.get("kernel"), KERNEL)
         self._gpu(complete.get("gpu_memcpy"), MEMCPY)
         self._gpu(complete.get("gpu_memset"), MEMSET)
@@ -157,9 +175,16 @@ class _Builder:
         spool = self.events.spool
         return self.events.ops if spool is None else spool.block
 
+    def _calls(self) -> Columns:
+        """Where calls go: the call spool's block, or the calls columns."""
+        spool = self.events.call_spool
+        return self.events.calls if spool is None else spool.block
+
     def _spill(self, *, full_only: bool = True) -> None:
         if self.events.spool is not None:
             self.events.spool.flush(list(self._names), full_only=full_only)
+        if self.events.call_spool is not None:
+            self.events.call_spool.flush(full_only=full_only)
 
     def _cpu(self, columns: Columns, group: list[Event] | None, with_corr: bool = False) -> None:
         if not group:
@@ -232,7 +257,7 @@ class _Builder:
         for mine, theirs in (
             (self._ops(), part.ops),
             (events.ranges, part.ranges),
-            (events.calls, part.calls),
+            (self._calls(), part.calls),
             (events.gpu, part.gpu),
         ):
             mine.ts.extend(theirs.ts)
@@ -294,7 +319,8 @@ def read_trace(
     `workers` is the number of decoding processes for large traces (None: `default_workers()`;
     1: decode in this process); at most `max_input_bytes` are read (decompressed). With
     `spool_ops` = (keep, mark), cpu_ops go to an `OpSpool` on disk: only those `keep` names stay
-    in `ops`, and the spool lists the threads of those `mark` names (the caller closes it).
+    in `ops`, and the spool lists the threads of those `mark` names; the calls go to a
+    `CallSpool` (the caller closes both: `TraceEvents.close`).
 
     Raises:
         MissingFileError: the path does not exist or is not a regular file.
@@ -302,13 +328,12 @@ def read_trace(
             limit (the input, one string or one event).
     """
     spool = OpSpool(*spool_ops) if spool_ops is not None else None
-    builder = _Builder(spool)
+    builder = _Builder(spool, CallSpool() if spool_ops is not None else None)
     handlers = Handlers(_DECODER.decode, builder.add, _work, builder.merge)
     count = default_workers() if workers is None else max(workers, 1)
     try:
         meta = read_runs(path, Meta, handlers, count, max_input_bytes=max_input_bytes)
     except BaseException:
-        if spool is not None:
-            spool.close()
+        builder.events.close()
         raise
     return builder.finish(meta)

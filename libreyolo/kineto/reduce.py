@@ -14,6 +14,7 @@ from bisect import bisect_left
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from heapq import merge
 from itertools import compress, islice
 
@@ -35,6 +36,7 @@ from libreyolo.kineto.attribution import (
     nesting_order,
     shapes_ranges,
 )
+from libreyolo.kineto.columns import Columns
 from libreyolo.kineto.events import KERNEL, TraceEvents, read_trace
 from libreyolo.kineto.intervals import US_DECIMALS, Coverage, sorted_runs, start_order, to_ms
 from libreyolo.kineto.launch_ops import NO_OP, launching_ops
@@ -91,8 +93,7 @@ def analyse_trace(
                 raise _no_events(path)
             return reduce_trace(events)
         finally:
-            if events.spool is not None:
-                events.spool.close()
+            events.close()
     except OSError as exc:  # reading errors are AnalysisErrors already: this is the spool's
         raise AnalysisError(
             f"failed to analyse {os.fspath(path)}: cannot spool its ops to a temporary file "
@@ -120,20 +121,22 @@ class _Link:
 def reduce_trace(events: TraceEvents) -> TraceAnalysis:
     """Reduce decoded trace columns to the document's `TraceAnalysis`."""
     notes: list[str] = []
-    launcher = _launchers(events)
-    calls_ts = events.calls.ts
+    launcher, launching = _launchers(events)
+    calls_ts = launching.ts
     times = array(
         "d", (calls_ts[k] if k >= 0 else t for k, t in zip(launcher, events.gpu.ts, strict=True))
     )
     window = measured_window(events, _drop_idle_tail(find_steps(events), times, notes))
     phase_map = build_phase_map(events)
     counts = StepCounts.empty(window)
+    launches, mallocs = _calls(events, window, counts)
+    # From here on `calls` are the launching calls only, indexed as `launcher` indexes them.
+    events = replace(events, calls=launching, call_spool=None)
     link = _link(events, window, launcher, times, phase_map, counts)
     spans = step_spans(window, counts)
     device_end = _device_end(window, spans, has_gpu=len(events.gpu) > 0)
     devices, meters = _devices(events, window, spans, device_end)
     primary = max(devices, key=lambda device: device.busy_ms) if devices else None
-    launches, mallocs = _calls(events, window, counts)
     major = _major(events, primary)
     launched_by, op_totals = _sweep_ops(events, launcher, window, phase_map)
     kernels = kernel_table(events, link.in_window, link.phase, phase_map, major, launched_by)
@@ -226,20 +229,27 @@ def _notes(window: StepWindow, launcher: array[int]) -> list[str]:
     return notes
 
 
-def _launchers(events: TraceEvents) -> array[int]:
-    """Index of the call whose correlation id each GPU activity carries (the last such call),
-    or -1. A join by binary search in the sorted GPU ids: typed arrays, no dict or list of a
-    Python int per activity."""
+def _launchers(events: TraceEvents) -> tuple[array[int], Columns]:
+    """(per GPU activity the index of its launching call in the second item, -1: none; the
+    launching calls' ts and thread). The launching call is the last call that carries the
+    activity's correlation id; the calls are streamed once and joined by binary search in the
+    sorted GPU ids, so only typed arrays a GPU activity long are kept, whatever the calls."""
     gpu = events.gpu.corr
     runs = sorted_runs(gpu)
     wanted = runs[0] if len(runs) == 1 else array(gpu.typecode, merge(*runs))
-    found = array("i", [-1]) * len(wanted)  # per sorted id: its call (first copy of an id)
     size = len(wanted)
-    for call, corr in enumerate(events.calls.corr):
-        at = bisect_left(wanted, corr)
-        if at < size and wanted[at] == corr and corr != -1:
-            found[at] = call
-    return array("i", (found[bisect_left(wanted, corr)] for corr in gpu))
+    # Per sorted id (its first copy): the call's start and thread; thread -1: no call found.
+    launching = Columns(ts=array("d", [0.0]) * size, thread=array("i", [-1]) * size)
+    starts, threads = launching.ts, launching.thread
+    for block in events.call_blocks():
+        for corr, start, thread in zip(block.corr, block.ts, block.thread, strict=True):
+            at = bisect_left(wanted, corr)
+            if at < size and wanted[at] == corr and corr != -1:
+                starts[at] = start
+                threads[at] = thread
+    at_id = partial(bisect_left, wanted)
+    launcher = array("i", (at if threads[at] >= 0 else -1 for at in map(at_id, gpu)))
+    return launcher, launching
 
 
 def _drop_idle_tail(
@@ -360,36 +370,51 @@ def _devices(
 
 
 def _calls(events: TraceEvents, window: StepWindow, counts: StepCounts) -> tuple[LaunchStat, int]:
-    """Launch API calls, memcpy/memset calls and allocator calls inside the window."""
-    calls, names = events.calls, events.names
-    present = set(calls.name)
-    apis = {nid: api for nid in present if (api := classify.launch_api(names[nid]))}
-    copies = {nid for nid in present if classify.is_memcpy_api(names[nid])}
-    allocs = {nid for nid in present if classify.is_malloc_api(names[nid])}
-    wanted = apis.keys() | copies | allocs
-    rows = array(
-        "i",
-        (
-            i
-            for i, nid in enumerate(calls.name)
-            if nid in wanted and window.start <= calls.ts[i] < window.end
-        ),
-    )  # typed: a GPU trace has about one launch call per kernel
-    launches = array("i", (i for i in rows if calls.name[i] in apis))
-    mallocs = array("i", (i for i in rows if calls.name[i] in allocs))
-    for tally, chosen in ((counts.launches, launches), (counts.mallocs, mallocs)):
-        for step, count in Counter(window.step_of(calls.ts[i]) for i in chosen).items():
-            if step >= 0:
-                tally[step] += count
-    by_api = Counter(apis[calls.name[i]] for i in launches)
-    durations = array("d", map(calls.dur.__getitem__, launches))
+    """Launch API calls, memcpy/memset calls and allocator calls inside the window: one pass
+    over the calls, each name classified once."""
+    names = events.names
+    kinds: dict[int, tuple[str | None, bool, bool]] = {}  # name id -> (launch API, copy, alloc)
+    wanted: set[int] = set()
+    by_api: Counter[str] = Counter()
+    durations = array("d")  # typed: a GPU trace has about one launch call per kernel
+    num_copies = num_mallocs = 0
+    for block in events.call_blocks():
+        for nid in set(block.name).difference(kinds):
+            name = names[nid]
+            kind = (
+                classify.launch_api(name),
+                classify.is_memcpy_api(name),
+                classify.is_malloc_api(name),
+            )
+            kinds[nid] = kind
+            if any(kind):
+                wanted.add(nid)
+        ts, dur, name_ids = block.ts, block.dur, block.name
+        for i in compress(range(len(block)), map(wanted.__contains__, name_ids)):
+            start = ts[i]
+            if not window.start <= start < window.end:
+                continue
+            api, copy, alloc = kinds[name_ids[i]]
+            if api:
+                by_api[api] += 1
+                durations.append(dur[i])
+                step = window.step_of(start)
+                if step >= 0:
+                    counts.launches[step] += 1
+            if copy:
+                num_copies += 1
+            if alloc:
+                num_mallocs += 1
+                step = window.step_of(start)
+                if step >= 0:
+                    counts.mallocs[step] += 1
     stat = LaunchStat(
-        num_launches=len(launches),
+        num_launches=len(durations),
         by_api=dict(sorted(by_api.items(), key=lambda item: (-item[1], item[0]))),
-        num_memcpy_calls=sum(1 for i in rows if calls.name[i] in copies),
+        num_memcpy_calls=num_copies,
         host_us_per_launch=_median(durations),
     )
-    return stat, len(mallocs)
+    return stat, num_mallocs
 
 
 def _median(values: array[float]) -> float | None:

@@ -1,12 +1,14 @@
-"""The cpu_op columns of a trace spilled to a temporary file, block by block, and read back.
+"""The cpu_op and call columns of a trace spilled to temporary files, block by block, and read back.
 
 Role: cpu_ops are most of a trace's events (93 % of a CPU training trace) and the reduction needs
 them only once, in one ordered sweep after the window and the phases are known (op_stream.py).
 So while a trace is decoded its ops go to disk in blocks of BLOCK_OPS (24 bytes an op); only
 the few ops the window and the phase map are built from (ProfilerStep, phase labels: `keep`)
 stay in memory, with the threads that run the ops `mark` names (the autograd engine's). Memory
-is then one block whatever the trace's size. Must not: interpret names itself, print, or import
-torch/numpy.
+is then one block whatever the trace's size. The runtime and driver calls (a GPU trace has two or
+three a kernel, 32 bytes each) go to a `CallSpool` the same way: the reduction reads them twice, in
+file order (the correlation join, then the call tallies). Must not: interpret names itself,
+print, or import torch/numpy.
 """
 
 from __future__ import annotations
@@ -71,11 +73,7 @@ class OpSpool:
     def bounds(self) -> tuple[float, float]:
         """(earliest start, latest end) of every op: one more read of the spool, for traces
         without steps."""
-        start, end = inf, -inf
-        for block in self.blocks():
-            start = min(start, min(block.ts))
-            end = max(end, max(map(add, block.ts, block.dur)))
-        return start, end
+        return _bounds(self.blocks())
 
     def blocks(self) -> Iterator[Columns]:
         """Every block, in file order (ts, dur, name and thread filled; `present` empty)."""
@@ -99,3 +97,49 @@ class OpSpool:
 
     def close(self) -> None:
         self._file.close()
+
+
+class CallSpool:
+    """Call columns (ts, dur, name, thread, corr) on disk; the builder appends to `block`."""
+
+    def __init__(self) -> None:
+        self.block = Columns()
+        self.count = 0
+        self._blocks: list[int] = []  # calls per block, in file order
+        self._file = tempfile.TemporaryFile()  # noqa: SIM115 - closed by close()
+
+    def flush(self, *, full_only: bool = True) -> None:
+        """Write the block to disk (when full, or whatever it holds with full_only=False)."""
+        block = self.block
+        size = len(block)
+        if not size or (full_only and size < BLOCK_OPS):
+            return
+        self.count += size
+        for column in (block.ts, block.dur, block.name, block.thread, block.corr):
+            column.tofile(self._file)
+        self._blocks.append(size)
+        self.block = Columns()
+
+    def blocks(self) -> Iterator[Columns]:
+        """Every block, in file order (`present` empty)."""
+        self._file.seek(0)
+        for size in self._blocks:
+            block = Columns()
+            for column in (block.ts, block.dur, block.name, block.thread, block.corr):
+                column.fromfile(self._file, size)
+            yield block
+
+    def bounds(self) -> tuple[float, float]:
+        """(earliest start, latest end) of every call."""
+        return _bounds(self.blocks())
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def _bounds(blocks: Iterator[Columns]) -> tuple[float, float]:
+    start, end = inf, -inf
+    for block in blocks:
+        start = min(start, min(block.ts))
+        end = max(end, max(map(add, block.ts, block.dur)))
+    return start, end

@@ -86,18 +86,19 @@ def _step_number(name: str, position: int) -> int:
 
 def measured_window(events: TraceEvents, steps: list[StepRange]) -> StepWindow:
     """First step start to last step end; without steps, first start to last end of every
-    complete event kept (CPU ops, annotations, runtime calls, GPU activity)."""
+    complete event kept (CPU ops, annotations, runtime calls, GPU activity; the spooled ones
+    read back from their spools)."""
     if steps:
         return StepWindow(steps[0].start, max(step.end for step in steps), steps)
-    spool = events.spool
-    ops = [events.ops] if spool is None else []  # spooled: the spool has every op's bounds
+    ops = [events.ops] if events.spool is None else []  # spooled: bounds from the spool
     kept = [c for c in (*ops, events.ranges, events.calls, events.gpu) if len(c)]
     starts = [min(columns.ts) for columns in kept]
     ends = [max(map(add, columns.ts, columns.dur)) for columns in kept]
-    if spool is not None and spool.count:
-        start, end = spool.bounds()
-        starts.append(start)
-        ends.append(end)
+    for spool in (events.spool, events.call_spool):
+        if spool is not None and spool.count:
+            start, end = spool.bounds()
+            starts.append(start)
+            ends.append(end)
     return StepWindow(min(starts), max(ends), [])
 
 
