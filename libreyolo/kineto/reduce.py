@@ -1,8 +1,10 @@
 """Chrome trace -> `TraceAnalysis`: the one reduction from event columns to the document.
 
 Role: link every GPU activity to the runtime/driver call that launched it (correlation id), and
-from that link derive what is in the window, which step and which phase it belongs to; then build
-the busy unions, launch and allocator counts, and the kernel, category, op and phase tables.
+from that link derive what is in the window, which step and which phase it belongs to; then
+measure busy time (interval unions, fed in start order and never kept), count launches and
+allocator calls, and build the kernel, category, op and phase tables. Spooled calls and ops are
+read back in passes over their blocks; what is held stays a few typed arrays a GPU activity long.
 Must not: read files (events.py does), print, or import torch/numpy.
 """
 

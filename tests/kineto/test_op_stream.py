@@ -1,8 +1,9 @@
 """The spooled, streamed op sweep equals the whole-column reduction, in order or not.
 
-The reference keeps every cpu_op in memory and sorts them (`read_trace` without a spool, then
-`reduce_trace`); the analyser spools them to disk and sweeps them once per thread. Blocks of a
-few ops make every thread's stack and its pending launch calls cross block boundaries. A trace
+The reference keeps every cpu_op and call in memory and sorts the ops (`read_trace` without a
+spool, then `reduce_trace`); the analyser spools both to disk, sweeps the ops once per thread and
+reads the calls back block by block. Blocks of a few ops and calls make every thread's stack, its
+pending launch calls and the correlation join cross block boundaries. A trace
 whose equal starts come shortest first is reordered as it streams; one whose ops go back in
 time takes the sorted path. Both must give the same document.
 """
@@ -34,7 +35,8 @@ def _reference(path: Path) -> TraceAnalysis:
 
 @pytest.fixture
 def sorts(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Blocks of 7 ops; the list records each whole-column sort the analyser falls back to."""
+    """Blocks of 7 ops and 7 calls; the list records each whole-column sort the analyser
+    falls back to."""
     monkeypatch.setattr("libreyolo.kineto.spool.BLOCK_OPS", 7)
     calls: list[int] = []
     real = reduce.nesting_order
@@ -168,3 +170,24 @@ def test_a_spool_that_cannot_be_written_is_one_analysis_error(
         "(No space left on device)"
     )
     assert caught.value.hint == "point TMPDIR at a directory with free space"
+
+
+def test_calls_wait_on_disk_and_only_launching_ones_come_back(
+    sorts: list[int], write_trace: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("libreyolo.kineto.source.CHUNK_BYTES", 512)  # a few events a run
+    trace = _trace("in order")
+    trace["traceEvents"].append(event("cuda_runtime", "cudaStreamSynchronize", 2950.0, 5.0))
+    path = write_trace(trace)
+    events = read_trace(path, workers=1, spool_ops=(shapes_ranges, is_engine_op))
+    try:
+        assert len(events.calls) == 0 and events.num_calls == 25  # 24 launches and a sync
+        assert events.call_spool is not None
+        sizes = [len(block) for block in events.call_spool.blocks()]
+        assert len(sizes) > 2 and sum(sizes) == 25
+        assert events.call_spool.bounds() == (20.0, 2955.0)
+        launcher, launching = reduce._launchers(events)
+        assert len(launching) == 24 and -1 not in launcher  # one per kernel, the sync is gone
+    finally:
+        events.close()
+    assert analyse_trace(path, workers=1) == _reference(path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ import pytest
 
 from libreyolo.document.model import TraceAnalysis
 from libreyolo.kineto import analyse_trace
+from libreyolo.kineto.reduce import _median
 from tests.kineto.conftest import event, kernel, launch
 
 Writer = Callable[..., Path]
@@ -288,3 +290,15 @@ def test_the_training_loop_thread_is_never_an_autograd_thread(write_trace: Write
         event("cpu_op", "aten::add", 600.0, 10.0),
     ]
     assert list(_phases(_analyse(write_trace, events))) == ["unphased"]
+
+
+@pytest.mark.parametrize(
+    ("values", "median"),
+    [([5.0, 1.0, 4.0, 2.0, 3.0], 3.0), ([4.0, 1.0, 3.5, 2.0], 2.75), ([7.0], 7.0)],
+)
+def test_the_median_of_runs_merged_is_the_median(
+    values: list[float], median: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("libreyolo.kineto.intervals.SORT_RUN", 2)  # runs of two, merged
+    assert _median(array("d", values)) == median
+    assert _median(array("d")) is None
