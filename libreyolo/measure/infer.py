@@ -260,7 +260,7 @@ def _profile_inference(
 
 
 @dataclasses.dataclass(frozen=True)
-class _Loaded:
+class _LoadedModel:
     """The model the window runs, and what loading it found."""
 
     workload: Workload
@@ -274,7 +274,7 @@ class _Loaded:
 
 def _load_model(
     settings: ProfileConfig, device: torch.device, notes: list[str], on_progress: Progress | None
-) -> _Loaded:
+) -> _LoadedModel:
     """The model loaded through its family and fused as `--fuse` says."""
     from libreyolo.workload.api import load_workload_model
 
@@ -291,7 +291,7 @@ def _load_model(
         elif fuse_mode is not None:
             notes.append(f"{workload.name} has no {fuse_mode!r} fusion: the model ran as loaded")
         nhwc_fusion = fuse_mode == FUSE_WITH_CHANNELS_LAST and fuse_mode in workload.fuse_modes
-        return _Loaded(
+        return _LoadedModel(
             workload=workload,
             model=model,
             memory_before=memory_before,
@@ -304,7 +304,7 @@ def _load_model(
 
 def _check_memory(
     settings: ProfileConfig,
-    loaded: _Loaded,
+    loaded: _LoadedModel,
     images: list[Image.Image],
     device: torch.device,
     on_progress: Progress | None,
@@ -334,7 +334,7 @@ class _Prepared:
 
 def _prepare_step(
     settings: ProfileConfig,
-    loaded: _Loaded,
+    loaded: _LoadedModel,
     sources: tuple[list[Image.Image], list[Path]],
     device: torch.device,
     amp_dtype: torch.dtype,
@@ -374,7 +374,7 @@ def _prepare_step(
 
 
 @dataclasses.dataclass(frozen=True)
-class _Measured:
+class _InferenceWindow:
     """What the window recorded."""
 
     window: WindowRecord
@@ -405,7 +405,7 @@ def _measure(
     device: torch.device,
     memory_before: AllocatorStats,
     on_progress: Progress | None,
-) -> _Measured:
+) -> _InferenceWindow:
     """The first call (compile or capture) outside the window, then the window itself."""
     from libreyolo.workload.infer import PHASES
 
@@ -428,11 +428,13 @@ def _measure(
             meter=energy_meter(device),  # CUDA only; spans the unsynced runs
         )
         memory = device_memory(device, memory_before)
-    return _Measured(window=window, recorder=recorder, memory=memory, watch=watch, first_s=first_s)
+    return _InferenceWindow(
+        window=window, recorder=recorder, memory=memory, watch=watch, first_s=first_s
+    )
 
 
 def _analysed(
-    measured: _Measured,
+    measured: _InferenceWindow,
     prepared: _Prepared,
     run: StagedRun,
     device: torch.device,
@@ -457,7 +459,7 @@ def _analysed(
 
 def _run_info(
     settings: ProfileConfig,
-    loaded: _Loaded,
+    loaded: _LoadedModel,
     prepared: _Prepared,
     device: torch.device,
     num_images: int,

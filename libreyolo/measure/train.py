@@ -295,7 +295,7 @@ def _dataset_spec(
 
 
 @dataclasses.dataclass(frozen=True)
-class _Loaded:
+class _TrainingInputs:
     """The model and the dataset the window trains on, and what loading them found."""
 
     workload: Workload
@@ -318,7 +318,7 @@ def _load(
     device: torch.device,
     batch: int,
     on_progress: Progress | None,
-) -> _Loaded:
+) -> _TrainingInputs:
     """The weights, then the dataset: the family (from the file) decides its transforms."""
     from libreyolo.workload.api import load_workload_model
     from libreyolo.workload.data.loader import batches_available
@@ -338,7 +338,7 @@ def _load(
         dataset = workload.train_dataset(
             spec, settings.imgsz, seed=SEED, cache=settings.dataset.cache
         )
-    return _Loaded(
+    return _TrainingInputs(
         workload=workload,
         model=model,
         memory_before=memory_before,
@@ -355,7 +355,7 @@ def _load(
 
 
 def _opening_notes(
-    prior_notes: Sequence[str], loaded: _Loaded, planned: tuple[str | None, ...]
+    prior_notes: Sequence[str], loaded: _TrainingInputs, planned: tuple[str | None, ...]
 ) -> list[str]:
     """The caller's notes, the dataset's skipped files, then what planning the window changed
     (calibration, fitted batch, capped workers: the last is also warned now)."""
@@ -370,7 +370,7 @@ def _opening_notes(
 
 def _trainer(
     settings: ProfileConfig,
-    loaded: _Loaded,
+    loaded: _TrainingInputs,
     device: torch.device,
     notes: list[str],
     on_progress: Progress | None,
@@ -389,7 +389,7 @@ def _trainer(
 
 
 def _count_flops(
-    loaded: _Loaded, imgsz: int, notes: list[str], on_progress: Progress | None
+    loaded: _TrainingInputs, imgsz: int, notes: list[str], on_progress: Progress | None
 ) -> Flops | None:
     """The training step's FLOPs; None (and a note) when the count fails."""
     with stage("count FLOPs", on_progress, hint="check the model"):
@@ -402,7 +402,7 @@ def _count_flops(
 
 def _loader(
     settings: ProfileConfig,
-    loaded: _Loaded,
+    loaded: _TrainingInputs,
     device: torch.device,
     workers: int,
     on_progress: Progress | None,
@@ -434,7 +434,7 @@ def _loader(
 
 
 @dataclasses.dataclass(frozen=True)
-class _Measured:
+class _TrainingWindow:
     """What the window recorded."""
 
     window: WindowRecord
@@ -450,13 +450,13 @@ class _Measured:
 def _measure(
     settings: ProfileConfig,
     trainer: TrainRunner,
-    loaded: _Loaded,
+    loaded: _TrainingInputs,
     loader: DataLoader[Any],
     plan: WindowPlan,
     device: torch.device,
     notes: list[str],
     on_progress: Progress | None,
-) -> _Measured:
+) -> _TrainingWindow:
     """Under --exec compile, one probe step compiles the model before the warmup; then the
     window: each iteration loads a batch and trains one step on it."""
     from libreyolo.workload.data.loader import worker_pids
@@ -496,13 +496,13 @@ def _measure(
         finally:
             batches.close()  # stops loader workers before the trace is analysed
         memory = device_memory(device, loaded.memory_before)
-    return _Measured(
+    return _TrainingWindow(
         window=window, recorder=recorder, memory=memory, watch=watch, compile_s=compile_s
     )
 
 
 def _run_info(
-    settings: ProfileConfig, loaded: _Loaded, device: torch.device, workers: int, amp: bool
+    settings: ProfileConfig, loaded: _TrainingInputs, device: torch.device, workers: int, amp: bool
 ) -> RunInfo:
     spec = loaded.spec
     return RunInfo(
