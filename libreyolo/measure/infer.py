@@ -27,15 +27,13 @@ import torch
 
 from libreyolo import defaults
 from libreyolo.config.compose import as_plain_dict
-from libreyolo.config.schema import ExecConfig, ExecMode, ProfileConfig
+from libreyolo.config.schema import ExecMode, ProfileConfig
 from libreyolo.document.mode import Mode
 from libreyolo.document.model import (
-    Compiled,
     Compute,
     Exported,
     Flops,
     GraphCapture,
-    Memory,
     Profile,
     RunInfo,
     Samples,
@@ -59,7 +57,7 @@ from libreyolo.measure.exec_mode import (
     use_channels_last,
     window_marker,
 )
-from libreyolo.measure.loop import WindowRecord, run_window
+from libreyolo.measure.loop import MeasuredWindow, WindowRecord, run_window
 from libreyolo.measure.memory import AllocatorStats, device_memory, reset_peaks
 from libreyolo.measure.memory_check import check_inference
 from libreyolo.measure.stages import Progress, stage
@@ -241,7 +239,7 @@ def _profile_inference(
             info=_run_info(settings, loaded, prepared, device, len(images)),
             device=device,
             plan=plan,
-            samples=measured.samples(),
+            samples=_latency_samples(measured.window),
             trace=trace,
             host=measured.window.host,
             device_memory=measured.memory,
@@ -373,29 +371,14 @@ def _prepare_step(
     )
 
 
-@dataclasses.dataclass(frozen=True)
-class _InferenceWindow:
-    """What the window recorded."""
-
-    window: WindowRecord
-    recorder: TraceRecorder
-    memory: Memory | None  # the allocator's, CUDA only
-    watch: CompileWatch | None  # under --exec compile
-    first_s: float | None  # the compiling or capturing first call's wall seconds
-
-    def samples(self) -> Samples:
-        window = self.window
-        return Samples(
-            steps=window.steps,
-            latency_ms=window.unsynced_wall_ms,
-            stage_ms=window.phase_ms,
-            bare_ms=window.bare_ms,
-        )
-
-    def compiled(self, exec_config: ExecConfig) -> Compiled | None:
-        if self.watch is None:
-            return None
-        return self.watch.compiled(exec_config, self.first_s or 0.0)
+def _latency_samples(window: WindowRecord) -> Samples:
+    """Inference's samples: the unsynced walls are the latency, the synced ones the stages."""
+    return Samples(
+        steps=window.steps,
+        latency_ms=window.unsynced_wall_ms,
+        stage_ms=window.phase_ms,
+        bare_ms=window.bare_ms,
+    )
 
 
 def _measure(
@@ -405,7 +388,7 @@ def _measure(
     device: torch.device,
     memory_before: AllocatorStats,
     on_progress: Progress | None,
-) -> _InferenceWindow:
+) -> MeasuredWindow:
     """The first call (compile or capture) outside the window, then the window itself."""
     from libreyolo.workload.infer import PHASES
 
@@ -428,13 +411,13 @@ def _measure(
             meter=energy_meter(device),  # CUDA only; spans the unsynced runs
         )
         memory = device_memory(device, memory_before)
-    return _InferenceWindow(
-        window=window, recorder=recorder, memory=memory, watch=watch, first_s=first_s
+    return MeasuredWindow(
+        window=window, recorder=recorder, memory=memory, watch=watch, first_call_s=first_s or 0.0
     )
 
 
 def _analysed(
-    measured: _InferenceWindow,
+    measured: MeasuredWindow,
     prepared: _Prepared,
     run: StagedRun,
     device: torch.device,

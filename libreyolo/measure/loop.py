@@ -32,7 +32,10 @@ from libreyolo.measure.stages import Progress
 from libreyolo.measure.window import TraceRecorder, WindowPlan
 
 if TYPE_CHECKING:
+    from libreyolo.config.schema import ExecConfig
+    from libreyolo.document.model import Compiled, Memory
     from libreyolo.measure.energy import EnergyReading
+    from libreyolo.measure.exec_mode import CompileWatch
 
 # Runs iteration `i` inside the timer's phases. Returns the perf_counter time at which its input
 # was in hand (training: the end of `next(batches)`, for the unsynced `dataload_ms`), or None.
@@ -75,6 +78,20 @@ class WindowRecord:
         if sample.synced:
             for name, walls in self.phase_ms.items():
                 walls.append(sample.phase_ms.get(name, 0.0))
+
+
+@dataclass(frozen=True)
+class MeasuredWindow:
+    """A collector's window: what it recorded and what ran around it."""
+
+    window: WindowRecord
+    recorder: TraceRecorder
+    memory: Memory | None  # the allocator's, CUDA only
+    watch: CompileWatch | None = None  # under --exec compile
+    first_call_s: float = 0.0  # the compiling (or capturing) first call's wall seconds
+
+    def compiled(self, exec_config: ExecConfig) -> Compiled | None:
+        return None if self.watch is None else self.watch.compiled(exec_config, self.first_call_s)
 
 
 def run_window(

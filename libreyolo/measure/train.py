@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from libreyolo.config.compose import as_plain_dict
-from libreyolo.config.schema import ExecConfig, ExecMode, ProfileConfig
+from libreyolo.config.schema import ExecMode, ProfileConfig
 from libreyolo.document.mode import Mode
-from libreyolo.document.model import Compiled, Compute, Flops, Memory, Profile, RunInfo, Samples
+from libreyolo.document.model import Compute, Flops, Profile, RunInfo, Samples
 from libreyolo.document.phases import DATALOAD, TRAIN_PHASES
 from libreyolo.errors import NoProfileError, UsageError
 from libreyolo.measure.artifacts import StagedRun, set_dir
@@ -51,7 +51,7 @@ from libreyolo.measure.exec_mode import (
     window_marker,
 )
 from libreyolo.measure.from_config import Note
-from libreyolo.measure.loop import WindowRecord, run_window
+from libreyolo.measure.loop import MeasuredWindow, run_window
 from libreyolo.measure.memory import AllocatorStats, device_memory, reset_peaks
 from libreyolo.measure.memory_check import check_training
 from libreyolo.measure.phases import PhaseTimer
@@ -433,20 +433,6 @@ def _loader(
     )
 
 
-@dataclasses.dataclass(frozen=True)
-class _TrainingWindow:
-    """What the window recorded."""
-
-    window: WindowRecord
-    recorder: TraceRecorder
-    memory: Memory | None  # the allocator's, CUDA only
-    watch: CompileWatch | None  # under --exec compile
-    compile_s: float  # the compiling probe step's wall seconds
-
-    def compiled(self, exec_config: ExecConfig) -> Compiled | None:
-        return None if self.watch is None else self.watch.compiled(exec_config, self.compile_s)
-
-
 def _measure(
     settings: ProfileConfig,
     trainer: TrainRunner,
@@ -456,7 +442,7 @@ def _measure(
     device: torch.device,
     notes: list[str],
     on_progress: Progress | None,
-) -> _TrainingWindow:
+) -> MeasuredWindow:
     """Under --exec compile, one probe step compiles the model before the warmup; then the
     window: each iteration loads a batch and trains one step on it."""
     from libreyolo.workload.data.loader import worker_pids
@@ -496,8 +482,8 @@ def _measure(
         finally:
             batches.close()  # stops loader workers before the trace is analysed
         memory = device_memory(device, loaded.memory_before)
-    return _TrainingWindow(
-        window=window, recorder=recorder, memory=memory, watch=watch, compile_s=compile_s
+    return MeasuredWindow(
+        window=window, recorder=recorder, memory=memory, watch=watch, first_call_s=compile_s
     )
 
 
