@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -27,6 +28,15 @@ pytestmark = pytest.mark.slow
 
 RAY = str(Path(sys.executable).with_name("ray"))
 HINT = "(give the point fewer resources or add such a node)"
+# Lines Ray itself writes to the driver's stderr: a process's forwarded log ("(raylet) ...",
+# "(pid=12) ...") or its logger's timestamped warnings (a full disk, a slow node). They may come
+# after the sweep's own last line, which is the one these tests read.
+RAY_OWN_LINE = re.compile(r"^\(|^\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d")
+
+
+def _last_own_line(err: str) -> str:
+    """The last line of `err` the sweep wrote, Ray's own log lines skipped."""
+    return [line for line in err.strip().splitlines() if not RAY_OWN_LINE.match(line)][-1]
 
 
 def _free_port() -> int:
@@ -126,7 +136,7 @@ def test_sigterm_ends_a_ray_sweep_like_the_basic_launcher(
     assert code == 143, err[-3000:]
     assert "0 of 2 points ok" in out
     assert "Traceback" not in err and "SIGTERM" not in err
-    assert err.strip().splitlines()[-1].startswith("interrupted: 0 of 2 points done")
+    assert _last_own_line(err).startswith("interrupted: 0 of 2 points done")
     data = json.loads((tmp_path / "sweep.json").read_text("utf-8"))
     assert data["num_ok"] == 0 and sorted(data["points"]) == ["b1_s64_amp1", "b2_s64_amp1"]
     started = [p.parent for p in tmp_path.glob("b*_s64_amp1/point.json")]
@@ -148,7 +158,7 @@ def test_a_point_no_node_can_hold_refuses_the_sweep_at_once(
         _start(tmp_path, env, f"hydra.launcher.ray.init.address={address}", override, "batch=1")
     )
     assert code == 2
-    assert err.strip().splitlines()[-1] == f"{reason}: the cluster has cpu=3, gpu=0 {HINT}"
+    assert _last_own_line(err) == f"{reason}: the cluster has cpu=3, gpu=0 {HINT}"
     assert not list(tmp_path.glob("b*/point.json"))  # nothing was submitted
 
 
