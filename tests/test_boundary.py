@@ -207,6 +207,79 @@ def test_exit_process_flushes_then_exits_with_the_status() -> None:
     assert Counted.flushed == 2
 
 
+UNFINALIZED_EXIT = """
+import atexit, sys, threading, time
+from pathlib import Path
+from libreyolo.boundary.output import Output
+from libreyolo.boundary.status import exit_process
+
+marks, how = Path(sys.argv[1]), sys.argv[2]
+
+
+class Finalized:  # a module global: its __del__ runs only in the interpreter's finalization
+    def __del__(self) -> None:
+        (marks / "finalized").write_text("ran")
+
+
+held = Finalized()
+atexit.register(lambda: (marks / "atexit").write_text("ran"))
+if how == "thread":  # a non-daemon thread still at work: Python joins it before it exits
+    def late() -> None:
+        time.sleep(0.3)
+        (marks / "thread").write_text("done")
+
+    threading.Thread(target=late).start()
+sys.stdout.write("a result with no newline")  # held in Python's buffer: a pipe is not a tty
+exit_process(3, Output(sys.stdout, sys.stderr), finalize=how == "finalize")
+"""
+
+
+@pytest.mark.parametrize(
+    ("how", "marks"),
+    [
+        ("skip", ["atexit"]),  # atexit hooks ran, the interpreter's finalization did not
+        ("finalize", ["atexit", "finalized"]),
+        ("thread", ["atexit", "finalized", "thread"]),  # the normal exit: the thread finished
+    ],
+)
+def test_an_unfinalized_exit_keeps_the_status_the_output_and_the_atexit_hooks(
+    tmp_path: Path, how: str, marks: list[str]
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", UNFINALIZED_EXIT, str(tmp_path), how],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (3, "a result with no newline", "")
+    assert sorted(path.name for path in tmp_path.iterdir()) == marks
+
+
+@pytest.mark.parametrize(("torch_loaded", "finalize"), [(True, False), (False, True)])
+def test_the_console_script_skips_finalization_only_with_torch_loaded(
+    monkeypatch: pytest.MonkeyPatch, torch_loaded: bool, finalize: bool
+) -> None:
+    from libreyolo.cli import main as cli_main
+
+    seen: list[tuple[int, bool]] = []
+
+    def record_exit(status: int, out: Output, *, finalize: bool = True) -> None:
+        seen.append((status, finalize))
+
+    monkeypatch.setattr(cli_main, "main", lambda output: ExitStatus.NO_PROFILE)
+    monkeypatch.setattr(cli_main, "exit_process", record_exit)
+    monkeypatch.setattr(sys, "argv", ["libreyolo", "profile", "infer"])
+    modules = dict(sys.modules)
+    modules.pop("torch", None)
+    if torch_loaded:
+        modules["torch"] = sys.modules["os"]  # present is all the entry point asks
+    monkeypatch.setattr(sys, "modules", modules)
+    cli_main.run()
+    assert seen == [(ExitStatus.NO_PROFILE, finalize)]
+
+
 def _python_m(*argv: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", *argv],

@@ -154,6 +154,17 @@ class Output:
         for stream in (self.stdout, self.stderr):
             stream.flush()
 
+    @staticmethod
+    def flush_process_streams() -> None:
+        """Flush what Python still holds for the process's own stdout and stderr (whoever wrote
+        it) before an exit that skips the interpreter's finalization. A closed or broken stream
+        (a reader that went away) has nothing the process could still deliver."""
+        from contextlib import suppress
+
+        for stream in (sys.stdout, sys.stderr):
+            with suppress(OSError, ValueError):
+                stream.flush()
+
     def error(self, err: ProfileError) -> None:
         """One line on stderr: text (control characters escaped: messages quote file content
         and arguments), or a JSON object under --json (json.dumps escapes them itself)."""

@@ -92,7 +92,8 @@ def run() -> None:
     if words[:1] == ["profile"] and words[1:2] and words[1] in READERS:
         # The interpreter's last collection walks every object a reader left (a profile's
         # thousands of values, every module's) for cycles whose memory the exit returns anyway:
-        # an eighth of its start. Frozen, they are skipped (atexit hooks still run). Not for
-        # the measuring commands: a cycle's finalizer there may still have work to do.
+        # an eighth of its start. Frozen, they are skipped (atexit hooks still run).
         gc.freeze()
-    exit_process(status, out)
+    # With torch loaded (a measurement, its files committed), the interpreter's teardown is
+    # only a wait: skipped, the atexit hooks run and DataLoader workers are reaped by theirs.
+    exit_process(status, out, finalize="torch" not in sys.modules)
