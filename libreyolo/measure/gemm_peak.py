@@ -20,11 +20,8 @@ Must not: run inside the measured window, or decide what the peak means (analysi
 from __future__ import annotations
 
 import contextlib
-import json
 import math
-import os
 import platform
-import stat
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -33,15 +30,12 @@ from pathlib import Path
 import torch
 
 from libreyolo.analysis.contention import CPU_WAIT_FRAC_CONTENDED
-from libreyolo.document.files import write_atomic
 from libreyolo.document.model import Peak
+from libreyolo.measure.cache_file import cache_dir, read_entries, write_entries
 from libreyolo.measure.device import synchronize
 from libreyolo.measure.host import HostSampler
 
-CACHE_DIR_ENV = "LIBREYOLO_CACHE_DIR"
-DEFAULT_CACHE_DIR = Path("~/.cache/libreyolo")
 CACHE_NAME = "gemm_peaks.json"
-CACHE_MAX_BYTES = 1 << 20  # a cache larger than this is not ours: ignored
 BUDGET_S = 1.5  # the whole calibration, sizing included
 MIN_RUN_S = 0.05  # a run shorter than this is too close to the timer's resolution
 NUM_RUNS = 5
@@ -74,7 +68,7 @@ class GemmRun:
 
 
 def cache_path() -> Path:
-    return Path(os.environ.get(CACHE_DIR_ENV) or DEFAULT_CACHE_DIR).expanduser() / CACHE_NAME
+    return cache_dir() / CACHE_NAME
 
 
 def cache_key(device: torch.device, device_name: str | None, dtype: str) -> str:
@@ -194,20 +188,9 @@ def _timed(a: torch.Tensor, b: torch.Tensor, reps: int, device: torch.device) ->
 
 
 def _read_cache() -> dict[str, tuple[float, str]]:
-    """The cache's well-formed entries; anything unreadable or malformed is left out."""
-    path = cache_path()
-    try:
-        found = path.stat()
-        # Only a regular file is read: a FIFO in its place would block the run forever.
-        if not stat.S_ISREG(found.st_mode) or found.st_size > CACHE_MAX_BYTES:
-            return {}
-        data = json.loads(path.read_bytes())
-    except (OSError, ValueError, RecursionError):  # RecursionError: `[[[[...` nested too deep
-        return {}
-    if not isinstance(data, dict):
-        return {}
+    """The cache's well-formed entries; anything malformed is left out."""
     entries: dict[str, tuple[float, str]] = {}
-    for key, entry in data.items():
+    for key, entry in read_entries(CACHE_NAME).items():
         if not isinstance(entry, dict):
             continue
         tflops, reference = entry.get("tflops"), entry.get("reference")
@@ -219,10 +202,9 @@ def _read_cache() -> dict[str, tuple[float, str]]:
 
 
 def _write_cache(key: str, peak: Peak) -> None:
-    """This entry added to the cache's good ones; a cache that cannot be written is skipped
-    (the next run calibrates again)."""
-    entries = {k: {"tflops": t, "reference": r} for k, (t, r) in _read_cache().items()}
+    """This entry added to the cache's good ones."""
+    entries: dict[str, object] = {
+        k: {"tflops": t, "reference": r} for k, (t, r) in _read_cache().items()
+    }
     entries[key] = {"tflops": peak.tflops, "reference": peak.reference}
-    payload = json.dumps(entries, indent=1, sort_keys=True).encode()
-    with contextlib.suppress(OSError):
-        write_atomic(cache_path(), payload)
+    write_entries(CACHE_NAME, entries)

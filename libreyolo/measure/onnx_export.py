@@ -24,8 +24,8 @@ import torch
 from torch import nn
 
 from libreyolo.document.files import write_atomic
+from libreyolo.measure.cache_file import cache_dir
 from libreyolo.measure.exec_mode import ExecFailedError, failure_line
-from libreyolo.measure.gemm_peak import cache_path
 
 INPUT_NAME = "images"
 EXPORTER = "torchscript"
@@ -65,7 +65,7 @@ def cached_or_exported(
     """The cached export of `model` for `sample`'s shape, else a fresh one (cached now)."""
     batch, _, imgsz, _ = sample.shape
     key = export_key(model, batch=batch, imgsz=imgsz, opset=opset)
-    folder = cache_path().parent / ONNX_DIR
+    folder = cache_dir() / ONNX_DIR
     path, sidecar = folder / f"{key}.onnx", folder / f"{key}.json"
     export_s = _cached_export_s(path, sidecar)
     if export_s is not None:

@@ -18,9 +18,9 @@ import torch
 
 from libreyolo.document.model import Peak
 from libreyolo.measure import compute, gemm_peak
+from libreyolo.measure.cache_file import CACHE_DIR_ENV
 from libreyolo.measure.compute import device_peaks
 from libreyolo.measure.gemm_peak import (
-    CACHE_DIR_ENV,
     MIN_RUN_S,
     GemmRun,
     cache_key,
