@@ -175,8 +175,9 @@ class Flops(msgspec.Struct, frozen=True, kw_only=True):
     backward_per_image: float | None = None  # training only
     batch: int  # the input counted: (batch, 3, imgsz, imgsz); per image = count / batch
     imgsz: int
-    count_ms: float  # the counter's own wall time, outside the window
+    count_ms: float  # the counter's own wall time, outside the window (when it counted)
     convention: str = FLOP_CONVENTION
+    cached: bool = False  # read from this machine's cache: count_ms is the original count's
 
 
 class Peak(msgspec.Struct, frozen=True, kw_only=True):

@@ -40,9 +40,9 @@ def read_entries(name: str) -> dict[str, object]:
     return data if isinstance(data, dict) else {}
 
 
-def write_entries(name: str, entries: dict[str, object]) -> None:
-    """Replace the cache file `name` with `entries`; a cache that cannot be written is skipped
-    (the next run measures again)."""
-    payload = json.dumps(entries, indent=1, sort_keys=True).encode()
+def write_entries(name: str, entries: dict[str, object], *, sort_keys: bool = True) -> None:
+    """Replace the cache file `name` with `entries` (in their own order without `sort_keys`); a
+    cache that cannot be written is skipped (the next run measures again)."""
+    payload = json.dumps(entries, indent=1, sort_keys=sort_keys).encode()
     with contextlib.suppress(OSError):
         write_atomic(cache_dir() / name, payload)

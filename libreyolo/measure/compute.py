@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from libreyolo.document.model import Flops, Peak
+from libreyolo.measure.flop_cache import cached_count, flop_key, store_count
 from libreyolo.measure.flop_count import FlopCount, count_flops
 from libreyolo.measure.gemm_peak import measured_peak
 from libreyolo.measure.peak_table import table_peak
@@ -25,8 +26,8 @@ AMPERE = (8, 0)  # the first compute capability whose tensor cores run TF32
 
 
 class CountKey(NamedTuple):
-    """What a FLOP count depends on: the architecture (its class and parameter count, which
-    the size and classes decide), the input and the mode."""
+    """What a FLOP count depends on within one process: the architecture (its class and
+    parameter count, which the size and classes decide), the input and the mode."""
 
     model: str
     num_params: int
@@ -36,7 +37,9 @@ class CountKey(NamedTuple):
     fused: bool
 
 
-_COUNTS: dict[CountKey, FlopCount] = {}  # one count per key per process (`--repeat` trials)
+# One count per key per process (`--repeat` trials), whether the machine's cache is writable
+# or not; `flop_cache` keeps them across processes under a stricter key.
+_COUNTS: dict[CountKey, tuple[FlopCount, bool]] = {}
 
 
 def math_dtype(device: torch.device, autocast: torch.dtype | None) -> str:
@@ -85,8 +88,9 @@ def device_peaks(
 def count_model_flops(
     model: nn.Module, *, batch: int, imgsz: int, training: bool, notes: list[str]
 ) -> Flops | None:
-    """FLOPs per image of `model` (in its current train/eval mode) at this input; None and a
-    note when the family's forward cannot run on fake tensors."""
+    """FLOPs per image of `model` (in its current train/eval mode) at this input, counted once
+    per machine (`flop_cache`); None and a note when the family's forward cannot run on fake
+    tensors."""
     key = CountKey(
         model=type(model).__qualname__,
         num_params=sum(p.numel() for p in model.parameters()),
@@ -95,14 +99,17 @@ def count_model_flops(
         training=training,
         fused=bool(getattr(model, "is_fused", False)),
     )
-    count = _COUNTS.get(key)
+    disk_key = flop_key(model, batch=batch, imgsz=imgsz, training=training)
+    count, cached = _COUNTS.get(key) or _stored(disk_key, batch, imgsz)
     if count is None:
         try:
             count = count_flops(model, batch=batch, imgsz=imgsz, training=training)
         except Exception as err:  # any failure of a family's forward on fake tensors
             notes.append(f"FLOPs not counted: {type(err).__name__}: {_one_line(err)}")
             return None
-        _COUNTS[key] = count
+        if disk_key is not None:
+            store_count(disk_key, count)
+    _COUNTS[key] = (count, cached)
     forward = count.forward / batch
     backward = None if count.backward is None else count.backward / batch
     return Flops(
@@ -112,7 +119,14 @@ def count_model_flops(
         batch=batch,
         imgsz=imgsz,
         count_ms=count.count_ms,
+        cached=cached,
     )
+
+
+def _stored(disk_key: str | None, batch: int, imgsz: int) -> tuple[FlopCount | None, bool]:
+    """This machine's stored count under `disk_key` (and True), else (None, False)."""
+    count = None if disk_key is None else cached_count(disk_key, batch=batch, imgsz=imgsz)
+    return count, count is not None
 
 
 def _one_line(err: BaseException) -> str:
