@@ -26,8 +26,8 @@ import msgspec
 import torch
 from torch import nn
 
+from libreyolo.cache_file import read_entries, write_entries
 from libreyolo.measure import flop_count
-from libreyolo.measure.cache_file import read_entries, write_entries
 from libreyolo.measure.flop_count import FlopCount
 
 CACHE_NAME = "flop_counts.json"

@@ -30,8 +30,8 @@ from pathlib import Path
 import torch
 
 from libreyolo.analysis.contention import CPU_WAIT_FRAC_CONTENDED
+from libreyolo.cache_file import cache_dir, read_entries, write_entries
 from libreyolo.document.model import Peak
-from libreyolo.measure.cache_file import cache_dir, read_entries, write_entries
 from libreyolo.measure.device import synchronize
 from libreyolo.measure.host import HostSampler
 

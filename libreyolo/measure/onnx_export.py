@@ -23,8 +23,8 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
+from libreyolo.cache_file import cache_dir
 from libreyolo.document.files import write_atomic
-from libreyolo.measure.cache_file import cache_dir
 from libreyolo.measure.exec_mode import ExecFailedError, failure_line
 
 INPUT_NAME = "images"

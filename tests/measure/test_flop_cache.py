@@ -15,8 +15,8 @@ import pytest
 import torch
 from torch import nn
 
+from libreyolo.cache_file import CACHE_DIR_ENV
 from libreyolo.measure import compute, flop_cache
-from libreyolo.measure.cache_file import CACHE_DIR_ENV
 from libreyolo.measure.compute import count_model_flops
 from libreyolo.measure.flop_cache import CACHE_NAME, MAX_ENTRIES, flop_key
 from tests.measure.test_flop_count import BACKWARD, BATCH, FORWARD, S, _model

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from libreyolo.cache_file import CACHE_DIR_ENV
 from libreyolo.document.model import Peak
 from libreyolo.measure import compute, gemm_peak
-from libreyolo.measure.cache_file import CACHE_DIR_ENV
 from libreyolo.measure.compute import device_peaks
 from libreyolo.measure.gemm_peak import (
     MIN_RUN_S,

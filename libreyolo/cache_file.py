@@ -1,11 +1,14 @@
-"""The per-machine cache folder and its small JSON files (GEMM peaks, FLOP counts).
+"""The per-machine cache folder and its small JSON files (GEMM peaks, FLOP counts, composed
+configs).
 
 Role: `$LIBREYOLO_CACHE_DIR` (default `~/.cache/libreyolo`) and one top-level JSON object per
 file, read only from a regular file under a size cap (a FIFO in its place would block a run, a
 huge file is not ours) and written atomically. A file that cannot be read, parsed or written is
 an empty cache, never an error: the caller measures or counts again.
 
-Must not: decide what an entry means (each cache checks its own entries).
+A top-level module (no layer of its own) so that the collectors (measure) and the composer
+(config) can both use it. Must not: decide what an entry means (each cache checks its own), or
+import torch/numpy/hydra.
 """
 
 from __future__ import annotations
