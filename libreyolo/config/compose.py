@@ -57,7 +57,24 @@ def compose_config(
     Without `config_dir` the primary config is packaged. With it, a `config_name` file in
     `config_dir` is the primary config (packaged configs stay reachable, e.g. `- profile` in
     its defaults); otherwise the packaged primary is used and `config_dir` only adds options.
+    A packaged compose is kept per machine (`compose_cache`): the same flags are not composed
+    again.
     """
+    from libreyolo.config.compose_cache import cached_config, config_key, store_config
+
+    key = config_key(overrides, config_name) if config_dir is None else None
+    cached = None if key is None else cached_config(key)
+    if cached is not None:
+        return cached
+    result = _composed(overrides, config_dir, config_name)
+    if key is not None:
+        store_config(key, result)
+    return result
+
+
+def _composed(
+    overrides: Sequence[str], config_dir: str | Path | None, config_name: str
+) -> ProfileConfig:
     import yaml
     from hydra import compose, initialize_config_dir, initialize_config_module
     from hydra.errors import HydraException
