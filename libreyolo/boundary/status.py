@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import atexit
 import os
-import threading
 from collections.abc import Callable
 from typing import NoReturn
 
@@ -95,6 +94,8 @@ def exit_process(status: int, out: Output, *, finalize: bool = True) -> NoReturn
 
 
 def _only_thread_left() -> bool:
+    import threading  # only the measuring commands ask: a reader's start-up skips it
+
     current = threading.current_thread()
     others = [t for t in threading.enumerate() if t is not current and not t.daemon]
     return current is threading.main_thread() and not others

@@ -12,6 +12,7 @@ or torch: every reader imports this module.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 from collections.abc import Callable
 from typing import Any, NoReturn
@@ -63,6 +64,36 @@ SIZE_HELP = (
 )
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, sized as argparse sizes it but without importing shutil (and the
+    compression modules it pulls in): argparse makes a formatter for every argument it adds,
+    so a reader's start-up paid for that import before it read a byte."""
+
+    def __init__(
+        self,
+        prog: str,
+        indent_increment: int = 2,
+        max_help_position: int = 24,
+        width: int | None = None,
+    ) -> None:
+        width = _columns() - 2 if width is None else width
+        super().__init__(prog, indent_increment, max_help_position, width)
+
+
+def _columns() -> int:
+    """`shutil.get_terminal_size().columns`: $COLUMNS, else the terminal's, else 80."""
+    try:
+        columns = int(os.environ.get("COLUMNS", 0))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size().columns  # file descriptor 1, as shutil's
+        except (ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
 class Parser(argparse.ArgumentParser):
     """An ArgumentParser whose errors become UsageError (one line, exit 2) instead of exiting,
     and which takes no abbreviated flag. Sub-parsers are made with `parser_class=Parser`, so
@@ -72,6 +103,7 @@ class Parser(argparse.ArgumentParser):
         # An abbreviation accepted here would slip past the typed-flag rule of `--config` and,
         # once a later flag shares its prefix, change meaning between releases.
         kwargs.setdefault("allow_abbrev", False)
+        kwargs.setdefault("formatter_class", _HelpFormatter)
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
@@ -474,9 +506,9 @@ READERS = frozenset(_READERS)  # the subcommands that only read files
 
 def build_parser(words: list[str] | None = None) -> Parser:
     """The `libreyolo` parser: every subcommand's arguments, or, given the command line's
-    words, only those of the subcommand they name (the others are listed, with their help,
-    but take no arguments: argparse builds each flag's help formatter, which costs a
-    reader's start-up more than reading the profile does)."""
+    words, only the subcommand they name (none named: every one listed, with its help, but
+    taking no arguments). argparse builds a help formatter for each flag and translates each
+    parser's titles, which costs a reader's start-up more than reading the profile does."""
     only = None if words is None else _named_subcommand(words)
     root = Parser(prog="libreyolo", description="LibreYOLO command line.")
     top = root.add_subparsers(dest="group", parser_class=Parser)
@@ -491,9 +523,11 @@ def build_parser(words: list[str] | None = None) -> Parser:
     common = _common()
     readers: Parser | None = None
     for name, help_text in SUBCOMMANDS:
+        if only is not None and name != only:
+            continue  # the words name another one: argparse never reaches or lists this
         if words is not None and name != only:
-            # listed only, never the one parsed: no -h of its own (argparse builds a help
-            # formatter, and translates its strings, for every argument it adds)
+            # listed only (`profile --help`, a typo): no -h of its own (argparse builds a help
+            # formatter, and translates its strings, for every parser and argument it adds)
             sub.add_parser(name, help=help_text, add_help=False)
         elif name in _READERS:
             readers = readers or _reader_common(common)
