@@ -28,6 +28,16 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["LIBREYOLO_CACHE_DIR"] = tempfile.mkdtemp(prefix="libreyolo-test-cache-")
 
 
+@pytest.fixture
+def unwritable_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """`$LIBREYOLO_CACHE_DIR` under a plain file, so nothing can be written there (as root,
+    chmod would not stop a write); the file, to show it was left alone."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("LIBREYOLO_CACHE_DIR", str(blocker / "cache"))
+    return blocker
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--update-goldens", action="store_true", help="rewrite tests/golden files")
 

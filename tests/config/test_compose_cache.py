@@ -215,13 +215,9 @@ def test_an_entry_that_is_not_a_file_is_composed_past(cache: Path, shape: str) -
     assert msgspec.to_builtins(compose_config(INFER)) == GOOD
 
 
-def test_a_cache_that_cannot_be_written_costs_only_the_compose(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    blocker = tmp_path / "a-file"
-    blocker.write_text("not a folder")
-    monkeypatch.setenv(CACHE_DIR_ENV, str(blocker / "cache"))  # as root, chmod would not do
+def test_a_cache_that_cannot_be_written_costs_only_the_compose(unwritable_cache: Path) -> None:
     assert msgspec.to_builtins(compose_config(INFER)) == GOOD
+    assert unwritable_cache.read_text() == "not a folder"
 
 
 def test_the_cache_keeps_the_newest_entries(cache: Path) -> None:

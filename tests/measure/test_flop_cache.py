@@ -180,14 +180,12 @@ def test_a_fifo_in_the_caches_place_is_not_read(cache: Path) -> None:
 
 
 def test_a_cache_that_cannot_be_written_costs_only_the_count(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    unwritable_cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    blocker = tmp_path / "a-file"
-    blocker.write_text("not a folder")
-    monkeypatch.setenv(CACHE_DIR_ENV, str(blocker / "cache"))  # as root, chmod would not do
     monkeypatch.setattr(compute, "_COUNTS", {})
     flops = count_model_flops(_model(False), batch=1, imgsz=S, training=False, notes=[])
     assert flops is not None and flops.per_image == FORWARD and flops.cached is False
+    assert unwritable_cache.read_text() == "not a folder"
 
 
 def test_the_cache_keeps_the_newest_entries(cache: Path) -> None:

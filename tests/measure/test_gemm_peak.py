@@ -202,12 +202,8 @@ def test_a_fifo_where_the_cache_file_goes_does_not_block(calls: Calls) -> None:
     assert done == [0.125]
 
 
-def test_an_unwritable_cache_dir_still_gives_the_peak(
-    calls: Calls, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    blocker = tmp_path / "a-file"
-    blocker.write_text("not a folder")
-    monkeypatch.setenv(CACHE_DIR_ENV, str(blocker / "cache"))  # as root, chmod would not do
+def test_an_unwritable_cache_dir_still_gives_the_peak(calls: Calls, unwritable_cache: Path) -> None:
+    blocker = unwritable_cache
     first = measured_peak(CPU, "a CPU", "fp32")
     assert (first.tflops, first.cached) == (0.125, False)
     assert measured_peak(CPU, "a CPU", "fp32").cached is False
