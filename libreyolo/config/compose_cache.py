@@ -52,11 +52,14 @@ def config_key(overrides: Sequence[str], config_name: str) -> str | None:
     digest = hashlib.sha256()
     for part in (_KEY_VERSION, sys.version, config_name, len(overrides), *overrides):
         digest.update(f"{part}\0".encode())
-    for path in [*_own_files(), *library_files]:
-        digest.update(f"{path}\0".encode())
-        digest.update(path.read_bytes())
-    for line in _plugin_files():
-        digest.update(f"{line}\0".encode())
+    try:
+        for path in [*_own_files(), *library_files]:
+            digest.update(f"{path}\0".encode())
+            digest.update(path.read_bytes())
+        for line in _plugin_files():
+            digest.update(f"{line}\0".encode())
+    except OSError:  # a file gone or unreadable while listed (an install under way)
+        return None
     return digest.hexdigest()[:32]
 
 

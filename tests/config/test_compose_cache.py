@@ -148,6 +148,18 @@ def test_the_key_follows_the_hydra_plugins_on_the_path(
     assert len({before, added, edited}) == 3
 
 
+def test_a_file_that_cannot_be_read_while_keying_means_a_compose(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def vanished() -> list[Path]:
+        raise FileNotFoundError("a plugin file removed while it was listed")
+
+    monkeypatch.setattr(compose_cache, "_own_files", vanished)
+    assert config_key(INFER, "profile") is None
+    assert msgspec.to_builtins(compose_config(INFER)) == GOOD
+    assert not cache.exists()
+
+
 def test_a_config_dir_is_composed_every_time(
     cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
