@@ -33,7 +33,7 @@ from libreyolo.measure.flop_count import FlopCount
 CACHE_NAME = "flop_counts.json"
 MAX_ENTRIES = 256  # a sweep's grid of models and sizes; the oldest beyond it are dropped
 MAX_FLOPS = 10**18  # a count beyond an exaFLOP per input is not one of ours
-MAX_COUNT_MS = 1e9
+MAX_COUNT_MS = 1e9  # a count said to have taken longer than 11 days is not one of ours
 _KEY_VERSION = "1"
 
 
@@ -48,8 +48,11 @@ def flop_key(model: nn.Module, *, batch: int, imgsz: int, training: bool) -> str
     parts = (_KEY_VERSION, torch.__version__, batch, imgsz, training, fused, num_params)
     for part in (*parts, type(model).__qualname__, repr(model)):
         digest.update(f"{part}\0".encode())
-    for path in sources:
-        digest.update(path.read_bytes())
+    try:
+        for path in sources:
+            digest.update(path.read_bytes())
+    except OSError:  # a source gone or unreadable since its import: count, do not key
+        return None
     return digest.hexdigest()[:32]
 
 
@@ -74,7 +77,8 @@ class _Entry(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     count_ms: float
 
     def sound(self) -> bool:
-        counts = [self.forward_flops, self.backward_flops or 1]
+        backward = [] if self.backward_flops is None else [self.backward_flops]
+        counts = [self.forward_flops, *backward]
         sizes = [self.batch, self.imgsz]
         return all(0 < n <= MAX_FLOPS for n in counts) and all(n > 0 for n in sizes)
 

@@ -121,6 +121,15 @@ def test_a_model_with_no_source_file_is_counted_every_time(
     assert not cache.exists()
 
 
+def test_a_source_gone_since_its_import_means_a_count_not_a_key(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(flop_cache, "_class_sources", lambda model: [tmp_path / "gone.py"])
+    assert flop_key(_model(False), batch=1, imgsz=S, training=False) is None
+    flops = count_model_flops(_model(False), batch=1, imgsz=S, training=False, notes=[])
+    assert flops is not None and flops.per_image == FORWARD and not cache.exists()
+
+
 def _fill(cache: Path, payload: bytes) -> None:
     cache.parent.mkdir(parents=True, exist_ok=True)
     cache.write_bytes(payload)
@@ -130,6 +139,7 @@ GOOD = {"forward_flops": 10, "backward_flops": None, "batch": 1, "imgsz": S, "co
 HOSTILE_ENTRIES = {
     "bool count": {**GOOD, "forward_flops": True},
     "negative": {**GOOD, "forward_flops": -5},
+    "zero backward": {**GOOD, "backward_flops": 0},
     "string": {**GOOD, "forward_flops": "10"},
     "float count": {**GOOD, "forward_flops": 10.5},
     "beyond an exaFLOP": {**GOOD, "forward_flops": 10**19},
