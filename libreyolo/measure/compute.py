@@ -99,17 +99,19 @@ def count_model_flops(
         training=training,
         fused=bool(getattr(model, "is_fused", False)),
     )
-    disk_key = flop_key(model, batch=batch, imgsz=imgsz, training=training)
-    count, cached = _COUNTS.get(key) or _stored(disk_key, batch, imgsz)
-    if count is None:
-        try:
-            count = count_flops(model, batch=batch, imgsz=imgsz, training=training)
-        except Exception as err:  # any failure of a family's forward on fake tensors
-            notes.append(f"FLOPs not counted: {type(err).__name__}: {_one_line(err)}")
-            return None
-        if disk_key is not None:
-            store_count(disk_key, count)
-    _COUNTS[key] = (count, cached)
+    if key not in _COUNTS:  # a later trial of this process neither hashes nor reads again
+        disk_key = flop_key(model, batch=batch, imgsz=imgsz, training=training)
+        stored = None if disk_key is None else cached_count(disk_key, batch=batch, imgsz=imgsz)
+        if stored is None:
+            try:
+                counted = count_flops(model, batch=batch, imgsz=imgsz, training=training)
+            except Exception as err:  # any failure of a family's forward on fake tensors
+                notes.append(f"FLOPs not counted: {type(err).__name__}: {_one_line(err)}")
+                return None
+            if disk_key is not None:
+                store_count(disk_key, counted)
+        _COUNTS[key] = (counted, False) if stored is None else (stored, True)
+    count, cached = _COUNTS[key]
     forward = count.forward / batch
     backward = None if count.backward is None else count.backward / batch
     return Flops(
@@ -121,12 +123,6 @@ def count_model_flops(
         count_ms=count.count_ms,
         cached=cached,
     )
-
-
-def _stored(disk_key: str | None, batch: int, imgsz: int) -> tuple[FlopCount | None, bool]:
-    """This machine's stored count under `disk_key` (and True), else (None, False)."""
-    count = None if disk_key is None else cached_count(disk_key, batch=batch, imgsz=imgsz)
-    return count, count is not None
 
 
 def _one_line(err: BaseException) -> str:
