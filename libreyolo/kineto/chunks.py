@@ -70,9 +70,19 @@ def read_runs(
         AnalysisError: empty, not JSON, truncated, not a Chrome trace, or over a limit.
     """
     with open_source(path, max_input_bytes=max_input_bytes) as source:
-        head, rest = split_head(source)
-        tail = _Cutter(source, handlers, workers).run(rest)
+        head, tail = read_source(source, handlers, workers)
         return decode_meta(source, head, tail, meta_type)
+
+
+def read_source(source: ByteSource, handlers: Handlers, workers: int) -> tuple[bytes | None, bytes]:
+    """Stream every event of an opened trace into `handlers`; return (the text before the
+    event array, squeezed, None for a bare list; the text after it, squeezed).
+
+    Raises:
+        AnalysisError: empty, not JSON, truncated, not a Chrome trace, or over a limit.
+    """
+    head, rest = split_head(source)
+    return head, _Cutter(source, handlers, workers).run(rest)
 
 
 class _Cutter:

@@ -16,16 +16,19 @@ from array import array
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import repeat
 from typing import Literal, TypeVar
 
 import msgspec
 
 from libreyolo.document.limits import MAX_INPUT_BYTES
-from libreyolo.kineto.chunks import Handlers, read_runs
+from libreyolo.kineto.chunks import Handlers, read_runs, read_source
 from libreyolo.kineto.columns import Columns
-from libreyolo.kineto.spool import CallSpool, OpSpool
-from libreyolo.kineto.workers import default_workers
+from libreyolo.kineto.halves import Emit, FileView, find_cut, read_in_halves
+from libreyolo.kineto.source import ByteSource, decode_meta, open_source
+from libreyolo.kineto.spool import BLOCK_OPS, CallSpool, OpSpool
+from libreyolo.kineto.workers import MIN_CPUS_FOR_POOL, default_workers
 
 # The shared default of a missing `ts`. msgspec hands out this very object, so `in` finds
 # events without a timestamp by identity, in C, before any per-event Python work.
@@ -33,6 +36,7 @@ _NO_TS = math.nan
 _CUDA_DEVICE_TYPE = 1  # `[memory]` events: Device Type 1 is CUDA, 0 the CPU
 
 K = TypeVar("K")
+PART_EVENTS = BLOCK_OPS  # events a part of the second half holds (halves.py)
 KERNEL, MEMCPY, MEMSET = 0, 1, 2  # `Columns.kind` of GPU activity
 
 
@@ -150,6 +154,15 @@ class _Builder:
         self._names: dict[str, int] = {}
         self._threads: dict[tuple[int | str, int | str], int] = {}
 
+    @classmethod
+    def for_spooling(
+        cls, spool_ops: tuple[Callable[[str], bool], Callable[[str], bool]] | None
+    ) -> _Builder:
+        """A builder that spools ops and calls when `spool_ops` (keep, mark) is given."""
+        if spool_ops is None:
+            return cls()
+        return cls(OpSpool(*spool_ops), CallSpool())
+
     def add(self, batch: list[Event]) -> None:
         complete: defaultdict[str, list[Event]] = defaultdict(list)
         memory: list[Event] = []
@@ -250,9 +263,9 @@ class _Builder:
     def merge(self, part: TraceEvents) -> None:
         """Append a part built in a worker, mapping its name and thread ids to ours."""
         names = self._intern(self._names, part.names)
-        name_ids = [names[name] for name in part.names]
+        name_id = [names[name] for name in part.names].__getitem__
         threads = self._intern(self._threads, part.threads)
-        thread_ids = [threads[thread] for thread in part.threads]
+        thread_id = [threads[thread] for thread in part.threads].__getitem__
         events = self.events
         for mine, theirs in (
             (self._ops(), part.ops),
@@ -262,9 +275,9 @@ class _Builder:
         ):
             mine.ts.extend(theirs.ts)
             mine.dur.extend(theirs.dur)
-            mine.name.extend([name_ids[i] for i in theirs.name])
-            mine.present.update(name_ids[i] for i in theirs.present)
-            mine.thread.extend([thread_ids[i] for i in theirs.thread])
+            mine.name.fromlist(list(map(name_id, theirs.name)))  # map: no bytecode per event
+            mine.present.update(map(name_id, theirs.present))
+            mine.thread.fromlist(list(map(thread_id, theirs.thread)))
             mine.corr.extend(theirs.corr)
             mine.device.extend(theirs.device)
             mine.kind.extend(theirs.kind)
@@ -316,10 +329,11 @@ def read_trace(
 ) -> TraceEvents:
     """Read a Chrome trace (`.json` or `.json.gz`) into columns, in one streaming pass.
 
-    `workers` is the number of decoding processes for large traces (None: `default_workers()`;
-    1: decode in this process); at most `max_input_bytes` are read (decompressed). With
-    `spool_ops` = (keep, mark), cpu_ops go to an `OpSpool` on disk: only those `keep` names stay
-    in `ops`, and the spool lists the threads of those `mark` names; the calls go to a
+    `workers` is the number of processes that read a large trace (None: `default_workers()`):
+    1 this one alone; 2 a plain trace in two halves at once (halves.py; gzip alone); 3 or more a
+    pool that decodes its runs (workers.py). At most `max_input_bytes` are read (decompressed).
+    With `spool_ops` = (keep, mark), cpu_ops go to an `OpSpool` on disk: only those `keep` names
+    stay in `ops`, and the spool lists the threads of those `mark` names; the calls go to a
     `CallSpool` (the caller closes both: `TraceEvents.close`).
 
     Raises:
@@ -327,13 +341,87 @@ def read_trace(
         AnalysisError: the file is empty, not JSON, truncated, not a Chrome trace, or over a
             limit (the input, one string or one event).
     """
-    spool = OpSpool(*spool_ops) if spool_ops is not None else None
-    builder = _Builder(spool, CallSpool() if spool_ops is not None else None)
-    handlers = Handlers(_DECODER.decode, builder.add, _work, builder.merge)
     count = default_workers() if workers is None else max(workers, 1)
+    if 1 < count < MIN_CPUS_FOR_POOL:
+        halves = _read_in_halves(path, max_input_bytes, spool_ops)
+        if halves is not None:
+            return halves
+        count = 1  # gzip, small, or a half failed: one process reads it (and says what failed)
+    builder = _Builder.for_spooling(spool_ops)
+    handlers = Handlers(_DECODER.decode, builder.add, _work, builder.merge)
     try:
         meta = read_runs(path, Meta, handlers, count, max_input_bytes=max_input_bytes)
     except BaseException:
         builder.events.close()
         raise
     return builder.finish(meta)
+
+
+def _read_in_halves(
+    path: str | os.PathLike[str],
+    max_input_bytes: int,
+    spool_ops: tuple[Callable[[str], bool], Callable[[str], bool]] | None,
+) -> TraceEvents | None:
+    """`read_trace` with this process reading the first half and a child the second; None
+    when the trace cannot be cut or a half failed."""
+    with open_source(path, max_input_bytes=max_input_bytes) as source:
+        cut = find_cut(source)
+        if cut is None:
+            return None
+        builder = _Builder.for_spooling(spool_ops)
+        try:
+            meta = read_in_halves(
+                cut,
+                partial(_read_first, builder, source),
+                partial(_read_second, source),
+                builder.merge,
+            )
+        except BaseException:
+            builder.events.close()
+            raise
+        if meta is None:
+            builder.events.close()
+            return None
+        return builder.finish(meta)
+
+
+def _view_source(view: FileView, like: ByteSource) -> ByteSource:
+    return ByteSource(view, like.label, max_input_bytes=like.max_input_bytes)
+
+
+def _read_first(builder: _Builder, like: ByteSource, view: FileView) -> bytes:
+    """Here: the first half into `builder`; the text after its event array."""
+    handlers = Handlers(_DECODER.decode, builder.add, _work, builder.merge)
+    return read_source(_view_source(view, like), handlers, 1)[1]
+
+
+def _read_second(like: ByteSource, view: FileView, emit: Emit) -> Meta:
+    """In the child: the second half as parts, emitted in order; the trace's metadata (the
+    view holds the file's head and its end)."""
+    writer = _PartWriter(emit)
+    source = _view_source(view, like)
+    head, tail = read_source(source, Handlers(_DECODER.decode, writer.add, _work, writer.merge), 1)
+    writer.flush()
+    return decode_meta(source, head, tail, Meta)
+
+
+class _PartWriter:
+    """Events as parts of about PART_EVENTS events each, emitted in file order (the child's
+    memory stays one part whatever the half's size)."""
+
+    def __init__(self, emit: Emit) -> None:
+        self.emit = emit
+        self.builder = _Builder()
+
+    def add(self, batch: list[Event]) -> None:
+        self.builder.add(batch)
+        if len(self.builder.events) >= PART_EVENTS:
+            self.flush()
+
+    def merge(self, part: TraceEvents) -> None:
+        self.flush()
+        self.emit(part)
+
+    def flush(self) -> None:
+        self.emit(self.builder.part())
+        self.builder = _Builder()

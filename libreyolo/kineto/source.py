@@ -44,7 +44,7 @@ PARALLEL_MIN_BYTES = 24 << 20
 # A JSON string (possibly cut by the buffer end) or a bracket: enough to track nesting exactly.
 TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)|[][{}]', re.S)
 
-_BOUNDARY = re.compile(rb"}\s*,\s*{")
+BOUNDARY = re.compile(rb"}\s*,\s*{")  # a candidate cut between two events
 _TAIL_WINDOW = 1 << 16  # bytes searched backwards for the last event boundary, widened as needed
 _LEADING_SPACE = re.compile(rb"[ \t\r\n]*")
 _BOM = b"\xef\xbb\xbf"
@@ -231,7 +231,7 @@ def last_boundary(buf: bytes) -> re.Match[bytes] | None:
     while True:
         low = max(0, len(buf) - window)
         last = None
-        for last in _BOUNDARY.finditer(buf, low):  # noqa: B007 - keep the last match
+        for last in BOUNDARY.finditer(buf, low):  # noqa: B007 - keep the last match
             pass
         if last is not None or low == 0:
             return last

@@ -27,7 +27,8 @@ if TYPE_CHECKING:  # the pool's modules load only when a trace is large enough t
 
 MAX_WORKERS = 8  # beyond this the single-process reduction dominates anyway
 # With 512 KiB chunks one process reads a 62 MB trace in 0.47 s on two CPUs, a pool of two in
-# 0.55 s (forking, pickling parts, merging): the pool pays only with CPUs to spare.
+# 0.55 s (forking, pickling parts, merging): the pool pays only with CPUs to spare. Two CPUs
+# read a plain trace in two halves instead (halves.py), one shipment for the whole second half.
 MIN_CPUS_FOR_POOL = 3
 _QUEUED_PER_WORKER = 2  # runs waiting per worker: keeps it busy without hoarding the file
 _MAX_PENDING = 8  # runs decoded or queued but not merged yet: bounds memory
@@ -37,12 +38,11 @@ Work = Callable[[bytes], Any]  # JSON array text -> part, None when the text doe
 
 
 def default_workers() -> int:
-    """Processes decoding a large trace, this one included: the usable CPUs on Linux (1 with
-    fewer than MIN_CPUS_FOR_POOL), else 1."""
+    """Processes reading a large trace, this one included: the usable CPUs on Linux (up to
+    MAX_WORKERS; 2 means two halves, MIN_CPUS_FOR_POOL or more a pool), else 1."""
     if sys.platform != "linux" or threading.active_count() > 1:
         return 1  # fork is only safe on Linux, and only while this process has one thread
-    cpus = len(os.sched_getaffinity(0))
-    return min(cpus, MAX_WORKERS) if cpus >= MIN_CPUS_FOR_POOL else 1
+    return min(len(os.sched_getaffinity(0)), MAX_WORKERS)
 
 
 def decode_in_workers(

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from libreyolo.errors import AnalysisError
 from libreyolo.kineto import events
 from libreyolo.kineto.events import TraceEvents, read_trace
 from tests.kineto.conftest import event, kernel, launch
@@ -164,4 +165,160 @@ def test_a_dead_worker_sends_its_runs_back(
     path = write_trace({"traceEvents": _events(300, tricky_every=1000)})
     expected = _canonical(read_trace(path, workers=1))
     monkeypatch.setattr("libreyolo.kineto.events._work", _dies_in_workers)
+    assert _canonical(read_trace(path, workers=3)) == expected
+
+
+class _Halves:
+    """Records what each `read_trace` got from reading in halves: True (read so), False (it
+    fell back to one process)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.results: list[bool] = []
+        read = events._read_in_halves
+
+        def spy(*args: Any) -> TraceEvents | None:
+            found = read(*args)
+            self.results.append(found is not None)
+            return found
+
+        monkeypatch.setattr(events, "_read_in_halves", spy)
+
+
+def _no_child_left() -> bool:
+    try:
+        os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return False
+
+
+@pytest.mark.usefixtures("small_chunks")
+@pytest.mark.parametrize("layout", ["metadata first", "metadata last", "bare list"])
+def test_two_workers_read_a_plain_trace_in_halves_like_one_process(
+    layout: str, monkeypatch: pytest.MonkeyPatch, write_trace: Callable[..., Path]
+) -> None:
+    trace_events = _events(400, tricky_every=1000)
+    meta = {"deviceProperties": [{"id": 0, "name": "GPU", "numSms": 132}], "displayTimeUnit": "ns"}
+    document: Any = {
+        "metadata first": {**meta, "traceEvents": trace_events},
+        "metadata last": {"traceEvents": trace_events, **meta},
+        "bare list": trace_events,
+    }[layout]
+    path = write_trace(document)
+    expected = _canonical(read_trace(path, workers=1))
+    halves = _Halves(monkeypatch)
+    trace = read_trace(path, workers=2)
+    assert halves.results == [True]
+    assert _canonical(trace) == expected
+    assert len(trace) == 1200
+    assert (trace.time_unit == "ns") is (layout != "bare list")
+    assert _no_child_left()
+
+
+def _one_process_reads(
+    path: Path, monkeypatch: pytest.MonkeyPatch, expected: dict[str, Any]
+) -> None:
+    halves = _Halves(monkeypatch)
     assert _canonical(read_trace(path, workers=2)) == expected
+    assert halves.results == [False]
+    assert _no_child_left()
+
+
+@pytest.mark.usefixtures("small_chunks")
+def test_a_cut_inside_a_string_is_read_by_one_process(
+    monkeypatch: pytest.MonkeyPatch, write_trace: Callable[..., Path]
+) -> None:
+    """The middle of the array falls in a name that reads like empty events (`}, {}, {`): the
+    cut looks right from both sides, but the first half cannot close its array."""
+    trace_events = _events(20, tricky_every=1000)
+    trace_events.insert(10, event("cpu_op", "{}, " * 4000, 95.0, 1.0))
+    path = write_trace({"traceEvents": trace_events})
+    _one_process_reads(path, monkeypatch, _canonical(read_trace(path, workers=1)))
+
+
+@pytest.mark.usefixtures("small_chunks")
+def test_strings_and_nested_objects_that_look_like_cuts_are_passed_over(
+    monkeypatch: pytest.MonkeyPatch, write_trace: Callable[..., Path]
+) -> None:
+    trace_events = _events(40, tricky_every=1)  # every kernel has a list of objects
+    trace_events.insert(20, event("cpu_op", '}, {"ph": "X"' * 4000, 195.0, 1.0))
+    path = write_trace({"traceEvents": trace_events})
+    expected = _canonical(read_trace(path, workers=1))
+    halves = _Halves(monkeypatch)
+    assert _canonical(read_trace(path, workers=2)) == expected
+    assert halves.results == [True]
+
+
+@pytest.mark.usefixtures("small_chunks")
+def test_a_cut_after_the_event_array_is_read_by_one_process(
+    monkeypatch: pytest.MonkeyPatch, write_trace: Callable[..., Path]
+) -> None:
+    """Most of the file is deviceProperties after traceEvents: the middle's `}, {` is between
+    two devices, and the first half's array closes before its added `]`."""
+    devices = [{"id": i, "name": f"GPU {i}"} for i in range(2000)]
+    path = write_trace({"traceEvents": _events(20, tricky_every=1000), "deviceProperties": devices})
+    expected = _canonical(read_trace(path, workers=1))
+    assert len(expected["devices"]) == 2000
+    _one_process_reads(path, monkeypatch, expected)
+
+
+def _dies(*args: Any) -> Any:
+    os._exit(3)
+
+
+@pytest.mark.usefixtures("small_chunks")
+def test_a_dead_second_half_is_read_again_by_one_process(
+    monkeypatch: pytest.MonkeyPatch, write_trace: Callable[..., Path]
+) -> None:
+    path = write_trace({"traceEvents": _events(300, tricky_every=1000)})
+    expected = _canonical(read_trace(path, workers=1))
+    monkeypatch.setattr(events, "_read_second", _dies)  # in the child, as if killed for memory
+    _one_process_reads(path, monkeypatch, expected)
+
+
+@pytest.mark.usefixtures("small_chunks")
+@pytest.mark.parametrize("where", [0.25, 0.75])
+def test_a_broken_half_fails_as_one_process_fails(
+    where: float, monkeypatch: pytest.MonkeyPatch, write_trace: Callable[..., Path]
+) -> None:
+    text = json.dumps({"traceEvents": _events(300, tricky_every=1000)})
+    at = text.index('"ph":', int(len(text) * where)) + len('"ph"')
+    path = write_trace(text[:at] + "@" + text[at + 1 :])  # `"ph"@ "X"`
+    with pytest.raises(AnalysisError) as alone:
+        read_trace(path, workers=1)
+    halves = _Halves(monkeypatch)
+    with pytest.raises(AnalysisError) as in_halves:
+        read_trace(path, workers=2)
+    assert str(in_halves.value) == str(alone.value)
+    assert "invalid JSON at byte" in str(alone.value)
+    assert halves.results == [False]
+    assert _no_child_left()
+
+
+@pytest.mark.usefixtures("small_chunks")
+def test_an_interrupted_first_half_stops_the_second(
+    monkeypatch: pytest.MonkeyPatch, write_trace: Callable[..., Path]
+) -> None:
+    path = write_trace({"traceEvents": _events(300, tricky_every=1000)})
+
+    def interrupted(*args: Any) -> bytes:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(events, "_read_first", interrupted)
+    closed: list[bool] = []
+    close = events.TraceEvents.close
+    monkeypatch.setattr(
+        events.TraceEvents, "close", lambda self: closed.append(True) or close(self)
+    )
+    with pytest.raises(KeyboardInterrupt):
+        read_trace(path, workers=2, spool_ops=(lambda name: False, lambda name: False))
+    assert closed == [True]  # the spools' files are gone
+    assert _no_child_left()
+
+
+@pytest.mark.usefixtures("small_chunks")
+def test_two_workers_read_gzip_in_one_process(
+    monkeypatch: pytest.MonkeyPatch, write_trace: Callable[..., Path]
+) -> None:
+    path = write_trace({"traceEvents": _events(300, tricky_every=1000)}, "t.json.gz")
+    _one_process_reads(path, monkeypatch, _canonical(read_trace(path, workers=1)))
