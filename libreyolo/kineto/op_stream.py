@@ -27,6 +27,8 @@ from libreyolo.kineto.spool import OpSpool
 Queries = tuple["array[float]", "array[int]"]
 Op = tuple[float, float, int]  # (ts, dur, name id)
 _NONE: Queries = (array("d"), array("i"))
+# (end, end + tolerance, key, self µs) of no op: it ends before any start and counts nowhere.
+_NO_TOP = (-inf, -inf, -1, 0.0)
 
 
 class Disordered(Exception):
@@ -55,8 +57,8 @@ class _Thread:
     def __init__(self, queries: Queries) -> None:
         self.stack: list[list[Any]] = []  # open ops: [end, end + tolerance, key, self µs]
         # The latest op, above the stack: it goes on the stack only once a child shows up, so
-        # leaf ops (most of them) cost no list.
-        self.top: tuple[float, float, int, float] | None = None
+        # leaf ops (most of them) cost no list. NO_TOP until the thread's first op.
+        self.top: tuple[float, float, int, float] = _NO_TOP
         self.phase: tuple[int, float, float] = (0, inf, -inf)  # phase on [from, until)
         self.prev_ts = -inf
         self.prev_dur = inf
@@ -149,8 +151,10 @@ class _Sweep:
     ) -> None:
         self.phase_map = phase_map
         self.start, self.end = window
-        self.skip = skip
         self.stride = len(phase_map.phases)
+        # Per name id the first key of its totals, -1 for names in `skip`: one list lookup an op
+        # instead of a set test and a multiplication.
+        self.bases = [-1 if name in skip else name * self.stride for name in range(num_names)]
         size = num_names * self.stride
         self.total, self.own, self.calls = [0.0] * size, [0.0] * size, [0] * size
         self.found = array("i", [-1]) * num_calls
@@ -158,16 +162,14 @@ class _Sweep:
     def run(self, thread: int, state: _Thread, ops: Iterator[Op]) -> None:
         """Sweep one thread's ops of one block, (ts, dur, name id) in file order. The loop runs
         once per op of the trace: everything it touches is a local."""
-        total, own, calls, stride, skip = self.total, self.own, self.calls, self.stride, self.skip
+        total, own, calls, bases = self.total, self.own, self.calls, self.bases
         start, end, phase_span = self.start, self.end, self.phase_map.phase_span
         tolerance = NESTING_TOLERANCE_US
         stack, launch_stack = state.stack, state.launch_stack
         phase, phase_from, phase_until = state.phase
         prev_ts, prev_dur = state.prev_ts, state.prev_dur
-        queries = state.queries
-        query_ts = queries[0][state.next_query] if launch_stack is not None else inf
-        has_top = state.top is not None
-        top_end, top_limit, top_key, top_self = state.top or (0.0, 0.0, -1, 0.0)
+        query_ts = state.queries[0][state.next_query] if launch_stack is not None else inf
+        top_end, top_limit, top_key, top_self = state.top
         for begin, length, name in ops:
             if begin <= prev_ts and (begin < prev_ts or length > prev_dur):
                 raise _ShortestFirst if begin == prev_ts else Disordered
@@ -180,11 +182,11 @@ class _Sweep:
                 while launch_stack and launch_stack[-1][0] <= begin:
                     launch_stack.pop()  # ended before this op: encloses no later call
                 launch_stack.append((finish, name))
-            if has_top and top_end > begin and finish <= top_limit:  # a child of the latest op
+            if top_end > begin and finish <= top_limit:  # a child of the latest op
                 top_self -= (finish if finish < top_end else top_end) - begin
                 stack.append([top_end, top_limit, top_key, top_self])
             else:
-                if has_top and top_key >= 0 and top_self > 0.0:
+                if top_key >= 0 and top_self > 0.0:
                     own[top_key] += top_self
                 while stack:
                     top = stack[-1]
@@ -194,16 +196,17 @@ class _Sweep:
                     stack.pop()
                     if top[2] >= 0 and top[3] > 0.0:
                         own[top[2]] += top[3]
-            key = -1
-            if start <= begin < end and name not in skip:
+            key = bases[name]
+            if key >= 0 and start <= begin < end:
                 if not phase_from <= begin < phase_until:
                     phase, phase_from, phase_until = phase_span(thread, begin)
-                key = name * stride + phase
+                key += phase
                 total[key] += length
                 calls[key] += 1
-            has_top = True
+            else:
+                key = -1
             top_end, top_limit, top_key, top_self = finish, finish + tolerance, key, length
-        state.top = (top_end, top_limit, top_key, top_self) if has_top else None
+        state.top = (top_end, top_limit, top_key, top_self)
         state.phase = (phase, phase_from, phase_until)
         state.prev_ts, state.prev_dur = prev_ts, prev_dur
 
@@ -230,9 +233,8 @@ class _Sweep:
         if state.launch_stack is not None:
             self._answer(state, inf)
         own = self.own
-        latest = [] if state.top is None else [state.top]
-        for _end, _limit, key, remaining in [*state.stack, *latest]:
+        for _end, _limit, key, remaining in [*state.stack, state.top]:
             if key >= 0 and remaining > 0.0:
                 own[key] += remaining
         state.stack.clear()
-        state.top = None
+        state.top = _NO_TOP
