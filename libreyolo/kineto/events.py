@@ -3,7 +3,8 @@
 Role: the event side of reading a trace. Each run of events (cut by chunks.py) is decoded by
 msgspec into structs that carry only the fields the analysis needs and moved into typed arrays at
 once, with names and threads interned; in worker processes a run becomes a part that this process
-merges. Categories the analysis never reads (`python_function`, flows, GPU-side annotation copies)
+merges, and so does the second half of a trace read in halves (halves.py), a part at a time.
+Categories the analysis never reads (`python_function`, flows, GPU-side annotation copies)
 are dropped as soon as a run is decoded. Must not: hold the whole file or one Python object per
 event, compute metrics, print, or import torch/numpy.
 """
