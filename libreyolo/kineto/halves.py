@@ -91,8 +91,8 @@ def find_cut(source: ByteSource) -> Cut | None:
     """The cut of a plain trace whose event array holds at least `source.parallel_min` bytes,
     read from a fresh `source`; None for gzip, a small trace, or no likely boundary near the
     middle."""
-    if source.fileno is None or source.size is None:
-        return None
+    if source.fileno is None or source.size is None or source.size < source.parallel_min:
+        return None  # judged before a byte is read: a small trace is read once, by one process
     head, rest = split_head(source)
     head_end = source.offset - len(rest)
     if source.size - head_end < source.parallel_min:
