@@ -28,6 +28,10 @@ PROJECT = "runs/profile"  # output root: `<project>/run/`, `<project>/infer/`
 THREADS: int | None = None  # torch's intra-op CPU threads (None: torch's own default)
 REPEAT = 1
 
+# `profile run --trainer PY`: libreyolo 1.x's own trainer, in the environment of interpreter PY.
+TRAINER: str | None = None  # None: this package's own training step
+TRAINER_TIMEOUT_S = 900.0  # the longest the trainer may stay silent (setup, one step)
+
 # `profile run`: a training step. The schema's own root and window fields carry these.
 RUN_BATCH = 16
 RUN_IMGSZ = 640

@@ -131,3 +131,17 @@ class DatasetError(UsageError):
     """A dataset that cannot be used (missing YAML or images, no labels, refused bad files)."""
 
     code = "bad_dataset"
+
+
+class TrainerError(UsageError):
+    """`--trainer` that cannot be used: no interpreter there, or libreyolo 1.x's `libreyolo
+    train` refused the settings it was given."""
+
+    code = "bad_trainer"
+
+
+class TrainerFailedError(NoProfileError):
+    """libreyolo 1.x's trainer ended, hung or crashed before its window was measured, or lacks
+    the hook points the probe times it through."""
+
+    code = "trainer_failed"

@@ -28,6 +28,10 @@ OTHER_CONCEPTS = {
     ("analysis/opclass.py", "optimizer"),
     ("workload/yolo9/predict.py", "preprocess"),
     ("workload/yolo9/predict.py", "postprocess"),
+    # the trainer probe, a separate program run by libreyolo 1.x's interpreter: it cannot
+    # import ours, and names the phases 1.x's trainer reports through its hooks
+    ("probe/trainer_probe.py", "dataload"),
+    ("probe/trainer_probe.py", "optimizer"),
 }
 
 

@@ -11,6 +11,7 @@ from libreyolo.analysis.efficiency import KEYS as EFFICIENCY_KEYS
 from libreyolo.analysis.execution import KEYS as EXECUTION_KEYS
 from libreyolo.analysis.execution import execution_metrics
 from libreyolo.analysis.metrics import compute_metrics
+from libreyolo.analysis.trainer_levers import for_trainer
 from libreyolo.analysis.verdict import decide
 from libreyolo.document.mode import Mode
 from libreyolo.document.model import Artifacts, Profile, RunInfo, Scalar, Tool, TraceAnalysis
@@ -21,6 +22,8 @@ def finalize(profile: Profile) -> Profile:
     """`profile` with its metric map and verdict derived from its samples and trace."""
     provisional = compute_metrics(profile, bound="")
     verdict = decide(profile, provisional)
+    if profile.run.trainer is not None:  # what to change is libreyolo 1.x's `train` words
+        verdict = for_trainer(verdict)
     metrics = provisional | {"bound": verdict.bound}
     return msgspec.structs.replace(profile, metrics=metrics, verdict=verdict)
 

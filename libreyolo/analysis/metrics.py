@@ -3,8 +3,9 @@
 Computed once when a profile is built (and stored in the document); migrated v1 files keep the
 values v1 stored. Pure: no I/O, imports no torch or numpy.
 
-Step time comes from the collector's unsynced samples when the profile has them (honest overlap);
-otherwise from the trace's device-side step spans (the CPU may run ahead of the GPU). Every GPU
+Step time comes from the collector's unsynced samples when the profile has them (honest overlap;
+for training, the bare ones that ran without the profiler, when there are any); otherwise from
+the trace's device-side step spans (the CPU may run ahead of the GPU). Every GPU
 number (util, busy, memcpy, the host residual) is taken over that same device-side window (from
 the CPU step's start to the end of the last GPU work it launched; busy is the union of kernel,
 memcpy and memset intervals in it, never their sum, so concurrent streams cannot pass 100 %),
@@ -91,18 +92,34 @@ def profiler_overhead_pct(profile: Profile) -> float | None:
 
 
 def step_timing(profile: Profile) -> tuple[float | None, float | None]:
-    """(step_ms, dataload_ms) from unsynced samples, else from the trace."""
+    """(step_ms, dataload_ms) from unsynced samples, else from the trace. A training step's
+    time is that of the bare steps when the window has them: the same unsynced steps right
+    after the traced ones, without the profiler's cost per op (a tenth of a small CPU step:
+    the trace is for attribution, the throughput is the trainer's own); dataload_ms stays the
+    traced steps' (only they time their `next()`)."""
     if profile.samples.latency_ms:
         return stats.mean(profile.samples.latency_ms), 0.0
     unsynced = [s for s in profile.samples.steps if not s.synced]
     if unsynced:
         loads = [s.dataload_ms for s in unsynced if s.dataload_ms is not None]
-        return stats.mean([s.wall_ms for s in unsynced]), stats.mean(loads)
+        walls = [s.wall_ms for s in unsynced]
+        if untraced_timing(profile):
+            walls = profile.samples.bare_ms
+        return stats.mean(walls), stats.mean(loads)
     if profile.trace is None:
         return None, None
     n = per_step_divisor(profile.trace)
     dataload = next((p.cpu_ms for p in profile.trace.phases if p.name == DATALOAD), None)
     return trace_step_ms(profile.trace), None if dataload is None else dataload / n
+
+
+def untraced_timing(profile: Profile) -> bool:
+    """Whether a training profile's step time comes from its bare (untraced) steps."""
+    return (
+        profile.kind is Mode.TRAIN
+        and profile.window.profiler_on is True
+        and bool(profile.samples.bare_ms)
+    )
 
 
 def device_busy(trace: TraceAnalysis) -> tuple[float, float]:

@@ -12,7 +12,7 @@ import msgspec
 from libreyolo.analysis import stats
 from libreyolo.analysis.device_memory import window_memory
 from libreyolo.document.mode import Mode
-from libreyolo.document.model import Profile
+from libreyolo.document.model import Profile, Trainer
 
 TRIAL_METRICS = ("img_per_s", "step_ms", "latency_p50_ms", "latency_p99_ms")
 MB = 1e6  # peak_vram_mb's unit (libreyolo 1.6.0: decimal megabytes)
@@ -36,6 +36,11 @@ class RunHeader(msgspec.Struct, frozen=True):
     tool_version: str
     created: str | None
     trace: str | None  # the Chrome trace next to the profile, relative to it
+    # libreyolo 1.x's own trainer (`--trainer`): "libreyolo 1.6.0's own train (torch 2.14.1,
+    # <python>)",
+    # and its training as one shell line; None for this package's own step
+    trainer: str | None = None
+    train_command: str | None = None
 
 
 class TrialRow(msgspec.Struct, frozen=True):
@@ -62,6 +67,7 @@ class MemoryView(msgspec.Struct, frozen=True):
 def run_header(profile: Profile) -> RunHeader:
     """The run's identity: model, device, settings, window, tool and time."""
     run, window = profile.run, profile.window
+    trainer = run.trainer
     return RunHeader(
         mode=profile.kind,
         model=run.model,
@@ -80,7 +86,13 @@ def run_header(profile: Profile) -> RunHeader:
         tool_version=profile.tool.version,
         created=profile.created,
         trace=profile.artifacts.trace,
+        trainer=None if trainer is None else _trainer_text(trainer),
+        train_command=None if trainer is None else trainer.command,
     )
+
+
+def _trainer_text(trainer: Trainer) -> str:
+    return f"libreyolo {trainer.libreyolo}'s own train (torch {trainer.torch}, {trainer.python})"
 
 
 def trial_rows(profile: Profile) -> tuple[TrialRow, ...]:

@@ -19,6 +19,10 @@ unless the best's gain over it counts.
 * latency: as knee, among the batches that fit and whose latency percentile stays within
   `max_latency_ms`; the growth stops at the first that breaks the bound.
 A search ends when no multiple of `batch_step` lies strictly inside the interval it refines.
+An answer is given only when the points that decide it (itself, the best, its measured
+neighbours; none for maxfit, which memory decides) were measured on a quiet host: a busy one's
+point is measured again, `tune.remeasure` times at most, and counts by its newest numbers; still
+busy, the search ends `contended` without an answer.
 
 Must not: read or write files, import torch, numpy, Hydra or OmegaConf.
 """
@@ -44,6 +48,7 @@ __all__ = [
     "evidence",
     "gain_test",
     "growth",
+    "latest",
     "versus",
 ]
 
@@ -74,9 +79,10 @@ class Measured:
 
 @dataclass(frozen=True, slots=True)
 class Next:
-    """Measure this batch next."""
+    """Measure this batch next; `again`: once more, though it was measured (on a busy host)."""
 
     batch: int
+    again: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,7 +178,7 @@ def _still_gaining(settings: TuneSettings, feasible: Sequence[Measured]) -> bool
 def as_good_as_best(settings: TuneSettings, measured: Sequence[Measured]) -> list[int]:
     """The feasible batches, in order, whose img/s the best one's does not beat by a gain that
     counts: the set any of whose members a search may fairly recommend (a grid's, for one)."""
-    feasible = [m for m in measured if _feasible(settings, m)]
+    feasible = [m for m in latest(measured) if _feasible(settings, m)]
     if not feasible:
         return []
     top = _top(feasible)
@@ -210,8 +216,65 @@ def _grow(settings: TuneSettings, by_batch: dict[int, Measured]) -> Next | Done 
     return None  # growth() always ends with batch_max, which returns above
 
 
+def latest(measured: Sequence[Measured]) -> list[Measured]:
+    """Each batch's last measurement, in the order the batches were first measured (a point
+    measured again on a busy host counts by its newest numbers)."""
+    by_batch: dict[int, Measured] = {}
+    for point in measured:
+        by_batch[point.batch] = point
+    return [by_batch[b] for b in dict.fromkeys(m.batch for m in measured)]
+
+
 def decide(settings: TuneSettings, measured: Sequence[Measured]) -> Next | Done:
-    """The next batch to measure in this series, or the search's end with its answer."""
+    """The next batch to measure in this series, or the search's end with its answer. An
+    answer whose deciding points were measured on a busy host is not given at once: those
+    points are measured again (`tune.remeasure` times each at most), and while still busy,
+    the search ends `contended` without one."""
+    step = _decide(settings, latest(measured))
+    if not isinstance(step, Done) or step.batch is None:
+        return step
+    return _trusted(settings, measured, step)
+
+
+def _trusted(settings: TuneSettings, measured: Sequence[Measured], done: Done) -> Next | Done:
+    """`done` when its deciding points were measured on a quiet host; else the next of them
+    to measure again, or the `contended` end once each had its `remeasure` more tries."""
+    assert done.batch is not None
+    busy = [m for m in _deciding(settings, latest(measured), done.batch) if m.contended]
+    if not busy:
+        return done
+    tries = {m.batch: sum(p.batch == m.batch for p in measured) for m in busy}
+    again = [m.batch for m in busy if tries[m.batch] <= settings.remeasure]
+    if again:
+        return Next(min(again), again=True)
+    batches = ", ".join(str(m.batch) for m in busy)
+    most = max(tries.values())
+    return Done(
+        "contended",
+        f"batch {batches} measured on a busy host {most} time{'s' if most > 1 else ''} (the "
+        f"host took CPU time from the steps): batch {done.batch} cannot be trusted; stop the "
+        "other work on this machine and search again",
+        None,
+    )
+
+
+def _deciding(settings: TuneSettings, measured: Sequence[Measured], batch: int) -> list[Measured]:
+    """The points whose img/s decides `batch` as the answer: itself, the best, and the
+    nearest measured batches that fit on either side."""
+    if settings.goal == "maxfit":  # the largest that fits: memory decides, not img/s
+        return []
+    fitting = sorted((m for m in measured if m.fits and m.failed is None), key=lambda m: m.batch)
+    answer = next(m for m in fitting if m.batch == batch)
+    below = [m for m in fitting if m.batch < batch][-1:]
+    above = [m for m in fitting if m.batch > batch][:1]
+    feasible = [m for m in fitting if _feasible(settings, m)]
+    top = [_top(feasible)] if feasible else []
+    chosen = {m.batch: m for m in [answer, *below, *above, *top]}
+    return sorted(chosen.values(), key=lambda m: m.batch)
+
+
+def _decide(settings: TuneSettings, measured: Sequence[Measured]) -> Next | Done:
+    """`decide` on each batch's latest measurement, before the busy host is weighed."""
     for point in measured:
         if point.failed is not None:
             return Done("failed", f"batch {point.batch} failed: {point.failed}", None)
@@ -307,6 +370,7 @@ def evidence(settings: TuneSettings, measured: Sequence[Measured], batch: int) -
     412.0 ± 3.1 img/s; 64 adds +1.2 %, not significant (Welch p 0.41), at 1.9× the memory"),
     and a second when points of the series were measured on a busy host (their img/s ranks the
     host's load as much as the batch)."""
+    measured = latest(measured)
     busy = sum(m.contended for m in measured)
     if not busy or settings.goal == "maxfit":
         return _evidence(settings, measured, batch)

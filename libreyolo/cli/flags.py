@@ -44,15 +44,35 @@ def probability(text: str) -> float:
     return value
 
 
-def positive_percent(text: str) -> float:
-    """A finite number of percent > 0."""
+def _positive_number(text: str, what: str) -> float:
+    """A finite number > 0, or ArgumentTypeError naming `what` it must be."""
     try:
         value = float(text)
     except ValueError:
         value = math.nan
     if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be a percentage above 0, got {text}")
+        raise argparse.ArgumentTypeError(f"must be {what} above 0, got {text}")
     return value
+
+
+def positive_percent(text: str) -> float:
+    """A finite number of percent > 0."""
+    return _positive_number(text, "a percentage")
+
+
+def positive_seconds(text: str) -> float:
+    """A finite number of seconds > 0."""
+    return _positive_number(text, "a number of seconds")
+
+
+_TRAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def train_word(text: str) -> str:
+    """One `key=value` word for libreyolo 1.x's `libreyolo train` (`mosaic=0.0`)."""
+    if not _TRAIN_KEY.match(text) or "\n" in text or "\x00" in text:
+        raise argparse.ArgumentTypeError(f"must be KEY=VALUE, e.g. mosaic=0.0; got {text!r}")
+    return text
 
 
 def regex(text: str) -> re.Pattern[str]:

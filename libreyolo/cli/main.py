@@ -15,6 +15,7 @@ from types import FrameType
 
 from libreyolo.boundary.output import Output
 from libreyolo.boundary.status import exit_process, exit_status
+from libreyolo.cli.foreign import refuse_v1_command
 from libreyolo.cli.parser import READERS, build_parser, reject_key_value
 from libreyolo.errors import ExitStatus, Terminated, UsageError
 
@@ -59,6 +60,7 @@ def _terminal(words: list[str]) -> Output:
 def _run(words: list[str], out: Output) -> ExitStatus:
     """Parse, dispatch and emit one command line; the regression gate's status is a result."""
     with _sigterm_unwinds():
+        refuse_v1_command(words)  # `libreyolo train ...`: 1.x's, in its own environment
         parser = build_parser(words)
         reject_key_value(words, parser)
         with contextlib.redirect_stdout(out.stdout):  # --help text is a result: stdout

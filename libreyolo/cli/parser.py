@@ -25,8 +25,10 @@ from libreyolo.cli.flags import (
     positive_int,
     positive_or_auto,
     positive_percent,
+    positive_seconds,
     probability,
     regex,
+    train_word,
 )
 from libreyolo.document.limits import LIMIT_FLAG, MAX_INPUT_BYTES
 from libreyolo.errors import UsageError
@@ -211,7 +213,35 @@ def _add_run(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
     p.add_argument("--project", default=defaults.PROJECT, help="Output root directory")
     _add_exec(p, defaults.TRAIN_EXEC_MODES)
     _add_threads(p)
+    _add_trainer(p)
     _show_defaults(p)
+
+
+def _add_trainer(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--trainer",
+        metavar="PYTHON",
+        default=defaults.TRAINER,
+        help="Measure libreyolo 1.x's own `libreyolo train` instead of this package's step: "
+        "the Python interpreter of the environment it is installed in, or that environment's "
+        "folder",
+    )
+    p.add_argument(
+        "--train-arg",
+        metavar="KEY=VALUE",
+        action="append",
+        type=train_word,
+        help="With --trainer: one more setting for libreyolo train, in its own syntax "
+        "(repeatable: --train-arg mosaic=0.0 --train-arg optimizer=adamw)",
+    )
+    p.add_argument(
+        "--trainer-timeout",
+        metavar="SECONDS",
+        type=positive_seconds,
+        default=defaults.TRAINER_TIMEOUT_S,
+        help="With --trainer: how long the trainer may stay silent (its setup, one step) "
+        "before it is stopped",
+    )
 
 
 def _add_exec(p: argparse.ArgumentParser, modes: tuple[str, ...]) -> None:

@@ -48,6 +48,9 @@ FLAG_KEYS: dict[str, str] = {
     "exec": "exec.name",
     "compile_mode": "exec.compile_mode",
     "channels_last": "exec.channels_last",
+    "trainer": "trainer",
+    "train_arg": "train_args",
+    "trainer_timeout": "trainer_timeout_s",
 }
 
 # Flag values that are positional arguments, not options.
@@ -57,7 +60,7 @@ POSITIONALS: frozenset[str] = frozenset({"data", "source"})
 # and `${` themselves are escaped. Every other backslash is literal inside a quoted value.
 _SPECIAL = re.compile(r"(\\*)('|\$\{|\Z)")
 
-OverrideValue = str | bool | int | float | Enum | None
+OverrideValue = str | bool | int | float | Enum | list[str] | None
 
 
 def quote_value(text: str) -> str:
@@ -88,6 +91,8 @@ def render_value(value: OverrideValue) -> str:
         return repr(value)
     if isinstance(value, str):
         return quote_value(value)
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return "[" + ",".join(quote_value(item) for item in value) + "]"
     raise TypeError(f"no override syntax for {type(value).__name__} value {value!r}")
 
 
@@ -138,5 +143,7 @@ def override_keys(overrides: Iterable[str]) -> list[str]:
 def _as_override_value(value: object) -> OverrideValue:
     if value is None or isinstance(value, str | bool | int | float | Enum):
         return value
+    if isinstance(value, list | tuple):  # a repeatable flag's values
+        return [str(item) for item in value]
     # Anything else (a Path, say) is passed as its text.
     return str(value)

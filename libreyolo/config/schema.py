@@ -157,7 +157,9 @@ class TuneConfig:
     `percentile` and `max_latency_ms`: the latency bound (latency goal). `memory_budget_mb`
     (also a plain sweep's): a point that needs more memory than this does not fit (CUDA: the
     allocator is capped there; CPU: the window's peak resident memory is compared with it).
-    None: the device's own memory.
+    None: the device's own memory. `remeasure`: how many more times a point that decides the
+    answer is measured when it was measured on a busy host (contended); still busy, the
+    series ends `contended`, with no recommendation.
     """
 
     goal: TuneGoal = TuneGoal.knee
@@ -169,6 +171,7 @@ class TuneConfig:
     percentile: int = 99
     max_latency_ms: float | None = None
     memory_budget_mb: float | None = None
+    remeasure: int = 2
 
 
 @dataclass(frozen=True)
@@ -196,6 +199,12 @@ class ProfileConfig:
     source: str | None = None  # infer: an image or a folder (None: the bundled sample image)
     project: str = defaults.PROJECT
     threads: int | None = defaults.THREADS  # torch's intra-op CPU threads (None: its default)
+    # run: the Python of a libreyolo 1.x environment (or its folder) whose own `libreyolo train`
+    # is measured (None: this package's training step); `train_args`: more `key=value` words
+    # for that `libreyolo train`; `trainer_timeout_s`: how long it may stay silent.
+    trainer: str | None = defaults.TRAINER
+    train_args: list[str] = field(default_factory=list)
+    trainer_timeout_s: float = defaults.TRAINER_TIMEOUT_S
 
 
 def mode_defaults(mode: ModeOption | str) -> ProfileConfig:

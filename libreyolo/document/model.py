@@ -51,6 +51,19 @@ class Environment(msgspec.Struct, frozen=True, kw_only=True):
     device_memory_bytes: int | None = None
 
 
+class Trainer(msgspec.Struct, frozen=True, kw_only=True):
+    """The training environment whose own trainer was measured (`profile run --trainer`):
+    libreyolo 1.x's `libreyolo train`, run by `python` with the words `argv`. `command` is
+    that training as one command line a shell runs as is (the environment's own executable,
+    its thread cap); `libreyolo` and `torch` are that environment's versions."""
+
+    python: str
+    libreyolo: str
+    torch: str
+    argv: list[str] = msgspec.field(default_factory=list)
+    command: str | None = None
+
+
 class RunInfo(msgspec.Struct, frozen=True, kw_only=True):
     """How the profile was made: what the collector measured (the fields) and what it was
     asked to measure (`config`, the resolved config, stored once).
@@ -83,6 +96,8 @@ class RunInfo(msgspec.Struct, frozen=True, kw_only=True):
     # The device held under an exclusive per-device lease while measuring (sweeps): "gpu1"
     # is physical GPU 1 whatever CUDA_VISIBLE_DEVICES made of it; "cpu" for CPU points.
     held_device: str | None = None
+    # Set when the steps were libreyolo 1.x's own trainer's (`--trainer`), not this package's.
+    trainer: Trainer | None = None
 
 
 class Window(msgspec.Struct, frozen=True, kw_only=True):

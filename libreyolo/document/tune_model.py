@@ -51,10 +51,28 @@ Bound = Literal["oom", "over_budget"]
 # latency_bound: a bigger batch broke the latency bound (then refined);
 # none_fits: not even tune.batch_min fits or meets the bound: no recommendation;
 # failed: a point failed for another reason (its reason is the why): no recommendation;
+# contended: the points that decide the answer were measured on a busy host, also after
+# tune.remeasure more tries each: no recommendation;
 # interrupted: the sweep was stopped before the search ended.
-STOPS = ("no_gain", "no_fit", "batch_max", "latency_bound", "none_fits", "failed", "interrupted")
+STOPS = (
+    "no_gain",
+    "no_fit",
+    "batch_max",
+    "latency_bound",
+    "none_fits",
+    "failed",
+    "contended",
+    "interrupted",
+)
 Stop = Literal[
-    "no_gain", "no_fit", "batch_max", "latency_bound", "none_fits", "failed", "interrupted"
+    "no_gain",
+    "no_fit",
+    "batch_max",
+    "latency_bound",
+    "none_fits",
+    "failed",
+    "contended",
+    "interrupted",
 ]
 MAX_STEPS = 256  # measured points in one series: far beyond a geometric search of 2**20
 MAX_SERIES = 4096
@@ -84,6 +102,8 @@ class TuneSettings:
     percentile: int = field(default=99, metadata=_meta(Count(1, 100)))
     max_latency_ms: Number_ | None = field(default=None, metadata=_meta(METRIC))
     memory_budget_mb: Number_ | None = field(default=None, metadata=_meta(METRIC))
+    # a deciding point measured on a busy host is measured again up to this many times
+    remeasure: int = field(default=2, metadata=_meta(Count(0, 16)))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -151,6 +171,9 @@ class Recommendation:
     # `tuned*.yaml` beside tune.json that holds them (relative to the sweep folder)
     train_settings: str | None = field(default=None, metadata=_meta(SENTENCE))
     config_file: str | None = field(default=None, metadata=_meta(NAME))
+    # a search of libreyolo 1.x's own trainer (`trainer=`): its training at this batch as one
+    # command line a shell runs as is (`OMP_NUM_THREADS=2 <env>/bin/libreyolo train data=...`)
+    train_command: str | None = field(default=None, metadata=_meta(SENTENCE))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -25,6 +25,7 @@ from libreyolo.document.mode import Mode
 from libreyolo.document.model import (
     Artifacts,
     Compute,
+    Environment,
     Execution,
     Host,
     HostMemory,
@@ -58,10 +59,34 @@ def analysed_trace(
     the run's own list (`assemble_profile`): the trace keeps only its analyser's caveats.
     `merge` adds events to the exported trace before it is analysed (ORT's nodes)."""
     path = run.path(TRACE_NAME)
+    exported = recorder.export(path)
+    if exported and merge is not None:
+        merge(path)
+    return analyse_exported(
+        path if exported else None,
+        run,
+        phase_walls,
+        device.type,
+        notes,
+        recorder_notes=recorder.notes,
+        kineto_errors=recorder.kineto_errors,
+    )
+
+
+def analyse_exported(
+    path: Path | None,
+    run: StagedRun,
+    phase_walls: dict[str, list[float]],
+    device_type: str,
+    notes: list[str],
+    *,
+    recorder_notes: Sequence[str] = (),
+    kineto_errors: Sequence[str] = (),
+) -> TraceAnalysis | None:
+    """`analysed_trace` for a trace already exported to `path` (by this process or another:
+    the trainer probe's); None (and a note) without one."""
     trace = None
-    if recorder.export(path):
-        if merge is not None:
-            merge(path)
+    if path is not None:
         rename_trace(path, run.final(TRACE_NAME))
         try:
             from libreyolo.kineto import analyse_trace
@@ -69,14 +94,14 @@ def analysed_trace(
             trace = analyse_trace(path)
         except AnalysisError as err:
             notes.append(f"trace not analysed: {err.message}")
-    notes.extend(recorder.notes)
-    note = no_gpu_activity_note(device.type, trace, recorder.kineto_errors)
+    notes.extend(recorder_notes)
+    note = no_gpu_activity_note(device_type, trace, kineto_errors)
     if note is not None:
         notes.append(note)
-        if recorder.kineto_errors:  # the reason, said now: the profile alone would bury it
-            warnings.warn(note, UserWarning, stacklevel=2)
+        if kineto_errors:  # the reason, said now: the profile alone would bury it
+            warnings.warn(note, UserWarning, stacklevel=3)
     if trace is None:
-        path.unlink(missing_ok=True)
+        run.path(TRACE_NAME).unlink(missing_ok=True)
         return None
     return attach_phase_walls(trace, phase_walls)
 
@@ -119,6 +144,7 @@ def assemble_profile(
     compute: Compute | None,
     notes: Sequence[str],
     execution: Execution | None = None,
+    environment: Environment | None = None,
 ) -> Profile:
     """The finalized profile (metrics, verdict) of one measurement; `device_memory` is the
     allocator's record of the window (`measure.memory.device_memory`), kept with or without a
@@ -126,14 +152,15 @@ def assemble_profile(
     peaks and energy (`measure.compute`), `execution` how the model ran (`measure.exec_mode`);
     `notes` is
     everything the run noted about itself, in the order it was noted (the profile's one list
-    of them, shown by every reader with or without a trace)."""
+    of them, shown by every reader with or without a trace). `environment`: where another
+    process measured (the trainer probe's report); None: this process's."""
     return finalize(
         Profile(
             kind=kind,
             created=utc_now(),
             tool=Tool(version=__version__),
             run=info,
-            environment=collect_environment(device),
+            environment=environment or collect_environment(device),
             window=plan.document(),
             samples=samples,
             host=host,

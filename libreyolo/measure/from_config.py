@@ -22,6 +22,7 @@ import msgspec.structs
 from libreyolo.config.schema import ProfileConfig
 from libreyolo.document.mode import Mode
 from libreyolo.document.model import Profile
+from libreyolo.errors import UsageError
 
 if TYPE_CHECKING:
     from libreyolo.measure.artifacts import StagedRun
@@ -70,9 +71,12 @@ def with_config(
 def rounded_imgsz(cfg: ProfileConfig) -> tuple[ProfileConfig, list[str]]:
     """`cfg` with imgsz rounded up to a multiple of the model's stride (the size the network
     can take, and so the size measured), and the note that says so; `cfg` itself otherwise.
-    The stride is the configured family's (`model.family`)."""
+    The stride is the configured family's (`model.family`); libreyolo 1.x's trainer
+    (`trainer`) takes the size as given."""
     from libreyolo.workload.registry import family
 
+    if cfg.trainer is not None:
+        return cfg, []
     STRIDE = family(cfg.model.family).stride
 
     if cfg.imgsz <= 0 or cfg.imgsz % STRIDE == 0:
@@ -101,6 +105,7 @@ def measure_config(
     from libreyolo.measure.assemble import commit_set
     from libreyolo.measure.failures import resource_failures
 
+    check_trainer_named(cfg, overrides)
     num_trials = max(1, cfg.window.repeat)
     with one_line_warnings(notice), resource_failures():
         target = set_dir(cfg.project, cfg.mode.value)
@@ -120,6 +125,19 @@ def measure_config(
     return documents[repeat_name], target.parent / repeat_name
 
 
+def check_trainer_named(cfg: ProfileConfig, overrides: list[str]) -> None:
+    """UsageError when `trainer` (a program this run would start) comes from a config file
+    rather than from what the user typed: a file is input, and runs nothing unless named."""
+    from libreyolo.config.overrides import override_keys
+
+    if cfg.trainer is not None and "trainer" not in override_keys(overrides):
+        raise UsageError(
+            f"the config file sets trainer: {cfg.trainer}, a program this run would start; "
+            "it is started only when named",
+            hint=f"pass --trainer {cfg.trainer} (libreyolo-sweep: trainer=...) to run it",
+        )
+
+
 def _collect(
     cfg: ProfileConfig,
     run: StagedRun,
@@ -130,6 +148,11 @@ def _collect(
     profile's own list of notes."""
     from libreyolo.measure import profile_inference, profile_training
 
+    if cfg.trainer is not None:  # libreyolo 1.x's own trainer, in its own environment
+        from libreyolo.measure.trainer.collect import profile_trainer
+
+        profile, _ = profile_trainer(cfg, on_progress=on_progress, into=run, notes=notes)
+        return profile
     if cfg.mode.measures == Mode.INFER:
         profile, _ = profile_inference(cfg, on_progress=on_progress, into=run, notes=notes)
     else:

@@ -12,6 +12,7 @@ and says so (`Host(measurable=False)`). Must not decide what the numbers mean (a
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 from collections.abc import Callable, Sequence
@@ -23,6 +24,7 @@ from libreyolo.measure.procfs import (
     ThreadKey,
     ThreadTimes,
     delta,
+    parse_involuntary,
     parse_proc_stat,
     parse_running,
     parse_schedstat,
@@ -32,6 +34,7 @@ from libreyolo.measure.procfs import (
 PROC = "/proc"
 READ_BYTES = 128  # one schedstat line is three integers
 STAT_BYTES = 4096  # the aggregate `cpu` line opens /proc/stat
+STATUS_BYTES = 8192  # a thread's /proc status, whole
 REFRESH_STEPS = 16  # steps between listings of every sampled process's threads
 
 
@@ -92,6 +95,7 @@ class HostSampler:
     worker_pids: Callable[[], Sequence[int]] = tuple
     intra_op_threads: Callable[[], int] | None = None
     proc: str = PROC
+    pid: int | None = None  # the measuring process when it is not this one (a trainer probe)
     _own_fds: dict[ThreadKey, int] = field(default_factory=dict)  # this process's threads
     _worker_fds: dict[ThreadKey, int] = field(default_factory=dict)
     _last: dict[ThreadKey, ThreadTimes] = field(default_factory=dict)
@@ -103,7 +107,7 @@ class HostSampler:
     _num_begins: int = 0
 
     def __post_init__(self) -> None:
-        self._pid = os.getpid()
+        self._pid = os.getpid() if self.pid is None else self.pid
         self.measurable = os.path.isfile(f"{self.proc}/{self._pid}/task/{self._pid}/schedstat")
         self._loadavg: int | None = None  # descriptor of /proc/loadavg
 
@@ -124,13 +128,13 @@ class HostSampler:
         self._last.update(self._read(own=True))
         if not after_sampled:
             self._last.update(self._read(own=False))
-        self._switches = resource.getrusage(resource.RUSAGE_SELF).ru_nivcsw
+        self._switches = self._involuntary_switches()
 
     def end(self) -> StepHost:
         """The counters' growth over the step, also added to the window's totals."""
         if not self.measurable:
             return StepHost()
-        switches = resource.getrusage(resource.RUSAGE_SELF).ru_nivcsw - self._switches
+        switches = self._involuntary_switches() - self._switches
         own, workers = self._read(own=True), self._read(own=False)
         own_grown, worker_grown = delta(self._last, own), delta(self._last, workers)
         self._last = own | workers
@@ -213,6 +217,18 @@ class HostSampler:
                 continue
             times[key] = parsed
         return times
+
+    def _involuntary_switches(self) -> int:
+        """The measuring process's involuntary context switches: getrusage for this one, the
+        sum over its threads' /proc status for another."""
+        if self._pid == os.getpid():
+            return resource.getrusage(resource.RUSAGE_SELF).ru_nivcsw
+        total = 0
+        for pid, tid in list(self._own_fds):
+            path = f"{self.proc}/{pid}/task/{tid}/status"
+            with contextlib.suppress(OSError), open(path, "rb") as status:
+                total += parse_involuntary(status.read(STATUS_BYTES).decode("ascii", "replace"))
+        return total
 
     def _read_running(self) -> int | None:
         if self._loadavg is None:

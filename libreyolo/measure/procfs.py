@@ -131,3 +131,18 @@ def kib_field(text: str, key: str) -> int | None:
 def parse_vm_hwm(text: str) -> int | None:
     """The VmHWM (peak RSS) of /proc/<pid>/status text, in bytes; None when absent or unreadable."""
     return kib_field(text, "VmHWM")
+
+
+def parse_involuntary(text: str) -> int:
+    """`nonvoluntary_ctxt_switches` of a thread's /proc status text; 0 when absent."""
+    for line in text.splitlines():
+        name, _, rest = line.partition(":")
+        if name == "nonvoluntary_ctxt_switches":
+            value = rest.strip()
+            return int(value) if value.isdigit() else 0
+    return 0
+
+
+def child_pids(text: str) -> tuple[int, ...]:
+    """The pids of /proc/<pid>/task/<tid>/children text (space-separated)."""
+    return tuple(int(word) for word in text.split() if word.isdigit())

@@ -26,19 +26,22 @@ NOT_MEASURED = "peak RSS not measured"
 
 
 class WindowPeakRss:
-    """`start()` as the window's first iteration begins, `end()` as its last one ends."""
+    """`start()` as the window's first iteration begins, `end()` as its last one ends; of this
+    process, or of process `pid` (a trainer probe: its /proc files are its owner's to reset)."""
 
-    def __init__(self) -> None:
+    def __init__(self, pid: int | None = None) -> None:
         self._problem: str | None = "the window never started"
+        self._refs = CLEAR_REFS if pid is None else Path(f"/proc/{pid}/clear_refs")
+        self._status = STATUS if pid is None else Path(f"/proc/{pid}/status")
 
     def start(self) -> None:
         try:
-            with CLEAR_REFS.open("wb", buffering=0) as refs:
+            with self._refs.open("wb", buffering=0) as refs:
                 refs.write(RESET_PEAK)
         except OSError as err:
             reason = err.strerror or type(err).__name__
             self._problem = (
-                f"cannot reset the peak through {CLEAR_REFS} ({reason}), and the process's "
+                f"cannot reset the peak through {self._refs} ({reason}), and the process's "
                 "peak since it started is not the window's"
             )
         else:
@@ -49,9 +52,9 @@ class WindowPeakRss:
         if self._problem is not None:
             return None, f"{NOT_MEASURED}: {self._problem}"
         try:
-            peak = parse_vm_hwm(STATUS.read_text(encoding="ascii", errors="replace"))
+            peak = parse_vm_hwm(self._status.read_text(encoding="ascii", errors="replace"))
         except OSError as err:
-            return None, f"{NOT_MEASURED}: cannot read {STATUS} ({err.strerror or err})"
+            return None, f"{NOT_MEASURED}: cannot read {self._status} ({err.strerror or err})"
         if peak is None:
-            return None, f"{NOT_MEASURED}: {STATUS} has no VmHWM line"
+            return None, f"{NOT_MEASURED}: {self._status} has no VmHWM line"
         return HostMemory(peak_rss_bytes=peak), None

@@ -423,6 +423,8 @@ def _run_header(run: RunHeader) -> JsonObject:
         "tool_version": run.tool_version,
         "created": run.created,
         "trace": run.trace,
+        "trainer": run.trainer,
+        "train_command": run.train_command,
     }
 
 

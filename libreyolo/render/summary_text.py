@@ -56,6 +56,16 @@ def _headline(s: Summary) -> str:
     )
 
 
+def _trainer_lines(s: Summary) -> list[str]:
+    """Whose steps these are, when libreyolo 1.x's own trainer ran them (`--trainer`)."""
+    if s.run.trainer is None:
+        return []
+    lines = [f"trainer  {safe_text(s.run.trainer)}"]
+    if s.run.train_command:
+        lines.append(f"train    {safe_text(s.run.train_command)}")
+    return lines
+
+
 def _inference_lines(s: Summary) -> list[str]:
     if s.latency is None or s.stages_ms is None:
         return []
@@ -202,7 +212,8 @@ def _host_memory_lines(s: Summary) -> list[str]:
 
 def summary_lines(s: Summary) -> list[str]:
     """Every line of the summary view, in order."""
-    lines: list[str] = [_headline(s), *_inference_lines(s), *compute_lines(s.compute)]
+    lines: list[str] = [_headline(s), *_trainer_lines(s), *_inference_lines(s)]
+    lines += compute_lines(s.compute)
     lines += exec_lines(s.execution)
     lines += [*_device_lines(s), *_host_lines(s)]
     lines += _host_memory_lines(s)

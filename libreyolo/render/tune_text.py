@@ -3,7 +3,11 @@ sweep table when `hydra/sweeper=tune` chose the points.
 
 One line for the search (goal, range, points measured), then per series one line: the
 recommendation with its evidence, or why there is none, and the stop reason; for training the
-settings line (`train: batch=32 imgsz=640 amp=true workers=8 (tuned.yaml)`). The series' label
+settings line (`train: batch=32 imgsz=640 amp=true workers=8 (tuned.yaml)`), or, for a search
+of libreyolo 1.x's own trainer, its command as a line of its own that a shell runs as is
+(`train: OMP_NUM_THREADS=2 <env>/bin/libreyolo train data=... batch=32 ...`) and the config
+file on the next, with the loader workers marked as given (`config: tuned.yaml; workers=8 as
+given, not searched`). The series' label
 and its recommendation are the sweep page's too.
 
 Pure: no I/O. Strings from the file pass `safe_text` (every line does again on output).
@@ -64,6 +68,12 @@ def answer_text(series: TuneSeries, rec: Recommendation | None) -> str:
     return f"recommended batch {rec.batch}: {evidence}"
 
 
+def _workers(settings: str | None) -> str | None:
+    """The `workers=N` of a settings line (`batch=32 imgsz=640 amp=true workers=8`)."""
+    words = (settings or "").split()
+    return next((w.split("=", 1)[1] for w in words if w.startswith("workers=")), None)
+
+
 def tune_lines(tune: TuneRecord) -> list[str]:
     """The search's lines: its goal, then per series its answer and stop reason (and, for
     training, the settings line)."""
@@ -74,7 +84,15 @@ def tune_lines(tune: TuneRecord) -> list[str]:
         lines.append(
             f"{series_label(series)}: {answer_text(series, rec)} (stopped: {series.stopped})"
         )
-        if rec is not None and rec.train_settings:
+        if rec is not None and rec.train_command:  # libreyolo 1.x's own: pasted as is
+            lines.append(f"train: {safe_text(rec.train_command)}")
+            given = _workers(rec.train_settings)
+            where = f"config: {short_name(rec.config_file)}" if rec.config_file else ""
+            if given is not None:  # the search varies the batch only
+                where += f"{'; ' if where else ''}workers={given} as given, not searched"
+            if where:
+                lines.append(where)
+        elif rec is not None and rec.train_settings:
             where = f" ({short_name(rec.config_file)})" if rec.config_file else ""
             lines.append(f"train: {safe_text(rec.train_settings)}{where}")
     return lines

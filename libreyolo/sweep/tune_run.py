@@ -155,8 +155,9 @@ class SearchState:
         self.measured: list[list[Measured]] = [[] for _ in series]
         self.done: list[Done | None] = [None] * len(series)
 
-    def round(self) -> list[tuple[int, int]]:
-        """(series, batch) of the next round: each unfinished series' next batch."""
+    def round(self) -> list[tuple[int, int, bool]]:
+        """(series, batch, again) of the next round: each unfinished series' next batch, and
+        whether it is measured again (it was, on a busy host)."""
         launches = []
         for index, measured in enumerate(self.measured):
             if self.done[index] is not None:
@@ -165,8 +166,9 @@ class SearchState:
             if isinstance(step, Done):
                 self.done[index] = step
                 continue
-            assert all(m.batch != step.batch for m in measured), "decide() repeated a batch"
-            launches.append((index, step.batch))
+            seen = any(m.batch == step.batch for m in measured)
+            assert seen == step.again, "decide() repeated a batch it did not ask again"
+            launches.append((index, step.batch, step.again))
         return launches
 
     def results(self) -> list[SeriesResult]:
@@ -201,12 +203,16 @@ def search(
     state = SearchState(series, settings)
     returns: list[Sequence[JobReturn]] = []
     job_idx = 0
-    launches: list[tuple[int, int]] = []
+    launches: list[tuple[int, int, bool]] = []
     folders: list[str] = []
     since = time.time()
     try:
         while launches := state.round():
-            batches = [[*series[i].overrides, f"batch={batch}"] for i, batch in launches]
+            # measured again: the point's earlier numbers are not reused (it was busy)
+            batches = [
+                [*series[i].overrides, f"batch={batch}", *(["sweep.resume=false"] if again else [])]
+                for i, batch, again in launches
+            ]
             folders = [
                 job_folder(loader, config, job, job_idx + n) for n, job in enumerate(batches)
             ]
@@ -214,10 +220,10 @@ def search(
             results = launcher.launch(batches, initial_job_idx=job_idx)
             job_idx += len(batches)
             returns.append(results)
-            for (index, batch), ret in zip(launches, results, strict=True):
+            for (index, batch, _), ret in zip(launches, results, strict=True):
                 state.measured[index].append(measured_of(ret, batch, settings, root))
     except KeyboardInterrupt:  # the stop goes on once what was measured is written down
-        for (index, batch), folder in zip(launches, folders, strict=True):
+        for (index, batch, _), folder in zip(launches, folders, strict=True):
             finished = finished_point(root, folder, batch, settings, since)
             if finished is not None:
                 state.measured[index].append(finished)

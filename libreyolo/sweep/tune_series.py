@@ -97,6 +97,7 @@ def tune_settings(tune: TuneConfig) -> TuneSettings:
         percentile=tune.percentile,
         max_latency_ms=number(tune.max_latency_ms),
         memory_budget_mb=number(tune.memory_budget_mb),
+        remeasure=tune.remeasure,
     )
 
 
@@ -115,6 +116,9 @@ def series_of(overrides: Sequence[str], swept: Sequence[str], config: DictConfig
         threads=None if threads is None else int(threads),
         settings=tune_settings(tune),
     )
+
+
+MAX_REMEASURE = 16  # tune_model's rule for tune.remeasure
 
 
 def _positive(value: float | None) -> bool:
@@ -147,6 +151,11 @@ def check_settings(settings: TuneSettings) -> None:
     if not _positive(settings.max_latency_ms):
         raise UsageError(
             f"tune.max_latency_ms must be a positive number of ms (got {settings.max_latency_ms:g})"
+        )
+    if not 0 <= settings.remeasure <= MAX_REMEASURE:
+        raise UsageError(
+            f"tune.remeasure must be 0..{MAX_REMEASURE} more measurements of a busy point "
+            f"(got {settings.remeasure})"
         )
     if settings.percentile not in PERCENTILES:
         raise UsageError(

@@ -20,9 +20,17 @@ from pathlib import Path
 
 from libreyolo.analysis.tune import Done, Measured, evidence, versus
 from libreyolo.document.codec import document_bytes
-from libreyolo.document.files import write_atomic
+from libreyolo.document.files import load, write_atomic
 from libreyolo.document.json_value import JsonObject
-from libreyolo.document.sweep_io import REQUEST_FILE, TUNE_FILE, inside, read_request
+from libreyolo.document.limits import MAX_PROFILE_BYTES
+from libreyolo.document.sweep_io import (
+    REQUEST_FILE,
+    STATUS_FILE,
+    TUNE_FILE,
+    inside,
+    read_request,
+    read_status,
+)
 from libreyolo.document.tune_model import (
     Recommendation,
     TuneRecord,
@@ -30,6 +38,7 @@ from libreyolo.document.tune_model import (
     TuneSettings,
     TuneStep,
 )
+from libreyolo.errors import ProfileError
 from libreyolo.sweep.tuned_config import (
     train_settings,
     tuned_name,
@@ -98,6 +107,22 @@ def _point_config(root: Path, point: str) -> JsonObject:
     return {} if request is None else request.config
 
 
+def _trainer_command(root: Path, point: str) -> str | None:
+    """The command of libreyolo 1.x's training the point measured (its profile's
+    `run.trainer.command`); None for this package's own step or a profile that is lost."""
+    folder = inside(root, point)
+    status = None if folder is None else read_status(folder / STATUS_FILE)
+    path = None if folder is None or status is None else inside(folder, status.profile or "")
+    if path is None or not path.is_file():
+        return None
+    try:
+        profile = load(str(path), max_input_bytes=MAX_PROFILE_BYTES)
+    except ProfileError:
+        return None
+    trainer = profile.run.trainer
+    return None if trainer is None else trainer.command
+
+
 def tune_record(
     root: Path, mode: str, settings: TuneSettings, results: Sequence[SeriesResult]
 ) -> tuple[TuneRecord, dict[str, str]]:
@@ -109,7 +134,7 @@ def tune_record(
         batch = None if result.done is None else result.done.batch
         if batch is None:
             continue
-        answer = next(m for m in result.measured if m.batch == batch)
+        answer = next(m for m in reversed(result.measured) if m.batch == batch)
         said = evidence(settings, result.measured, batch)
         recommendation = Recommendation(
             imgsz=result.imgsz,
@@ -126,15 +151,25 @@ def tune_record(
             name = f"tuned_{index + 1}.yaml" if name in texts else name
             imgsz, amp, threads = result.imgsz, result.amp, result.threads
             why = f"{settings.goal}: {said}"
+            command = _trainer_command(root, answer.point)
             texts[name] = tuned_text(
-                config, batch=batch, imgsz=imgsz, amp=amp, threads=threads, why=why
+                config,
+                batch=batch,
+                imgsz=imgsz,
+                amp=amp,
+                threads=threads,
+                why=why,
+                command=command,
             )
             workers = workers_of(config)
             line = train_settings(
                 batch=batch, imgsz=imgsz, amp=amp, threads=threads, workers=workers
             )
             recommendation = dataclasses.replace(
-                recommendation, train_settings=line, config_file=name
+                recommendation,
+                train_settings=line,
+                config_file=name,
+                train_command=command,
             )
         recommended.append(recommendation)
     record = TuneRecord(

@@ -82,9 +82,11 @@ def tuned_text(
     amp: bool | None,
     threads: int | None,
     why: str,
+    command: str | None = None,
 ) -> str:
     """The config file of one recommendation; `config` is its point's resolved config and
-    `why` the goal and evidence for the comment line."""
+    `why` the goal and evidence for the comment line; `command`, libreyolo 1.x's training
+    command (a trainer search), a comment line of its own."""
     settings: dict[str, object] = {"batch": batch}
     settings |= {} if imgsz is None else {"imgsz": imgsz}
     settings |= {} if amp is None else {"amp": amp}
@@ -93,9 +95,20 @@ def tuned_text(
     model = _picked(_member(config, "model"), ("family", "size", "weights"), (str, type(None)))
     settings |= {"dataset": dataset} if dataset else {}
     settings |= {"model": model} if model else {}
+    settings |= _trainer_settings(config)
     comment = _CONTROL.sub(" ", why)
     body = yaml.safe_dump(settings, sort_keys=False, allow_unicode=True, default_flow_style=False)
-    return f"{HEADER}\n{MARK}: {comment}\n{body}"
+    train = "" if command is None else f"# train: {_CONTROL.sub(' ', command)}\n"
+    return f"{HEADER}\n{MARK}: {comment}\n{train}{body}"
+
+
+def _trainer_settings(config: Mapping[str, JsonValue]) -> JsonObject:
+    """`trainer` and `train_args` of a search of libreyolo 1.x's own trainer ({} else)."""
+    trainer, args = config.get("trainer"), config.get("train_args")
+    if not isinstance(trainer, str):
+        return {}
+    words = [a for a in args if isinstance(a, str)] if isinstance(args, list) else []
+    return {"trainer": trainer, "train_args": list(words)}
 
 
 def is_tuned_config(path: Path) -> bool:

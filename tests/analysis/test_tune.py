@@ -259,3 +259,61 @@ def test_evidence_compares_with_the_best_when_it_is_a_bigger_batch() -> None:
     assert evidence(settings, measured, 1).startswith(
         "batch 1: 90.4 ± 0.4 img/s; 4 adds +19.5 %, not significant (Welch p "
     )
+
+
+def search_busy(
+    settings: TuneSettings, rate: Callable[[int], float], busy: dict[int, int]
+) -> tuple[Done, list[Measured]]:
+    """`search`, the first `busy[b]` measurements of batch b made on a busy host."""
+    measured: list[Measured] = []
+    counts: dict[int, int] = {}
+    for _ in range(64):
+        decision = decide(settings, measured)
+        if isinstance(decision, Done):
+            return decision, measured
+        batch = decision.batch
+        assert decision.again == (batch in counts)
+        counts[batch] = counts.get(batch, 0) + 1
+        measured.append(
+            Measured(
+                f"b{batch}",
+                batch,
+                True,
+                trials=trials(rate(batch)),
+                peak_mb=100.0 * batch,
+                contended=counts[batch] <= busy.get(batch, 0),
+            )
+        )
+    raise AssertionError("the search did not end")
+
+
+def test_a_busy_deciding_point_is_measured_again_then_trusted() -> None:
+    done, measured = search_busy(TuneSettings(batch_max=64), saturating(8), {8: 1, 16: 2})
+    # 8 is the answer, 4 and 16 its neighbours, 32 the best: 8 once more, 16 twice more
+    assert path(measured) == [1, 2, 4, 8, 16, 32, 8, 16, 16]
+    assert (done.stopped, done.batch) == ("no_gain", 8)
+
+
+def test_still_busy_after_remeasure_tries_means_no_answer() -> None:
+    done, measured = search_busy(TuneSettings(batch_max=64), saturating(8), {8: 9})
+    assert path(measured) == [1, 2, 4, 8, 16, 32, 8, 8]  # 2 more tries (tune.remeasure)
+    assert (done.stopped, done.batch) == ("contended", None)
+    assert done.why == (
+        "batch 8 measured on a busy host 3 times (the host took CPU time from the steps): "
+        "batch 8 cannot be trusted; stop the other work on this machine and search again"
+    )
+    done, measured = search_busy(TuneSettings(batch_max=64, remeasure=0), saturating(8), {8: 1})
+    assert (done.stopped, len(measured)) == ("contended", 6)
+
+
+def test_a_busy_point_that_decides_nothing_is_not_measured_again() -> None:
+    done, measured = search_busy(TuneSettings(batch_max=64), saturating(8), {1: 9, 2: 9})
+    assert path(measured) == [1, 2, 4, 8, 16, 32]
+    assert done.batch == 8
+
+
+def test_maxfit_is_decided_by_memory_not_by_a_busy_host() -> None:
+    done, measured = search_busy(
+        TuneSettings(goal="maxfit", batch_max=8), saturating(8), {8: 9, 4: 9}
+    )
+    assert path(measured) == [1, 2, 4, 8] and done.batch == 8

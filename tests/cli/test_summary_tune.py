@@ -47,6 +47,7 @@ SETTINGS_KEYS = {
     "percentile",
     "max_latency_ms",
     "memory_budget_mb",
+    "remeasure",
 }
 SERIES_KEYS = {"imgsz", "amp", "threads", "overrides", "path", "stopped", "why", "batch"}
 STEP_KEYS = {
@@ -74,6 +75,7 @@ RECOMMENDATION_KEYS = {
     "evidence",
     "train_settings",
     "config_file",
+    "train_command",
 }
 
 

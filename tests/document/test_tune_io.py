@@ -129,7 +129,7 @@ FIELD_CASES: list[tuple[str, Edit, str]] = [
         "stop unknown",
         _at(S, 0, "stopped", "bored"),
         "series[0].stopped is 'bored', not one of no_gain, no_fit, batch_max, latency_bound, "
-        "none_fits, failed, interrupted",
+        "none_fits, failed, contended, interrupted",
     ),
     (
         "why of 10 MB",

@@ -138,10 +138,10 @@ def test_each_round_launches_every_unfinished_series_next_batch_together() -> No
         Series(("imgsz=96",), ("imgsz=96",), "infer", 1, 96, True, None, settings),
     ]
     state = SearchState(series, settings)
-    assert state.round() == [(0, 1), (1, 1)]
+    assert state.round() == [(0, 1, False), (1, 1, False)]
     state.measured[0].append(Measured(point="a1", batch=1, fits=True, trials=(9.0,)))
     state.measured[1].append(Measured(point="b1", batch=1, fits=False, bound="oom"))
-    assert state.round() == [(0, 2)]  # the second series is done: not even batch 1 fits
+    assert state.round() == [(0, 2, False)]  # the second series is done: not even batch 1 fits
     assert state.done[1] == Done("none_fits", "batch 1 does not fit (out of memory)", None)
     state.measured[0].append(Measured(point="a2", batch=2, fits=True, trials=(9.0,)))
     assert state.round() == [] and state.done[0] is not None and state.done[0].batch == 2

@@ -197,9 +197,15 @@ def run_facts(s: Summary, source: str) -> str:
     weights = esc(r.weights or "–") + (
         ' <span class="tag bad">random init</span>' if r.random_init else ""
     )
+    trainer = (
+        []
+        if r.trainer is None
+        else [("trainer", esc(r.trainer)), ("train", f"<code>{esc(r.train_command or '–')}</code>")]
+    )
     return definition_list(
         [
             ("model", esc(r.model or "–")),
+            *trainer,
             ("weights", weights),
             ("device", esc(r.device or "–")),
             ("device name", esc(r.device_name or "–")),
