@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The prepared GPU check, for the lent GPU machine (device tool, `carry: [".whl"]`):
 #
-#   bash scripts/gpu_check.sh            # there: at most 420 s, every step time-boxed
+#   bash scripts/gpu_check.sh            # there: at most 550 s, every step time-boxed
 #   bash scripts/gpu_check.sh --dry-run  # here: is .whl complete, what will run, what comes back
 #
 # That machine reaches no registry: the check runs its own python3 (torch 2.11, or $PYTHON) with
@@ -15,7 +15,10 @@
 # graph and torch.compiled (compile time, no recompile in the window), training with AMP,
 # an untraced inference at 640 px whose 400 runs are the energy window (only infer has
 # --no-trace), AutoBatch (--batch -1), a one-point training sweep under tune.memory_budget_mb far
-# below its need (it must be recorded `oom`), and the truth suite's planted bottlenecks. Each
+# below its need (it must be recorded `oom`), `profile run --trainer` on the tests' fake
+# libreyolo 1.x (the trainer probe's CUDA path: syncs, CUDA activity, allocator peaks, energy
+# read from outside; 1.6.0 itself cannot be installed there), and the truth suite's planted
+# bottlenecks. Each
 # profile is checked (GPU fields, kernels, phases, peak memory, tensor cores under AMP/half, no
 # libkineto line on stderr, MFU in (0, 1] against the H200's datasheet peak, YOLOv9-t's 7.7
 # GFLOP/img at 640 px scaled to the side, and the untraced one's NVML J/img over >= 1 s, ...).
