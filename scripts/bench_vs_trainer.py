@@ -117,10 +117,17 @@ def main() -> None:
                 for batch in batches:
                     words = _words(data, weights, batch, imgsz)
                     refs, profs = [], []
-                    for _ in range(args.rounds):  # alternated: both see the same host
+                    for index in range(args.rounds):  # alternated: both see the same host
                         common = (args.v1, words, args.steps, args.warmup, args.threads)
                         refs.append(_reference(*common))
                         profs.append(_profiled(*common))
+                        # each round as it ends (stderr): a run stopped by a time limit keeps them
+                        print(
+                            f"{family} {imgsz} b{batch} round {index + 1}: "
+                            f"{refs[-1]['img_per_s']:.2f} vs {profs[-1]['img_per_s']:.2f} img/s",
+                            file=sys.stderr,
+                            flush=True,
+                        )
                     ref = statistics.median(r["img_per_s"] for r in refs)
                     prof = statistics.median(p["img_per_s"] for p in profs)
                     # each round pairs the two runs back to back: its ratio cancels the host's
