@@ -12,6 +12,7 @@ from libreyolo.analysis.execution import KEYS as EXECUTION_KEYS
 from libreyolo.analysis.execution import execution_metrics
 from libreyolo.analysis.metrics import compute_metrics
 from libreyolo.analysis.trainer_levers import for_trainer
+from libreyolo.analysis.variant_levers import variant_levers
 from libreyolo.analysis.verdict import decide
 from libreyolo.document.mode import Mode
 from libreyolo.document.model import Artifacts, Profile, RunInfo, Scalar, Tool, TraceAnalysis
@@ -24,6 +25,9 @@ def finalize(profile: Profile) -> Profile:
     verdict = decide(profile, provisional)
     if profile.run.trainer is not None:  # what to change is libreyolo 1.x's `train` words
         verdict = for_trainer(verdict)
+    measured = variant_levers(profile, provisional)
+    if measured:  # measured savings first: they outrank the bound's generic levers
+        verdict = msgspec.structs.replace(verdict, levers=[*measured, *verdict.levers])
     metrics = provisional | {"bound": verdict.bound}
     return msgspec.structs.replace(profile, metrics=metrics, verdict=verdict)
 

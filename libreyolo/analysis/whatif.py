@@ -12,6 +12,7 @@ lists its assumptions, and says whether a test checked it against a measurement 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -68,7 +69,7 @@ def checked(regime: str, category: str | None) -> str:
 class Projection:
     result_kind: ClassVar[ResultKind] = ResultKind.WHAT_IF
     bound: str | None
-    regime: str  # "host / launch", "compute" or "cpu"
+    regime: str  # "host / launch", "compute", "cpu", or "measured" (a variant trial)
     mechanism: str
     removed_gpu_ms: float
     removed_launches: int
@@ -121,6 +122,39 @@ def _finish(
     )
 
 
+def _variant_step(profile: Profile, variant: str) -> Projection:
+    """The step with `variant`: the measured step less what the variant saved on the part it
+    changes, both sides timed on one batch after the window (`Profile.variant_trials`)."""
+    trial = next((t for t in profile.variant_trials if t.variant == variant), None)
+    if trial is None:
+        have = ", ".join(t.variant for t in profile.variant_trials) or "none"
+        used = "; the run used it already" if variant in profile.run.variants else ""
+        raise UnknownNameError(
+            f"the profile has no trial of variant '{variant}' (trials: {have}){used}"
+        )
+    step = float(profile.metrics.get("step_ms") or 0.0)
+    saved = trial.as_run_ms - trial.variant_ms
+    if step <= 0 or saved >= step:
+        raise AnalysisError(
+            f"variant '{variant}' saved {saved:.0f} ms of a {step:.0f} ms step: the numbers "
+            "cannot support a projection",
+            hint=f"measure it: libreyolo profile run ... --variant {variant}",
+        )
+    mechanism = (
+        f"measured: {trial.part} took {trial.as_run_ms:.1f} ms, {trial.variant_ms:.1f} ms with "
+        f"--variant {variant} (median of {trial.repeats} each, after the window)"
+    )
+    assumptions = (
+        "the rest of the step is the same code with or without the variant",
+        "the part was timed on one batch; the window's batches may carry other box counts",
+    )
+    return dataclasses.replace(
+        _finish(profile, "measured", mechanism, 0.0, 0, step - saved, assumptions),
+        caveat=f"measured on the part it changes; confirm with profile run --variant {variant}.",
+        checked="measured: the variant ran beside the run's own way on the same batch",
+    )
+
+
 def _cpu_projection(profile: Profile, category: str | None, launches: int | None) -> Projection:
     if launches is not None:
         raise UsageError(
@@ -157,11 +191,20 @@ def _cpu_projection(profile: Profile, category: str | None, launches: int | None
 
 
 def project(
-    profile: Profile, *, category: str | None = None, launches: int | None = None
+    profile: Profile,
+    *,
+    category: str | None = None,
+    launches: int | None = None,
+    variant: str | None = None,
 ) -> Projection:
-    """The projected step after removing a category and/or `launches` launches per step."""
+    """The projected step after removing a category and/or `launches` launches per step, or
+    with one of this package's speed-ups the run did not use (`variant`, measured)."""
+    if variant is not None:
+        if category or launches is not None:
+            raise UsageError("--variant is measured, not projected: give it alone")
+        return _variant_step(profile, variant)
     if not category and launches is None:
-        raise UsageError("specify --remove-category or --remove-launches")
+        raise UsageError("specify --remove-category, --remove-launches or --variant")
     trace = profile.trace
     if trace is None or not trace.has_gpu:
         return _cpu_projection(profile, category, launches)

@@ -125,6 +125,7 @@ def what_if(args: argparse.Namespace) -> CommandResult:
         _profile(args, args.trace),
         category=args.remove_category or None,
         launches=args.remove_launches,
+        variant=args.variant,
     )
     return result, args.trace
 

@@ -213,8 +213,28 @@ def _add_run(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
     p.add_argument("--project", default=defaults.PROJECT, help="Output root directory")
     _add_exec(p, defaults.TRAIN_EXEC_MODES)
     _add_threads(p)
+    _add_fidelity(p)
     _add_trainer(p)
     _show_defaults(p)
+
+
+def _add_fidelity(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--max-labels",
+        metavar="N",
+        type=positive_int,
+        default=defaults.MAX_LABELS,
+        help="libreyolo 1.6.0's max_labels: YOLOv9 target rows per image, boxes past it dropped "
+        "(default: 1.6.0's 300)",
+    )
+    p.add_argument(
+        "--variant",
+        metavar="NAME",
+        action="append",
+        choices=defaults.TRAIN_VARIANTS,
+        help="Opt into one of this package's speed-ups instead of 1.6.0's work (repeatable): "
+        "trimmed_targets pads YOLOv9 targets only to the batch's largest box count",
+    )
 
 
 def _add_trainer(p: argparse.ArgumentParser) -> None:
@@ -480,6 +500,12 @@ def _add_what_if(sub: argparse._SubParsersAction[Parser], common: Parser) -> Non
         "--remove-launches",
         type=non_negative_int,
         help="Project removing N kernel launches/step (e.g. an op-fusion win)",
+    )
+    p.add_argument(
+        "--variant",
+        metavar="NAME",
+        help="The step with one of this package's speed-ups the run did not use, from its "
+        "measured trial (training; e.g. trimmed_targets)",
     )
 
 

@@ -51,6 +51,8 @@ FLAG_KEYS: dict[str, str] = {
     "trainer": "trainer",
     "train_arg": "train_args",
     "trainer_timeout": "trainer_timeout_s",
+    "max_labels": "max_labels",
+    "variant": "variants",
 }
 
 # Flag values that are positional arguments, not options.

@@ -204,6 +204,10 @@ class ProfileConfig:
     # for that `libreyolo train`; `trainer_timeout_s`: how long it may stay silent.
     trainer: str | None = defaults.TRAINER
     train_args: list[str] = field(default_factory=list)
+    # run, built-in step: 1.6.0's `max_labels` (YOLOv9's target rows per image; None: its 300)
+    # and the speed-ups this run opts into (names in defaults.TRAIN_VARIANTS; none: 1.6.0's work).
+    max_labels: int | None = defaults.MAX_LABELS
+    variants: list[str] = field(default_factory=list)
     trainer_timeout_s: float = defaults.TRAINER_TIMEOUT_S
 
 

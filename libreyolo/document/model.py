@@ -98,6 +98,11 @@ class RunInfo(msgspec.Struct, frozen=True, kw_only=True):
     held_device: str | None = None
     # Set when the steps were libreyolo 1.x's own trainer's (`--trainer`), not this package's.
     trainer: Trainer | None = None
+    # Training, built-in step: target rows per image the loss assigned over (1.6.0's
+    # `max_labels`; None: not recorded, or trimmed to the batch's most crowded image), and this
+    # package's speed-ups the run opted into (`--variant`; empty: 1.6.0's work per step).
+    max_labels: int | None = None
+    variants: list[str] = msgspec.field(default_factory=list)
 
 
 class Window(msgspec.Struct, frozen=True, kw_only=True):
@@ -451,6 +456,18 @@ class Verdict(msgspec.Struct, frozen=True, kw_only=True):
     quiet_why: str | None = None
 
 
+class VariantTrial(msgspec.Struct, frozen=True, kw_only=True):
+    """One of this package's speed-ups (`--variant`) the run did not use, timed beside what it
+    did: the part of the step the variant changes, run both ways on the same batch after the
+    window (never inside it), alternated, `repeats` times each; medians in ms."""
+
+    variant: str  # e.g. "trimmed_targets"
+    part: str  # what was timed, e.g. "the loss, forward and backward, 300 target rows per image"
+    as_run_ms: float
+    variant_ms: float
+    repeats: int
+
+
 class Trial(msgspec.Struct, frozen=True, kw_only=True):
     """One trial of a `--repeat N` measurement: its flat metrics and verdict."""
 
@@ -497,6 +514,9 @@ class Profile(msgspec.Struct, frozen=True, kw_only=True):
     metrics: dict[str, Scalar] = msgspec.field(default_factory=dict)
     verdict: Verdict | None = None
     trials: list[Trial] = msgspec.field(default_factory=list)
+    # Speed-ups the run did not use, each timed on the part of the step it changes (training,
+    # built-in step); empty where none applies and in files that predate it.
+    variant_trials: list[VariantTrial] = msgspec.field(default_factory=list)
     artifacts: Artifacts = msgspec.field(default_factory=Artifacts)
     legacy_v1: dict[str, Any] | None = None
 

@@ -35,6 +35,7 @@ from libreyolo.document.model import (
     Samples,
     Tool,
     TraceAnalysis,
+    VariantTrial,
 )
 from libreyolo.errors import AnalysisError
 from libreyolo.measure.artifacts import PROFILE_NAME, TRACE_NAME, StagedRun, utc_now
@@ -145,6 +146,7 @@ def assemble_profile(
     notes: Sequence[str],
     execution: Execution | None = None,
     environment: Environment | None = None,
+    variant_trials: Sequence[VariantTrial] = (),
 ) -> Profile:
     """The finalized profile (metrics, verdict) of one measurement; `device_memory` is the
     allocator's record of the window (`measure.memory.device_memory`), kept with or without a
@@ -153,7 +155,8 @@ def assemble_profile(
     `notes` is
     everything the run noted about itself, in the order it was noted (the profile's one list
     of them, shown by every reader with or without a trace). `environment`: where another
-    process measured (the trainer probe's report); None: this process's."""
+    process measured (the trainer probe's report); None: this process's. `variant_trials`:
+    the speed-ups the run did not use, timed after the window (`measure.variant_trials`)."""
     return finalize(
         Profile(
             kind=kind,
@@ -170,6 +173,7 @@ def assemble_profile(
             compute=compute,
             execution=execution,
             notes=list(notes),
+            variant_trials=list(variant_trials),
             artifacts=Artifacts(trace=TRACE_NAME if trace is not None else None),
         )
     )

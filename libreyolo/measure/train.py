@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from libreyolo import defaults
 from libreyolo.config.compose import as_plain_dict
 from libreyolo.config.schema import ExecMode, ProfileConfig
 from libreyolo.document.mode import Mode
@@ -57,7 +58,9 @@ from libreyolo.measure.memory_check import check_training
 from libreyolo.measure.phases import PhaseTimer
 from libreyolo.measure.stages import Progress, stage
 from libreyolo.measure.threads import intra_op_threads, warn_if_crowded
+from libreyolo.measure.variant_trials import time_variants
 from libreyolo.measure.window import TraceRecorder, WindowPlan, fit_calibration, plan_window
+from libreyolo.workload.family import TrainOptions
 
 if TYPE_CHECKING:
     from torch.utils.data import DataLoader, Dataset
@@ -91,13 +94,28 @@ def _fit_batch(
             )
         if workload.describe(model).nc != limits.nc:
             workload.reset_classes(model, limits.nc, dict(enumerate(limits.names)))
-        trainer = workload.train_step(model, device=device, amp=settings.amp, ema=True)
+        trainer = workload.train_step(
+            model, device=device, amp=settings.amp, ema=True, options=train_options(settings)
+        )
         boxes = limits.boxes_per_image
         return lambda batch: trainer.step(
             workload.probe_batch(batch, settings.imgsz, limits.nc, boxes_per_image=boxes)
         )
 
     return autobatch(make_step, memory or CudaMemory(device), limits.cap)
+
+
+def train_options(settings: ProfileConfig) -> TrainOptions:
+    """The run's departures from 1.6.0's step (`--max-labels`, `--variant`), checked."""
+    unknown = sorted(set(settings.variants) - set(defaults.TRAIN_VARIANTS))
+    if unknown:
+        raise UsageError(
+            f"unknown variant {unknown[0]!r}",
+            hint=f"one of: {', '.join(defaults.TRAIN_VARIANTS)}",
+        )
+    if settings.max_labels is not None and settings.max_labels < 1:
+        raise UsageError(f"--max-labels must be 1 or more; got {settings.max_labels}")
+    return TrainOptions(settings.max_labels, frozenset(settings.variants))
 
 
 def _validate(s: ProfileConfig, device: torch.device) -> None:
@@ -109,6 +127,7 @@ def _validate(s: ProfileConfig, device: torch.device) -> None:
             hint="pass an explicit --batch, e.g. --batch 16",
         )
     check_exec(s.exec, Mode.TRAIN, s.window.warmup)
+    train_options(s)  # a bad --variant or --max-labels is refused before anything loads
     if s.batch < 1 and s.batch != -1:
         raise UsageError(f"--batch must be 1 or more (or -1 for AutoBatch); got {s.batch}")
     if s.dataset.workers < 0:
@@ -249,11 +268,13 @@ def _profile_training(
         if skipped:
             notes.append(skipped_updates_note(len(skipped), plan.num_measured))
         trace = analysed_trace(measured.recorder, run, measured.window.phase_ms, device, notes)
+        with stage("time variants", on_progress, hint="pass --variant to skip a variant's trial"):
+            trials = time_variants(trainer, lambda: _first_batch(loaded), device, notes)
         window = measured.window
         energy = window_energy(window.energy, batch * plan.num_unsynced)  # the metered images
         profile = assemble_profile(
             kind=Mode.TRAIN,
-            info=_run_info(settings, loaded, device, workers, trainer.amp_effective),
+            info=_run_info(settings, loaded, device, workers, trainer),
             device=device,
             plan=plan,
             samples=Samples(steps=window.steps, bare_ms=window.bare_ms, amp_skipped_steps=skipped),
@@ -268,8 +289,16 @@ def _profile_training(
                 channels_last=channels_last,
                 compiled=measured.compiled(settings.exec),
             ),
+            variant_trials=trials,
         )
         return profile, conclude(run, profile, commit=into is None)
+
+
+def _first_batch(loaded: _TrainingInputs) -> object:
+    """The epoch's first `batch` samples, collated: real, augmented data for the variant trials
+    (the window's own batches are gone with its loader)."""
+    samples = [loaded.dataset[index] for index in range(loaded.batch)]
+    return loaded.workload.collate(samples)
 
 
 def _dataset_spec(
@@ -383,7 +412,11 @@ def _trainer(
             notes.append(f"class layers reset from the checkpoint's classes to {spec.nc}")
         channels_last = settings.exec.channels_last is not False  # the step's own: NHWC
         trainer = loaded.workload.train_step(
-            loaded.model, device=device, amp=settings.amp, channels_last=channels_last
+            loaded.model,
+            device=device,
+            amp=settings.amp,
+            channels_last=channels_last,
+            options=train_options(settings),
         )
     return trainer, channels_last
 
@@ -488,7 +521,11 @@ def _measure(
 
 
 def _run_info(
-    settings: ProfileConfig, loaded: _TrainingInputs, device: torch.device, workers: int, amp: bool
+    settings: ProfileConfig,
+    loaded: _TrainingInputs,
+    device: torch.device,
+    workers: int,
+    trainer: TrainRunner,
 ) -> RunInfo:
     spec = loaded.spec
     return RunInfo(
@@ -500,12 +537,16 @@ def _run_info(
         device=str(device),
         batch=loaded.batch,
         imgsz=settings.imgsz,
-        amp=amp,
+        amp=trainer.amp_effective,
         num_images=loaded.num_images,
         dataset_yaml=os.fspath(spec.yaml_path) if spec.yaml_path else None,
         batches_per_epoch=loaded.available,
         num_workers=workers,
         config=as_plain_dict(settings),
+        # A runner that does not say how many rows it assigns over (a third-party family's)
+        # records none.
+        max_labels=getattr(trainer, "target_rows", None),
+        variants=sorted(settings.variants),
     )
 
 

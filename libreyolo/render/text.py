@@ -220,7 +220,10 @@ def _(result: Projection) -> Lines:
         )
     lines += [f"  assumes: {safe_text(a)}" for a in result.assumptions]
     lines.append(f"  {safe_text(result.checked)}")
-    lines.append("  (rough, verify by actually profiling the change)")
+    if result.regime == "measured":  # a variant's trial: measured, so not "rough"
+        lines.append(f"  ({safe_text(result.caveat)})")
+    else:
+        lines.append("  (rough, verify by actually profiling the change)")
     return lines
 
 

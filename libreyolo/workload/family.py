@@ -38,6 +38,35 @@ class Description:
     num_params: int
 
 
+@dataclass(frozen=True, slots=True)
+class TrainOptions:
+    """How far the training step departs from libreyolo 1.6.0's own, as the user asked.
+
+    `max_labels`: 1.6.0's key, the target rows per image (None: the family's 1.6.0 default).
+    `variants`: this package's speed-ups the run opts into (`defaults.TRAIN_VARIANTS`); none
+    means 1.6.0's work per step. A family refuses (UsageError) an option it cannot honour, so
+    a profile never records a setting that did not take effect.
+    """
+
+    max_labels: int | None = None
+    variants: frozenset[str] = frozenset()
+
+
+FAITHFUL = TrainOptions()  # 1.6.0's step: its max_labels, none of this package's variants
+
+
+class VariantPair(NamedTuple):
+    """The part of a training step one speed-up changes, as the run does it and as the variant
+    would: zero-argument callables that each do that part once on the same batch. A runner
+    that offers them (`variant_pairs(batch)`) has the variants it did not use timed after the
+    window; the runner never times them itself."""
+
+    variant: str  # a name in defaults.TRAIN_VARIANTS
+    part: str  # what the callables do, in words a summary can print
+    as_run: Callable[[], object]
+    with_variant: Callable[[], object]
+
+
 class DetectionsLike(Protocol):
     """One image's detections (`yolo9.predict.Detections` fits): tensors, moved to the host."""
 
@@ -155,9 +184,11 @@ class Workload(Protocol):
         amp: bool,
         ema: bool = True,
         channels_last: bool = True,
+        options: TrainOptions = FAITHFUL,
     ) -> TrainRunner:
         """The training step of `model` with the family's loss, optimiser, AMP path and EMA;
-        `channels_last` runs its weights and inputs NHWC."""
+        `channels_last` runs its weights and inputs NHWC; `options` as `TrainOptions` (a
+        UsageError for one the family cannot honour)."""
         ...
 
     def train_dataset(

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Protocol
 
 import torch
@@ -23,8 +23,10 @@ from torch import Tensor, nn
 
 from libreyolo.document.phases import BACKWARD, FORWARD, OPTIMIZER, STEP_PHASES, TO_DEVICE
 from libreyolo.workload.data.loader import Batch
+from libreyolo.workload.family import VariantPair
 from libreyolo.workload.hooks import PhaseHook, no_phases
-from libreyolo.workload.yolo9.loss import YOLOv9Loss, pad_targets
+from libreyolo.workload.yolo9.loss import YOLOv9Loss, fit_rows, pad_targets
+from libreyolo.workload.yolo9.model import TrainOutput
 
 PHASES = STEP_PHASES
 
@@ -35,6 +37,7 @@ WARMUP_LR_START = 1e-4  # capped at lr0
 WARMUP_MOMENTUM = 0.8
 EMA_DECAY = 0.9999
 EMA_TAU = 2000.0  # updates over which the EMA decay ramps up (1 - e^-1 of the way at tau)
+MAX_LABELS = 300  # 1.6.0's YOLO9Config.max_labels: target rows per image its loss assigns over
 
 
 class BatchLike(Protocol):
@@ -59,6 +62,18 @@ def with_padded_targets(batch: Batch) -> Batch:
     tensor whose `non_blocking` copy waits for the stream, so every step lost its run-ahead."""
     padded = pad_targets(batch.targets, batch.images.shape[0])
     return batch._replace(padded_targets=padded)
+
+
+def _as_leaves(outputs: TrainOutput | Sequence[Tensor]) -> TrainOutput:
+    """The head maps of a train-mode forward as detached leaves that want gradients."""
+    main, aux = (
+        (outputs.main, outputs.aux) if isinstance(outputs, TrainOutput) else (list(outputs), None)
+    )
+
+    def leaf(maps: Sequence[Tensor]) -> list[Tensor]:
+        return [m.detach().requires_grad_(True) for m in maps]
+
+    return TrainOutput(leaf(main), leaf(aux) if aux is not None else None)
 
 
 # One optimiser parameter group: "params" and their "weight_decay" (torch.optim takes dicts).
@@ -215,7 +230,9 @@ class TrainStep:
     """A YOLOv9 model, its loss, optimiser, AMP and EMA; `step()` runs one optimisation step.
 
     Build the model with `aux=True` for the reference's PGI training (main + 0.25 x aux loss).
-    `channels_last` runs the convolutions in NHWC (same values, faster). `warmup_iters` > 0 ramps
+    `channels_last` runs the convolutions in NHWC (same values, faster). `target_rows`: the
+    target rows per image the loss assigns over (1.6.0's `max_labels`, 300); None trims them to
+    the batch's most crowded image (same values, less work). `warmup_iters` > 0 ramps
     lr from min(1e-4, lr0) to lr0 and momentum from 0.8 to 0.937 linearly over that many steps; 0
     (the default) starts at lr0 and 0.937.
     """
@@ -232,6 +249,7 @@ class TrainStep:
         weight_decay: float = WEIGHT_DECAY,
         warmup_iters: int = 0,
         channels_last: bool = True,
+        target_rows: int | None = MAX_LABELS,
         loss: YOLOv9Loss | None = None,
     ) -> None:
         self.device = torch.device(device)
@@ -244,6 +262,7 @@ class TrainStep:
         self.amp_effective = amp and self.device.type == "cuda"
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.amp_effective)
         self.lr0, self.momentum, self.warmup_iters = lr0, momentum, warmup_iters
+        self.target_rows = target_rows
         # foreach: one multi-tensor update instead of a per-parameter loop (CUDA's default already;
         # on CPU it saves most of the optimizer phase). Not fused, as the reference.
         self.optimizer = torch.optim.SGD(
@@ -273,7 +292,7 @@ class TrainStep:
             padded = batch.padded_targets
             if padded is None:
                 padded = pad_targets(batch.targets, images.shape[0])
-            targets = padded.to(self.device, non_blocking=True)
+            targets = fit_rows(padded.to(self.device, non_blocking=True), self.target_rows)
         autocast = torch.autocast(self.device.type, torch.float16, enabled=self.amp_effective)
         with phases(FORWARD), autocast:
             outputs = self.model(images)
@@ -282,6 +301,35 @@ class TrainStep:
         self.iteration += 1
         self._apply_schedule()
         return StepLosses({"total": total.detach(), **parts})
+
+    def variant_pairs(self, batch: BatchLike) -> list[VariantPair]:
+        """`trimmed_targets` against the rows this step assigns over, unless it trims already:
+        the loss's forward and backward on `batch`, from one forward of the model whose maps
+        are leaves, so the pair differs only in the target rows. Changes BN statistics (a
+        train-mode forward): call after the measured steps."""
+        if self.target_rows is None:
+            return []
+        images = batch.images.to(self.device, memory_format=self.memory_format)
+        padded = batch.padded_targets
+        if padded is None:
+            padded = pad_targets(batch.targets, images.shape[0])
+        trimmed = padded.to(self.device)
+        rows = fit_rows(trimmed, self.target_rows)
+        size = (images.shape[2], images.shape[3])
+        autocast = torch.autocast(self.device.type, torch.float16, enabled=self.amp_effective)
+        with torch.no_grad(), autocast:
+            outputs = self.model(images)
+        leaves = _as_leaves(outputs)
+
+        def loss_pass(targets: Tensor) -> Callable[[], object]:
+            def run() -> object:
+                total, _ = self.loss(leaves, targets, size)
+                return torch.autograd.grad(total, [*leaves.main, *(leaves.aux or [])])
+
+            return run
+
+        part = f"the loss, forward and backward, over {self.target_rows} target rows per image"
+        return [VariantPair("trimmed_targets", part, loss_pass(rows), loss_pass(trimmed))]
 
     @property
     def lr(self) -> float:

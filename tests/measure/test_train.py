@@ -78,6 +78,18 @@ def test_training_profile_is_complete(
     assert all(set(s.phase_ms) == PHASES for s in steps if s.synced)
     assert profile.run.amp is False and profile.run.config["amp"] is True  # asked, no effect
     assert (profile.run.family, profile.run.random_init) == ("yolo9", False)
+    assert (profile.run.max_labels, profile.run.variants) == (300, [])  # 1.6.0's work per step
+    # The speed-up it did not use, timed after the window on the loss it changes.
+    [trial] = profile.variant_trials
+    assert (trial.variant, trial.repeats) == ("trimmed_targets", 3)
+    assert trial.part == "the loss, forward and backward, over 300 target rows per image"
+    assert trial.as_run_ms > 0 and trial.variant_ms > 0
+    step_ms = profile.metrics["step_ms"]
+    assert isinstance(step_ms, float) and profile.verdict is not None
+    named = [lever for lever in profile.verdict.levers if "--variant trimmed_targets" in lever]
+    saved_ms = trial.as_run_ms - trial.variant_ms
+    worth_naming = 0 < saved_ms < step_ms and step_ms / (step_ms - saved_ms) >= 1.02
+    assert len(named) == (1 if worth_naming else 0)
     assert (profile.run.num_images, profile.run.batches_per_epoch) == (12, 6)
     yaml = Path(profile.run.config["dataset"]["name_or_path"])  # the set's own YAML file
     assert profile.run.dataset_yaml is not None and Path(profile.run.dataset_yaml) == yaml
@@ -253,3 +265,36 @@ def test_a_config_of_the_other_mode_is_refused_before_anything_loads(tmp_path: P
     with pytest.raises(ValueError, match="measures mode run; the config says infer"):
         profile_training(configured("infer", {"device.name": "cpu", "project": str(tmp_path)}))
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"variants": ["bogus"]}, "unknown variant 'bogus'"),
+        ({"max_labels": 0}, "--max-labels must be 1 or more"),
+        ({"max_labels": 100, "variants": ["trimmed_targets"]}, "most crowded image"),
+    ],
+)
+def test_a_bad_training_option_is_refused_before_a_profile_is_written(
+    checkpoint: Path, data: Path, tmp_path: Path, changes: dict[str, object], message: str
+) -> None:
+    with pytest.raises(UsageError) as info:
+        profile_training(_settings(checkpoint, data, tmp_path, **changes))
+    assert message in info.value.message + (info.value.hint or "")
+    assert not (tmp_path / "run" / "profile.json").exists()
+
+
+def test_the_trimmed_variant_is_recorded(checkpoint: Path, data: Path, tmp_path: Path) -> None:
+    profile, _ = profile_training(
+        _settings(checkpoint, data, tmp_path, variants=["trimmed_targets"], trace=False)
+    )
+    assert (profile.run.max_labels, profile.run.variants) == (None, ["trimmed_targets"])
+    assert profile.variant_trials == []  # nothing left to try
+
+
+@pytest.mark.parametrize("flags", [["--variant", "bogus"], ["--max-labels", "0"]])
+def test_bad_training_flags_exit_2(flags: list[str], tmp_path: Path) -> None:
+    result = invoke(["profile", "run", "synthetic", "--device", "cpu",
+                     "--project", str(tmp_path), *flags])  # fmt: skip
+    assert result.status == 2 and result.stdout == ""
+    assert not any(tmp_path.iterdir())

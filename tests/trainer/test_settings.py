@@ -103,6 +103,9 @@ def test_the_flags_become_1x_words_then_the_train_args(tmp_path: Path) -> None:
     )
     # a weights name that is not a file is 1.x's to resolve: passed as given
     assert train_words(_cfg(), "coco8.yaml")[1] == "model=LibreYOLO9t.pt"
+    # --max-labels is 1.x's own key: passed on only when given
+    assert "max_labels=100" in train_words(_cfg(max_labels=100), "coco8.yaml")
+    assert not any(w.startswith("max_labels=") for w in train_words(_cfg(), "coco8.yaml"))
 
 
 @pytest.mark.parametrize(
@@ -112,6 +115,8 @@ def test_the_flags_become_1x_words_then_the_train_args(tmp_path: Path) -> None:
         ({"model": ModelConfig(size="s")}, "--size has no meaning"),
         ({"exec": ExecConfig(name=ExecMode.compile)}, "--exec has no meaning"),
         ({"exec": ExecConfig(channels_last=True)}, "--channels-last has no meaning"),
+        ({"variants": ["trimmed_targets"]}, "--variant has no meaning"),
+        ({"train_args": ["max_labels=100"]}, r"max_labels= is set by --max-labels"),
         ({"train_args": ["batch=8"]}, r"batch= is set by --batch"),
         ({"train_args": ["model=x.pt"]}, r"model= is set by --weights"),
         ({"train_args": ["project=/tmp/x"]}, "the profiler sets project= itself"),

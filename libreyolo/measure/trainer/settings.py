@@ -28,6 +28,7 @@ FLAG_FOR_KEY = {
     "workers": "--workers",
     "amp": "--amp / --no-amp",
     "cache": "--cache",
+    "max_labels": "--max-labels",
 }
 # 1.x keys the probe owns: where the run writes, its profiler and how it stops.
 PROBE_KEYS = frozenset(
@@ -118,6 +119,7 @@ def check_trainer_config(cfg: ProfileConfig) -> None:
         "--size": cfg.model.size is not None,
         "--exec": cfg.exec.name is not ExecMode.eager,
         "--channels-last": cfg.exec.channels_last is not None,
+        "--variant": bool(cfg.variants),
     }
     for flag, given in refused.items():
         if given:
@@ -177,6 +179,8 @@ def train_words(cfg: ProfileConfig, data: str) -> tuple[str, ...]:
     ]
     if cfg.dataset.cache:
         words.append("cache=ram")
+    if cfg.max_labels is not None:
+        words.append(f"max_labels={cfg.max_labels}")
     return (*words, *cfg.train_args)
 
 

@@ -17,16 +17,23 @@ from PIL import Image
 from torch import nn
 from torch.utils.data import Dataset
 
-from libreyolo.errors import CheckpointError
+from libreyolo.errors import CheckpointError, UsageError
 from libreyolo.workload.checkpoint_io import state_dict_of
 from libreyolo.workload.data.augment import AugmentConfig
 from libreyolo.workload.data.dataset import YoloDataset
 from libreyolo.workload.data.dataset_config import DatasetSpec
 from libreyolo.workload.data.loader import Batch, collate
 from libreyolo.workload.data.probe import grid_boxes
-from libreyolo.workload.family import Description, InferRunner, InferStages, TrainRunner
+from libreyolo.workload.family import (
+    FAITHFUL,
+    Description,
+    InferRunner,
+    InferStages,
+    TrainOptions,
+    TrainRunner,
+)
 from libreyolo.workload.infer import InferStep
-from libreyolo.workload.train import TrainStep, with_padded_targets
+from libreyolo.workload.train import MAX_LABELS, TrainStep, with_padded_targets
 from libreyolo.workload.yolo9 import checkpoint, predict
 from libreyolo.workload.yolo9.model import FUSE_MODES, SIZES, FuseMode, YOLOv9
 
@@ -106,8 +113,19 @@ class YOLOv9Workload:
         amp: bool,
         ema: bool = True,
         channels_last: bool = True,
+        options: TrainOptions = FAITHFUL,
     ) -> TrainRunner:
-        return TrainStep(model, device=device, amp=amp, ema=ema, channels_last=channels_last)
+        trimmed = "trimmed_targets" in options.variants
+        if trimmed and options.max_labels is not None:
+            raise UsageError(
+                f"--max-labels {options.max_labels} and --variant trimmed_targets: trimmed "
+                "targets have as many rows as the batch's most crowded image",
+                hint="give one of them",
+            )
+        rows = None if trimmed else options.max_labels or MAX_LABELS
+        return TrainStep(
+            model, device=device, amp=amp, ema=ema, channels_last=channels_last, target_rows=rows
+        )
 
     def train_dataset(
         self, spec: DatasetSpec, imgsz: int, *, seed: int, cache: bool

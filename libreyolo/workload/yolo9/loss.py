@@ -7,8 +7,10 @@ all anchors and classes, CIoU and DFL on the assigned ones, weighted box 7.5, DF
 (and, with PGI, the aux head's loss at 0.25). Anchor centres come from
 `yolo9.model.make_anchors`, the one definition the predict path also uses.
 
-Three changes keep the reference's values but not its cost: targets are padded per image only to
-the batch's largest real count, not to 300 rows; the candidate mask (a function of targets and
+Targets come padded per image to 1.6.0's `max_labels` (300) rows, as its transforms make them
+(`fit_rows`), or, as the `trimmed_targets` variant, only to the batch's largest real count: the
+same values at a fraction of the assigner's cost. Two changes keep the reference's values but
+not its cost: the candidate mask (a function of targets and
 anchors only) is built once and shared by both heads; the box and DFL terms run densely over all
 anchors with zero weight where nothing is assigned, instead of gathering positives by boolean mask.
 
@@ -77,6 +79,22 @@ def pad_targets(rows: Tensor, batch_size: int) -> Tensor:
     out[..., 0] = -1
     out[image, slot] = rows[order, 1:].to(dtype)
     return out
+
+
+def fit_rows(targets: Tensor, rows: int | None) -> Tensor:
+    """(B, T, 5) padded targets cut or padded to exactly `rows` rows per image, as 1.6.0's
+    transforms pad every image to `max_labels` (boxes past it dropped); None: unchanged.
+
+    Shapes only, no host sync: on the device after the copy, so the collate's tensor stays the
+    trimmed, pinned one and its copy stays asynchronous.
+    """
+    if rows is None or targets.shape[1] == rows:
+        return targets
+    if targets.shape[1] > rows:
+        return targets[:, :rows]
+    filler = targets.new_zeros((targets.shape[0], rows - targets.shape[1], targets.shape[2]))
+    filler[..., 0] = -1
+    return torch.cat((targets, filler), dim=1)
 
 
 def candidate_mask(gt: Tensor, points: Tensor, stride: Tensor, reg_max: int) -> Tensor:

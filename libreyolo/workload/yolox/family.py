@@ -19,12 +19,19 @@ from PIL import Image
 from torch import nn
 from torch.utils.data import Dataset
 
-from libreyolo.errors import CheckpointError
+from libreyolo.errors import CheckpointError, UsageError
 from libreyolo.workload.checkpoint_io import state_dict_of
 from libreyolo.workload.data.dataset_config import DatasetSpec
 from libreyolo.workload.data.loader import Batch
 from libreyolo.workload.data.probe import grid_boxes
-from libreyolo.workload.family import Description, InferRunner, InferStages, TrainRunner
+from libreyolo.workload.family import (
+    FAITHFUL,
+    Description,
+    InferRunner,
+    InferStages,
+    TrainOptions,
+    TrainRunner,
+)
 from libreyolo.workload.infer import InferStep
 from libreyolo.workload.yolo9.checkpoint import size_from_filename
 from libreyolo.workload.yolox import checkpoint, predict
@@ -103,7 +110,20 @@ class YOLOXWorkload:
         amp: bool,
         ema: bool = True,
         channels_last: bool = True,
+        options: TrainOptions = FAITHFUL,
     ) -> TrainRunner:
+        if options.max_labels not in (None, MAX_LABELS):
+            raise UsageError(
+                f"--max-labels {options.max_labels}: libreyolo 1.6.0's YOLOX keeps {MAX_LABELS} "
+                "target rows per image whatever its config says (TrainTransform(max_labels=50))",
+                hint="drop --max-labels for yolox",
+            )
+        if options.variants:
+            raise UsageError(
+                f"--variant {sorted(options.variants)[0]}: yolox has no such variant (its targets "
+                f"are 1.6.0's fixed {MAX_LABELS} rows)",
+                hint="drop --variant for yolox",
+            )
         return YOLOXTrainStep(model, device=device, amp=amp, ema=ema, channels_last=channels_last)
 
     def train_dataset(

@@ -38,6 +38,7 @@ from libreyolo.workload.train import (
     backward_and_update,
     param_groups,
 )
+from libreyolo.workload.yolox.data import MAX_LABELS as YOLOX_MAX_LABELS
 
 __all__ = [
     "EMA_DECAY",
@@ -132,6 +133,8 @@ class YOLOXTrainStep:
     `use_l1` builds the default loss with 1.6.0's no-aug L1 term on (a passed `loss` keeps its
     own); the `use_l1` property flips it later, when mosaic closes. `channels_last` as TrainStep.
     """
+
+    target_rows = YOLOX_MAX_LABELS  # the collate's fixed rows per image (1.6.0's, not settable)
 
     def __init__(
         self,
