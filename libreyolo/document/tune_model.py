@@ -12,7 +12,7 @@ rule a reader checks (`rules.RULE`), no I/O.
 
 # No `from __future__ import annotations`: the converter reads real annotation objects.
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, get_args
 
 from libreyolo.document.rules import (
     RULE,
@@ -54,16 +54,6 @@ Bound = Literal["oom", "over_budget"]
 # contended: the points that decide the answer were measured on a busy host, also after
 # tune.remeasure more tries each: no recommendation;
 # interrupted: the sweep was stopped before the search ended.
-STOPS = (
-    "no_gain",
-    "no_fit",
-    "batch_max",
-    "latency_bound",
-    "none_fits",
-    "failed",
-    "contended",
-    "interrupted",
-)
 Stop = Literal[
     "no_gain",
     "no_fit",
@@ -74,6 +64,7 @@ Stop = Literal[
     "contended",
     "interrupted",
 ]
+STOPS: tuple[str, ...] = get_args(Stop)
 MAX_STEPS = 256  # measured points in one series: far beyond a geometric search of 2**20
 MAX_SERIES = 4096
 
