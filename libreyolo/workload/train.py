@@ -317,9 +317,8 @@ class TrainStep:
         rows = fit_rows(trimmed, self.target_rows)
         size = (images.shape[2], images.shape[3])
         autocast = torch.autocast(self.device.type, torch.float16, enabled=self.amp_effective)
-        with torch.no_grad(), autocast:
-            outputs = self.model(images)
-        leaves = _as_leaves(outputs)
+        with autocast:  # with grad, as the step runs it: a compiled model keeps its graph
+            leaves = _as_leaves(self.model(images))  # the model's own graph is dropped here
 
         def loss_pass(targets: Tensor) -> Callable[[], object]:
             def run() -> object:

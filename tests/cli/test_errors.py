@@ -128,7 +128,7 @@ USAGE_CASES = [
         ["profile", "ops", V1, "--top", "abc"],
         "libreyolo profile ops: argument --top: must be an integer, got abc",
     ),
-    (["profile", "what-if", V1], "specify --remove-category or --remove-launches"),
+    (["profile", "what-if", V1], "specify --remove-category, --remove-launches or --variant"),
     (
         ["profile", "what-if", V1, "--remove-launches", "-5"],
         "libreyolo profile what-if: argument --remove-launches: must be 0 or more, got -5",

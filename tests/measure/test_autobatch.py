@@ -31,6 +31,7 @@ from libreyolo.measure.window import plan_window
 from libreyolo.workload.data import synthetic
 from libreyolo.workload.data.dataset import max_label_rows
 from libreyolo.workload.data.loader import batches_available
+from libreyolo.workload.family import TrainOptions
 from tests.configs import configured
 
 GB = 1_000_000_000
@@ -213,8 +214,10 @@ class FakeWorkload:
     def reset_classes(self, model: nn.Module, nc: int, names: dict[int, str]) -> None:
         self.calls["reset_classes"] = (nc, names)
 
-    def train_step(self, model: nn.Module, *, device: torch.device, amp: bool, ema: bool) -> Any:
-        self.calls["train_step"] = {"amp": amp, "ema": ema}
+    def train_step(
+        self, model: nn.Module, *, device: torch.device, amp: bool, ema: bool, options: Any
+    ) -> Any:
+        self.calls["train_step"] = {"amp": amp, "ema": ema, "options": options}
         fake = self.fake
 
         class Step:
@@ -242,12 +245,17 @@ def test_the_probe_is_the_measured_step(tmp_path: Path, monkeypatch: pytest.Monk
     settings = configured(
         "run",
         {"dataset.name_or_path": str(yaml), "model.weights": "w.pt", "model.size": "s"}
-        | {"batch": -1, "amp": True},
+        | {"batch": -1, "amp": True, "max_labels": 100},
     )
     plan = plan_window(2, 4, measured_flag="--steps")
     fitted, note = train._fit_batch(settings, torch.device("cpu"), plan, fake)
     assert loads == [("w.pt", "s", settings.model.family)]  # the measured run's own load
-    assert workload.calls["train_step"] == {"amp": True, "ema": True}
+    # the probes run the measured step: its target rows too (memory grows with them)
+    assert workload.calls["train_step"] == {
+        "amp": True,
+        "ema": True,
+        "options": TrainOptions(max_labels=100),
+    }
     assert workload.calls["reset_classes"] == (2, {0: "a", 1: "b"})
     assert {c[3] for c in workload.calls["probe_batch"]} == {MOSAIC_TILES * 3}
     assert fitted == 15 and "capped at 15 so the 4 measured steps" in note
