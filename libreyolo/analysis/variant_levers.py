@@ -22,13 +22,15 @@ def variant_levers(profile: Profile, metrics: dict[str, Scalar]) -> list[str]:
     named = []
     for trial in profile.variant_trials:
         saved_ms = trial.as_run_ms - trial.variant_ms
-        if 0 < saved_ms < step_ms and step_ms / (step_ms - saved_ms) >= MIN_SPEEDUP:
-            named.append((saved_ms, _lever(trial, step_ms, saved_ms)))
+        if not 0 < saved_ms < step_ms:
+            continue
+        speedup = step_ms / (step_ms - saved_ms)
+        if speedup >= MIN_SPEEDUP:
+            named.append((saved_ms, _lever(trial, step_ms, speedup)))
     return [text for _, text in sorted(named, key=lambda pair: -pair[0])]
 
 
-def _lever(trial: VariantTrial, step_ms: float, saved_ms: float) -> str:
-    speedup = step_ms / (step_ms - saved_ms)
+def _lever(trial: VariantTrial, step_ms: float, speedup: float) -> str:
     return (
         f"{trial.part} takes {_duration(trial.as_run_ms)} of a {_duration(step_ms)} step, "
         f"{_duration(trial.variant_ms)} with --variant {trial.variant}: {speedup:.2f}x faster"

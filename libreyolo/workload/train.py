@@ -284,15 +284,8 @@ class TrainStep:
         per image), converted to floats only when read.
         """
         with phases(TO_DEVICE):
-            images = batch.images.to(
-                self.device, non_blocking=True, memory_format=self.memory_format
-            )
-            # Grouping rows needs the per-image maximum on the host: on the loader's CPU tensor
-            # (the collate's, pinned), so the loss never waits for the device.
-            padded = batch.padded_targets
-            if padded is None:
-                padded = pad_targets(batch.targets, images.shape[0])
-            targets = fit_rows(padded.to(self.device, non_blocking=True), self.target_rows)
+            images, trimmed = self._to_device(batch)
+            targets = fit_rows(trimmed, self.target_rows)
         autocast = torch.autocast(self.device.type, torch.float16, enabled=self.amp_effective)
         with phases(FORWARD), autocast:
             outputs = self.model(images)
@@ -309,11 +302,7 @@ class TrainStep:
         train-mode forward): call after the measured steps."""
         if self.target_rows is None:
             return []
-        images = batch.images.to(self.device, memory_format=self.memory_format)
-        padded = batch.padded_targets
-        if padded is None:
-            padded = pad_targets(batch.targets, images.shape[0])
-        trimmed = padded.to(self.device)
+        images, trimmed = self._to_device(batch)
         rows = fit_rows(trimmed, self.target_rows)
         size = (images.shape[2], images.shape[3])
         autocast = torch.autocast(self.device.type, torch.float16, enabled=self.amp_effective)
@@ -329,6 +318,16 @@ class TrainStep:
 
         part = f"the loss, forward and backward, over {self.target_rows} target rows per image"
         return [VariantPair("trimmed_targets", part, loss_pass(rows), loss_pass(trimmed))]
+
+    def _to_device(self, batch: BatchLike) -> tuple[Tensor, Tensor]:
+        """The batch's images and its targets padded to its most crowded image, on the device."""
+        images = batch.images.to(self.device, non_blocking=True, memory_format=self.memory_format)
+        # Grouping rows needs the per-image maximum on the host: on the loader's CPU tensor
+        # (the collate's, pinned), so the loss never waits for the device.
+        padded = batch.padded_targets
+        if padded is None:
+            padded = pad_targets(batch.targets, images.shape[0])
+        return images, padded.to(self.device, non_blocking=True)
 
     @property
     def lr(self) -> float:
