@@ -76,9 +76,10 @@ def test_seed_defaults_run_synthetic_on_cpu(
 ) -> None:
     monkeypatch.setenv(DATASETS_ENV, str(tmp_path / "datasets"))
     project = tmp_path / "project"
-    # The seed's defaults but --imgsz 128: at 640 this took 5.5 minutes on a shared 2-CPU box,
-    # at 320 a minute; the window's shape (what this checks) does not depend on the side.
-    argv = ["profile", "run", "synthetic", "--device", "cpu", "--imgsz", "128"]
+    # The seed's defaults but --imgsz 64: at 640 this took 5.5 minutes on a shared 2-CPU box,
+    # at 320 a minute, at 128 30 s; the window's shape (what this checks) does not depend on
+    # the side.
+    argv = ["profile", "run", "synthetic", "--device", "cpu", "--imgsz", "64"]
     argv += ["--project", str(project)]
     assert main(argv) == 0
     doc = json.loads((project / "run" / "profile.json").read_text(encoding="utf-8"))
