@@ -1,6 +1,8 @@
-"""Write docs/cli.md, the command reference, from the argparse tree `libreyolo` itself parses
-with: every subcommand's usage and every flag with its help and default, so the manual cannot
-drift from the code (a test under `tests/docs/` fails when the file is stale).
+"""Write docs/cli.md, the command reference, from the code itself: every subcommand's usage and
+every flag with its help and default (the argparse tree `libreyolo` parses with), then every
+config key `libreyolo-sweep` and config files set, with its type, default and the schema's own
+words (`libreyolo/config/schema.py`), so the manual cannot drift from the code (a test under
+`tests/docs/` fails when the file is stale).
 
     python scripts/gen_cli_reference.py           # rewrite docs/cli.md
     python scripts/gen_cli_reference.py --check   # exit 1 when docs/cli.md is stale
@@ -9,14 +11,20 @@ drift from the code (a test under `tests/docs/` fails when the file is stale).
 from __future__ import annotations
 
 import argparse
+import ast
+import dataclasses
+import inspect
 import os
 import sys
+import typing
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from libreyolo.cli.parser import SUBCOMMANDS, build_parser  # noqa: E402
+from libreyolo.config import schema  # noqa: E402
+from libreyolo.config.overrides import FLAG_KEYS  # noqa: E402
 
 TARGET = ROOT / "docs" / "cli.md"
 HEADER = """\
@@ -70,6 +78,85 @@ def _section(name: str, parser: argparse.ArgumentParser) -> list[str]:
     return [*lines, ""]
 
 
+CONFIG_HEADER = """\
+## Config keys
+
+What `libreyolo-sweep key=value` overrides and config files (`--config-dir`, `+experiment=`)
+set: every key of the composed config, with its type, the schema's default and its words
+(`libreyolo/config/schema.py`). The `mode` group sets `infer`'s own batch, input size and
+warmup over these defaults; the flags of `run` and `infer` above set the same keys.
+"""
+
+
+def _field_comments(cls: type) -> dict[str, str]:
+    """Each field's comment in the schema's source: the one on its line, or the block of
+    comment lines right above it."""
+    lines, _ = inspect.getsourcelines(cls)  # a module-level class: parses as it stands
+    tree = ast.parse("".join(lines))
+    body = next(n for n in tree.body if isinstance(n, ast.ClassDef)).body
+    found = {}
+    for node in body:
+        if not (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)):
+            continue
+        index = node.lineno - 1
+        own = lines[index].partition("  # ")[2].strip()
+        above = []
+        while index > 0 and lines[index - 1].strip().startswith("#"):
+            index -= 1
+            above.insert(0, lines[index].strip().lstrip("#").strip())
+        found[node.target.id] = own or " ".join(above)
+    return found
+
+
+def _type_name(hint: object) -> str:
+    text = getattr(hint, "__name__", None) if not typing.get_args(hint) else None
+    text = text or str(hint).replace("typing.", "").replace("libreyolo.config.schema.", "")
+    return text.replace("|", "or")
+
+
+def _flags_by_key(commands: dict[str, argparse.ArgumentParser]) -> dict[str, str]:
+    """Config key -> the `run`/`infer` flag that sets it, with that flag's help."""
+    found: dict[str, str] = {}
+    for name in ("run", "infer"):
+        for action in commands[name]._actions:
+            key = FLAG_KEYS.get(action.dest)
+            if key is None or key in found:
+                continue
+            flag = action.option_strings[0] if action.option_strings else action.dest
+            found[key] = f"`{flag}`: {_help_cell(action, commands[name])}"
+    return found
+
+
+def _config_table(cls: type, prefix: str, flags: dict[str, str]) -> list[str]:
+    hints = typing.get_type_hints(cls)
+    comments = _field_comments(cls)
+    rows, nested = [], []
+    for item in dataclasses.fields(cls):
+        hint = hints[item.name]
+        if dataclasses.is_dataclass(hint):
+            nested.append((item.name, hint))
+            continue
+        default = (
+            item.default_factory()
+            if item.default_factory is not dataclasses.MISSING
+            else item.default
+        )
+        shown = getattr(default, "value", default)
+        key = prefix + item.name
+        meaning = "; ".join(filter(None, (flags.get(key), comments.get(item.name))))
+        meaning = meaning.replace("|", "\\|")
+        rows.append(f"| `{prefix}{item.name}` | {_type_name(hint)} | `{shown!r}` | {meaning} |")
+    out = []
+    if rows:
+        title = prefix.rstrip(".") or "top level"
+        doc = " ".join((inspect.getdoc(cls) or "").split())
+        out += [f"### `{title}`", "", doc, "", "| key | type | default | meaning |"]
+        out += ["|---|---|---|---|", *rows, ""]
+    for name, child in nested:
+        out += _config_table(child, f"{prefix}{name}.", flags)
+    return out
+
+
 def render() -> str:
     os.environ["COLUMNS"] = "1000"  # one usage line, whatever the terminal
     root = build_parser()
@@ -78,6 +165,7 @@ def render() -> str:
     out = [HEADER]
     for name, _ in SUBCOMMANDS:
         out += _section(f"libreyolo profile {name}", commands[name])
+    out += [CONFIG_HEADER, *_config_table(schema.ProfileConfig, "", _flags_by_key(commands))]
     return "\n".join(out).rstrip("\n") + "\n"
 
 

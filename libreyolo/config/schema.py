@@ -148,7 +148,7 @@ class TuneGoal(StrEnum):
 
 @dataclass(frozen=True)
 class TuneConfig:
-    """How `hydra/sweeper=tune` searches along `batch` (docs: README, "Which batch").
+    """How `hydra/sweeper=tune` searches along `batch` (docs/sweep.md, "Which batch").
 
     `goal`: knee, maxfit or latency. The batch grows geometrically from `batch_min` to
     `batch_max`; refinement measures multiples of `batch_step` only. `min_gain_pct`: a
@@ -178,7 +178,7 @@ class TuneConfig:
 class ProfileConfig:
     """One resolved profile run. `batch` -1 means auto-fit (training on CUDA only)."""
 
-    mode: ModeOption = ModeOption.run
+    mode: ModeOption = ModeOption.run  # run (a training step) or infer (an inference call)
     model: ModelConfig = field(default_factory=ModelConfig)
     dataset: DatasetConfig = field(default_factory=DatasetConfig)
     device: DeviceConfig = field(default_factory=DeviceConfig)

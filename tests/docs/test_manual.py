@@ -131,3 +131,26 @@ def test_the_command_reference_lists_every_flag() -> None:
             for flag in action.option_strings:
                 if flag not in ("-h", "--help"):
                     assert f"`{flag}`" in section, (name, flag)
+
+
+def _config_keys(cls: type, prefix: str = "") -> list[str]:
+    import dataclasses
+    import typing
+
+    hints = typing.get_type_hints(cls)
+    keys = []
+    for item in dataclasses.fields(cls):
+        if dataclasses.is_dataclass(hints[item.name]):
+            keys += _config_keys(hints[item.name], f"{prefix}{item.name}.")
+        else:
+            keys.append(prefix + item.name)
+    return keys
+
+
+def test_the_command_reference_lists_every_config_key() -> None:
+    from libreyolo.config.schema import ProfileConfig
+
+    reference = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    keys = _config_keys(ProfileConfig)
+    assert {"batch", "window.steps", "tune.remeasure", "sweep.lock_dir"} <= set(keys)
+    assert [key for key in keys if f"| `{key}` |" not in reference] == []
