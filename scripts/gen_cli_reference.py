@@ -30,10 +30,11 @@ TARGET = ROOT / "docs" / "cli.md"
 HEADER = """\
 # Command reference
 
-Generated from the parser by `scripts/gen_cli_reference.py`; do not edit by hand. Every
-subcommand also prints this with `libreyolo profile <subcommand> --help`. Flags are POSIX
-(`--batch 16`, never `batch=16`) and never abbreviated. The sweep's `key=value` overrides are
-documented in [Sweep and tune](sweep.md).
+Generated from the parser and the config schema by `scripts/gen_cli_reference.py`; do not edit
+by hand. Every subcommand also prints its part with `libreyolo profile <subcommand> --help`.
+Flags are POSIX (`--batch 16`, never `batch=16`) and never abbreviated; the `key=value` words
+of `libreyolo-sweep` and config files are the [config keys](#config-keys) below, and
+[Sweep and tune](sweep.md) shows them at work.
 
 Exit statuses: 0 ok · 1 a file cannot be analysed · 2 a missing file, bad arguments or an
 unusable destination · 3 a measurement ended without a profile · 4 a CI gate failed
