@@ -6,16 +6,19 @@ inter-op 1, every graph optimisation) on the device's execution provider, never 
 to another, and wrap it as the forward the predict path calls: IO binding over the torch
 tensors' own memory (input and preallocated outputs of the eager forward's shapes), so the
 forward phase holds no extra copies. Its outputs are overwritten by the next call, which the
-predict path never outlives. What it records is the document's `Exported`.
+predict path never outlives. What it records is the document's `Exported`. A traced
+session's profile goes to a private folder (`tempfile.mkdtemp`, 0700) that is removed once
+read, or with the forward: no predictable name in the shared temp folder, no symlink followed.
 
 Must not: print, time the window, or decide verdicts.
 """
 
 from __future__ import annotations
 
-import os
+import shutil
 import tempfile
 import time
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -45,9 +48,21 @@ class OrtForward(nn.Module):
     """An ONNX Runtime session called as the model's forward: `forward(x)` returns what the
     eager model returns (one tensor, or a list of them), in tensors it owns."""
 
-    def __init__(self, session: Any, device: torch.device, probe: object) -> None:
+    def __init__(
+        self,
+        session: Any,
+        device: torch.device,
+        probe: object,
+        profile_dir: Path | None = None,
+    ) -> None:
         super().__init__()
         self.session = session
+        # the private folder of the session's profile, gone with the forward at the latest
+        self._remove_profile_dir = weakref.finalize(
+            self, shutil.rmtree, str(profile_dir or ""), ignore_errors=True
+        )
+        if profile_dir is None:
+            self._remove_profile_dir.detach()
         self.device = device
         self.listed = not isinstance(probe, torch.Tensor)
         probed: list[torch.Tensor] = list(probe) if self.listed else [probe]  # type: ignore[call-overload,list-item]
@@ -71,7 +86,10 @@ class OrtForward(nn.Module):
         the session's profiling."""
         if not self.session.get_session_options().enable_profiling:
             return []
-        return read_ort_profile(self.session.end_profiling())
+        try:
+            return read_ort_profile(self.session.end_profiling())
+        finally:
+            self._remove_profile_dir()
 
     def forward(self, x: torch.Tensor) -> Any:
         x = x.to(torch.float32).contiguous()  # the export's input; a no-op in float32
@@ -86,6 +104,18 @@ class OrtForward(nn.Module):
             torch.cuda.current_stream(self.device).synchronize()
         self.session.run_with_iobinding(self.binding)
         return list(self.outputs) if self.listed else self.outputs[0]
+
+
+def _private_folder() -> Path:
+    """A fresh folder only this user can enter, for ORT's profile (NoProfileError, exit 3,
+    when the temp folder cannot hold one)."""
+    try:
+        return Path(tempfile.mkdtemp(prefix="libreyolo-ort-"))
+    except OSError as err:
+        raise NoProfileError(
+            f"cannot make a folder for ONNX Runtime's profile in {tempfile.gettempdir()}: "
+            f"{err.strerror or err} (free space there, or point TMPDIR elsewhere)"
+        ) from None
 
 
 def _numpy_dtype(t: torch.Tensor) -> Any:
@@ -126,16 +156,17 @@ def onnxruntime_forward(
     # ORT's pool threads spin after each run by default, taking the cores the preprocess and
     # postprocess of the same call need (torch's pool sleeps): off, so the stages compare.
     options.add_session_config_entry(SPIN_KEY, "0")
+    profile_dir = None
     if traced:
+        profile_dir = _private_folder()
         options.enable_profiling = True
-        prefix = Path(tempfile.gettempdir()) / f"libreyolo-ort-{os.getpid()}"
-        options.profile_file_prefix = str(prefix)
+        options.profile_file_prefix = str(profile_dir / "ort")
     chosen: list[Any] = [provider]
     if device.type == "cuda":
         chosen = [(provider, {"device_id": device.index or 0})]
     session = ort.InferenceSession(str(export.path), sess_options=options, providers=chosen)
     session_s = time.perf_counter() - started
-    forward = OrtForward(session, device, probe)
+    forward = OrtForward(session, device, probe, profile_dir)
     return forward, Exported(
         export_s=export.export_s,
         cached=export.cached,

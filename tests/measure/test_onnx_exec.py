@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ import torch
 
 from libreyolo.cli.main import main
 from libreyolo.config.schema import ExecConfig, ExecMode, ProfileConfig
-from libreyolo.errors import ExitStatus
+from libreyolo.errors import ExitStatus, NoProfileError
 from libreyolo.measure import onnx_exec
 from libreyolo.measure.infer import profile_inference
 from libreyolo.measure.onnx_exec import onnxruntime_forward
@@ -181,3 +182,44 @@ def test_half_with_onnxruntime_is_refused_before_the_model_loads(
     err = capsys.readouterr().err
     assert err.startswith("--half with --exec onnxruntime: the ONNX export runs in float32")
     assert not (tmp_path / "infer").exists()
+
+
+def test_the_runtime_profile_goes_to_a_private_folder_and_leaves_nothing(
+    checkpoint: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))
+    monkeypatch.setattr(onnx_exec.tempfile, "tempdir", None)  # read TMPDIR again
+    victim = tmp_path / "victim.json"
+    victim.write_text("keep me")
+    # a link planted under the prefix traced sessions once wrote to: left alone, never written
+    (temp / f"libreyolo-ort-{os.getpid()}").symlink_to(victim)
+    model = _fused(checkpoint, "t")
+    forward, _ = onnxruntime_forward(
+        model, batch=1, imgsz=64, device=torch.device("cpu"), cfg=ExecConfig(), traced=True
+    )
+    (private,) = [p for p in temp.iterdir() if not p.is_symlink()]
+    assert private.name.startswith("libreyolo-ort-") and private.stat().st_mode & 0o077 == 0
+    forward(torch.zeros(1, 3, 64, 64))
+    events = forward.profile_events()
+    assert any(e.get("name") == "model_run" for e in events)
+    assert [p.name for p in temp.iterdir()] == [f"libreyolo-ort-{os.getpid()}"]  # ours gone
+    assert victim.read_text() == "keep me"
+
+
+def test_a_temp_folder_that_cannot_hold_the_profile_is_exit_3(
+    checkpoint: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setattr(onnx_exec.tempfile, "tempdir", str(blocker / "tmp"))
+    with pytest.raises(NoProfileError, match="cannot make a folder for ONNX Runtime's profile"):
+        onnxruntime_forward(
+            _fused(checkpoint, "t"),
+            batch=1,
+            imgsz=64,
+            device=torch.device("cpu"),
+            cfg=ExecConfig(),
+            traced=True,
+        )
