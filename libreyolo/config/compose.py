@@ -60,10 +60,11 @@ def compose_config(
     A packaged compose is kept per machine (`compose_cache`): the same flags are not composed
     again.
     """
-    from libreyolo.config.compose_cache import cached_config, config_key, store_config
+    from libreyolo.config.compose_cache import cacheable, cached_config, config_key, store_config
 
-    key = config_key(overrides, config_name) if config_dir is None else None
-    cached = None if key is None else cached_config(key)
+    checkable = config_dir is None and cacheable(overrides)
+    key = config_key(overrides, config_name) if checkable else None
+    cached = None if key is None else cached_config(key, overrides)
     if cached is not None:
         return cached
     result = _composed(overrides, config_dir, config_name)

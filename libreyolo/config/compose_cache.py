@@ -13,7 +13,14 @@ interpolates (`${oc.env:...}` reads the environment); a `--config-dir` (a user's
 never cached by the caller. An entry is plain JSON converted back into the frozen dataclasses,
 strictly, and kept only when it converts back to exactly the same JSON: anything else (a type,
 an unknown field, a `_target_`) is composed again and replaced, never trusted, never fatal.
-Files live in `$LIBREYOLO_CACHE_DIR/configs/`, the newest `MAX_ENTRIES`.
+
+An entry is a file anyone who can write the folder may have edited, so it must also say what
+was asked: every override sets a key of the config (`batch=4`, `window.runs=20`, the flags'
+own keys) or selects the mode, and the entry holds exactly each override's value, or it is not
+used (`reproduces`). A selection of another group (`model=yolox_s`), whose effect only Hydra
+knows, is composed every time. Files live in `$LIBREYOLO_CACHE_DIR/configs/`, the newest
+`MAX_ENTRIES` of the cache's own (`<32 hex digits>.json`, regular files in a real folder):
+pruning never touches another file and never follows a link.
 
 Must not: import Hydra or OmegaConf (skipping them is the point), or instantiate anything.
 """
@@ -24,6 +31,8 @@ import contextlib
 import hashlib
 import importlib.util
 import os
+import re
+import stat
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -33,12 +42,19 @@ import msgspec
 from libreyolo.cache_file import cache_dir, read_entries, write_entries
 from libreyolo.config.compose import as_plain_dict
 from libreyolo.config.schema import ProfileConfig
+from libreyolo.document.json_value import JsonObject
 
 CONFIGS_DIR = "configs"
 MAX_ENTRIES = 512  # a sweep's points each compose once; the oldest beyond this are removed
 MAX_PLUGIN_FILES = 2000  # `.py` files listed per `hydra_plugins` folder
 PACKAGE = Path(__file__).resolve().parents[1]
 _KEY_VERSION = "1"
+_ENTRY = re.compile(r"[0-9a-f]{32}\.json")  # what `config_key` names: the only files pruned
+# An override value as `overrides.render_value` writes it: null, a bool, a number, one quoted
+# string, or a list of quoted strings (a quote and `${` escaped by a backslash inside one).
+_QUOTED = r"'(?:[^'\\]|\\.)*'"
+_LIST = re.compile(rf"\[(?:{_QUOTED}(?:,{_QUOTED})*)?\]")
+_NUMBER = re.compile(r"-?\d+(\.\d+)?([eE][-+]?\d+)?")
 
 
 def config_key(overrides: Sequence[str], config_name: str) -> str | None:
@@ -97,8 +113,9 @@ def _entry_name(key: str) -> str:
     return f"{CONFIGS_DIR}/{key}.json"
 
 
-def cached_config(key: str) -> ProfileConfig | None:
-    """The config stored under `key`, when it is exactly what `store_config` writes."""
+def cached_config(key: str, overrides: Sequence[str] = ()) -> ProfileConfig | None:
+    """The config stored under `key`, when it is exactly what `store_config` writes and holds
+    what each of `overrides` asks (`reproduces`)."""
     raw = read_entries(_entry_name(key)).get("config")
     if raw is None:
         return None
@@ -108,7 +125,73 @@ def cached_config(key: str) -> ProfileConfig | None:
         return None
     # Every field, as the writer wrote it: msgspec leaves a missing field's default to the
     # class, and ignores a field the schema lacks (a `_target_`).
-    return config if as_plain_dict(config) == raw else None
+    if as_plain_dict(config) != raw or not reproduces(raw, overrides):
+        return None
+    return config
+
+
+def cacheable(overrides: Sequence[str]) -> bool:
+    """Whether a cached compose of `overrides` can be checked against them: each sets a key
+    (or the mode) to a value written as `render_value` writes it."""
+    return all(_asked(text) is not None for text in overrides)
+
+
+def reproduces(plain: JsonObject, overrides: Sequence[str]) -> bool:
+    """Whether the config `plain` holds exactly what each of `overrides` asks."""
+    for text in overrides:
+        asked = _asked(text)
+        if asked is None:
+            return False
+        path, value = asked
+        node: object = plain
+        for part in path:
+            if not isinstance(node, dict) or part not in node:
+                return False
+            node = node[part]
+        if node != value or isinstance(node, bool) != isinstance(value, bool):
+            return False
+    return True
+
+
+def _asked(text: str) -> tuple[list[str], object] | None:
+    """(key path, value) of one override, or None when it is not `key=value` in the form
+    `render_value` writes, or selects a group other than the mode."""
+    key, eq, value = text.partition("=")
+    if not eq or not re.fullmatch(r"[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*", key):
+        return None
+    if key == "mode":
+        return ([key], value) if value in ("run", "infer") else None
+    if "." not in key and key in _GROUPS:
+        return None  # a group selection: what it sets is in its YAML
+    parsed = _value(value)
+    return None if parsed is _UNPARSED else (key.split("."), parsed)
+
+
+_UNPARSED = object()
+_GROUPS = frozenset({"model", "dataset", "device", "window", "exec", "sweep", "tune"})
+
+
+def _value(text: str) -> object:
+    if text in ("null", "true", "false"):
+        return {"null": None, "true": True, "false": False}[text]
+    if _NUMBER.fullmatch(text):
+        return float(text) if any(c in text for c in ".eE") else int(text)
+    if re.fullmatch(_QUOTED, text):
+        return _unquote(text)
+    if _LIST.fullmatch(text):
+        return [_unquote(item) for item in re.findall(_QUOTED, text)]
+    return _UNPARSED
+
+
+def _unquote(quoted: str) -> str:
+    """The inverse of `overrides.quote_value`: a run of backslashes before a quote, before
+    `${` or at the end was doubled and the quote or `${` escaped; other backslashes are
+    literal."""
+
+    def unescape(match: re.Match[str]) -> str:
+        return "\\" * (len(match.group(1)) // 2) + match.group(2)
+
+    return re.sub(r"(\\*)('|\$\{|\Z)", unescape, quoted[1:-1])
 
 
 def store_config(key: str, config: ProfileConfig) -> None:
@@ -119,8 +202,14 @@ def store_config(key: str, config: ProfileConfig) -> None:
 
 def _prune(folder: Path) -> None:
     try:
+        if not stat.S_ISDIR(os.lstat(folder).st_mode):  # a link to a folder: not ours to prune
+            return
         with os.scandir(folder) as listing:
-            entries = [(e.stat().st_mtime_ns, e.path) for e in listing if e.name.endswith(".json")]
+            entries = [
+                (e.stat(follow_symlinks=False).st_mtime_ns, e.path)
+                for e in listing
+                if _ENTRY.fullmatch(e.name) and e.is_file(follow_symlinks=False)
+            ]
     except OSError:
         return
     for _, path in sorted(entries)[: max(0, len(entries) - MAX_ENTRIES)]:

@@ -25,6 +25,14 @@ INFER = to_overrides({"device": "cpu"}, mode="infer")
 OVERRIDE_SETS = {
     "infer defaults": INFER,
     "run defaults": to_overrides({}, mode="run"),
+    "typed flags": to_overrides(
+        {"device": "cpu", "imgsz": 320, "runs": 20, "project": "C:\\x y's", "conf": 0.1},
+        mode="infer",
+    ),
+    "keys": ["batch=4", "imgsz=320", "threads=2", "dataset.name_or_path='/data/my set/d.yaml'"],
+}
+# Selections of a group whose YAML sets what only Hydra knows: composed every time.
+GROUP_SETS = {
     "a yolox model, onnxruntime": ["mode=infer", "model=yolox_s", "exec=onnxruntime"],
     "quick window, batch 4": ["window=quick", "batch=4", "imgsz=320", "threads=2"],
     "a dataset path": ["dataset=custom", "dataset.name_or_path='/data/my set/data.yaml'"],
@@ -53,6 +61,45 @@ def test_a_cached_compose_is_exactly_hydras(
     assert first == composed and len(list(cache.iterdir())) == 1
     _hydra_refused(monkeypatch)
     assert compose_config(overrides) == composed
+
+
+@pytest.mark.parametrize("overrides", list(GROUP_SETS.values()), ids=list(GROUP_SETS))
+def test_a_group_selection_is_composed_every_time(cache: Path, overrides: list[str]) -> None:
+    assert compose_config(overrides) == compose_module._composed(overrides, None, "profile")
+    assert not cache.exists()
+
+
+TYPED = to_overrides({"device": "cpu", "imgsz": 320, "runs": 20, "project": "mine"}, mode="infer")
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        {"imgsz": 640},
+        {"project": "elsewhere"},
+        {"window": {"runs": 5}},
+        {"device": {"name": "0"}},
+        {"mode": "run"},
+    ],
+    ids=["imgsz", "project", "window.runs", "device", "mode"],
+)
+def test_an_entry_that_does_not_hold_what_was_typed_is_not_used(
+    cache: Path, edit: dict[str, object]
+) -> None:
+    """The planted entry of issue 44: a valid config under the key of the typed flags, with
+    another --imgsz, --runs or --project. It is composed past and replaced."""
+    key = config_key(TYPED, "profile")
+    assert key is not None
+    good = msgspec.to_builtins(compose_module._composed(TYPED, None, "profile"))
+    planted = {**good}
+    for name, value in edit.items():
+        planted[name] = {**good[name], **value} if isinstance(value, dict) else value
+    cache.mkdir(parents=True)
+    (cache / f"{key}.json").write_text(json.dumps({"config": planted}))
+    assert cached_config(key) is not None  # a valid config: only the overrides tell
+    assert cached_config(key, TYPED) is None
+    assert msgspec.to_builtins(compose_config(TYPED)) == good
+    assert msgspec.to_builtins(cached_config(key, TYPED)) == good  # replaced
 
 
 HIT = """
@@ -232,14 +279,32 @@ def test_a_cache_that_cannot_be_written_costs_only_the_compose(unwritable_cache:
     assert unwritable_cache.read_text() == "not a folder"
 
 
+def _entry(i: int) -> str:
+    return f"{i:032x}.json"
+
+
 def test_the_cache_keeps_the_newest_entries(cache: Path) -> None:
     cache.mkdir(parents=True)
     for i in range(MAX_ENTRIES):
-        old = cache / f"old{i:04d}.json"
+        old = cache / _entry(i)
         old.write_text("{}")
         os.utime(old, ns=(10**18 + i, 10**18 + i))
+    foreign = cache / "notes.json"  # not a name the cache writes: never pruned
+    foreign.write_text("{}")
+    os.utime(foreign, ns=(1, 1))
     config = compose_module._composed(INFER, None, "profile")
-    store_config("newest", config)
+    store_config("f" * 32, config)
     names = {path.name for path in cache.iterdir()}
-    assert len(names) == MAX_ENTRIES and "newest.json" in names and "old0000.json" not in names
-    assert "old0001.json" in names
+    assert len(names) == MAX_ENTRIES + 1 and "notes.json" in names
+    assert "f" * 32 + ".json" in names and _entry(0) not in names and _entry(1) in names
+
+
+def test_pruning_never_follows_a_linked_folder(cache: Path, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for i in range(MAX_ENTRIES + 5):
+        (elsewhere / _entry(i)).write_text("{}")
+    cache.parent.mkdir(parents=True)
+    cache.symlink_to(elsewhere, target_is_directory=True)
+    store_config("f" * 32, compose_module._composed(INFER, None, "profile"))
+    assert len([p for p in elsewhere.iterdir() if p.name != "f" * 32 + ".json"]) == MAX_ENTRIES + 5
