@@ -69,7 +69,7 @@ def device_peaks(
                 "MFU is against the measured GEMM peak only"
             )
     try:
-        peak = measured_peak(device, device_name, dtype)
+        peak = measured_peak(device, device_name, dtype, notes)
     except (RuntimeError, ValueError) as err:  # out of memory, an unsupported dtype
         notes.append(f"GEMM peak not measured: {_one_line(err)}")
         return peaks

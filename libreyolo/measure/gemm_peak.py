@@ -12,7 +12,11 @@ kept for this profile, flagged `contended`, and never cached.
 The result is cached per machine (host name and device), dtype, intra-op thread count and
 torch version in `$LIBREYOLO_CACHE_DIR/gemm_peaks.json` (default `~/.cache/libreyolo`), so a
 sweep calibrates once. The cache is written atomically; one that cannot be read, parsed or
-trusted is ignored and rewritten, never fatal.
+trusted is ignored and rewritten, never fatal. A cached peak is a claim about this device, so
+each use checks it against one short probe GEMM run now (`spot_tflops`, tens of milliseconds):
+a peak below `SPOT_AGREES[0]` of what the probe reaches, or above `SPOT_AGREES[1]` times it,
+is not this device's (an edited file gave MFU 8,484 %), and the device is calibrated again,
+with a note.
 
 Must not: run inside the measured window, or decide what the peak means (analysis does).
 """
@@ -45,6 +49,11 @@ SIDE = {"cpu": 2048, "cuda": 8192}
 # device this runs on, so a slow one cannot spend the budget before the runs begin.
 PROBE_SIDE = 1024
 SIDE_SHARE = 1 / 3  # one GEMM of the full side may take this share of the budget, else the probe's
+# A cached peak agrees with the probe GEMM run now when it lies within these multiples of the
+# probe's rate: the probe's side reaches less than the peak, never much more; a busy host only
+# lowers it (then the check passes, or calibrates again, which is never wrong).
+SPOT_AGREES = (0.8, 20.0)
+SPOT_RUN_S = 0.01  # the probe's timed run
 DTYPES = {
     "fp32": torch.float32,
     "tf32": torch.float32,
@@ -86,14 +95,26 @@ def cache_key(device: torch.device, device_name: str | None, dtype: str) -> str:
     )
 
 
-def measured_peak(device: torch.device, device_name: str | None, dtype: str) -> Peak:
-    """The cached peak of this machine, device and dtype, else a calibration now (cached
-    when the host left it alone)."""
+def measured_peak(
+    device: torch.device, device_name: str | None, dtype: str, notes: list[str] | None = None
+) -> Peak:
+    """The cached peak of this machine, device and dtype when a probe GEMM run now agrees
+    with it, else a calibration now (cached when the host left it alone; `notes` says why a
+    cached one was not used)."""
     key = cache_key(device, device_name, dtype)
     cached = _read_cache().get(key)
     if cached is not None:
         tflops, reference = cached
-        return Peak(source="measured", dtype=dtype, tflops=tflops, reference=reference, cached=True)
+        probe = spot_tflops(device, dtype)
+        if SPOT_AGREES[0] * probe <= tflops <= SPOT_AGREES[1] * probe:
+            return Peak(
+                source="measured", dtype=dtype, tflops=tflops, reference=reference, cached=True
+            )
+        if notes is not None:
+            notes.append(
+                f"the cached {dtype} GEMM peak ({tflops:.4g} TFLOP/s) disagrees with a probe "
+                f"GEMM run now ({probe:.4g} TFLOP/s): measured again"
+            )
     run = calibrate(device, dtype)
     peak = Peak(
         source="measured",
@@ -155,6 +176,16 @@ def calibrate(device: torch.device, dtype: str, *, budget_s: float = BUDGET_S) -
         calibration_ms=round((time.perf_counter() - started) * 1000, 1),
         contended=_waited(host.cpu_ms, host.cpu_wait_ms),
     )
+
+
+def spot_tflops(device: torch.device, dtype: str) -> float:
+    """What one probe-side GEMM reaches on `device` now: the check of a cached peak."""
+    with torch.inference_mode(), _matmul_precision(device, dtype):
+        a, b = _operands(PROBE_SIDE, device, dtype)
+        one = _timed(a, b, 1, device)  # also the warm-up
+        reps = max(1, math.ceil(SPOT_RUN_S / max(one, 1e-6)))
+        seconds = _timed(a, b, reps, device)
+    return 2 * PROBE_SIDE**3 * reps / seconds / 1e12
 
 
 def _side(device: torch.device, probe_s: float, budget_s: float) -> int:

@@ -57,10 +57,14 @@ class Calls:
         )
 
 
+SPOT_TFLOPS = 0.1  # what the stand-in probe GEMM reaches: Calls' 0.125 agrees with it
+
+
 @pytest.fixture
 def calls(monkeypatch: pytest.MonkeyPatch) -> Calls:
     fake = Calls()
     monkeypatch.setattr(gemm_peak, "calibrate", fake)
+    monkeypatch.setattr(gemm_peak, "spot_tflops", lambda device, dtype: SPOT_TFLOPS)
     return fake
 
 
@@ -268,7 +272,7 @@ def test_a_known_gpu_gets_its_table_peak_and_an_unknown_one_a_note(
     monkeypatch.setattr(
         compute,
         "measured_peak",
-        lambda device, name, dtype: Peak(
+        lambda device, name, dtype, notes: Peak(
             source="measured", dtype=dtype, tflops=700.0, reference="stub"
         ),
     )
@@ -298,3 +302,30 @@ def test_the_probe_sizes_the_gemm_to_a_third_of_the_budget(
     device: str, probe_s: float, side: int
 ) -> None:
     assert gemm_peak._side(torch.device(device), probe_s, 1.5) == side
+
+
+@pytest.mark.parametrize("planted", [0.0038, 5.0], ids=["85x low: MFU 8,484 %", "50x high"])
+def test_a_cached_peak_a_probe_gemm_contradicts_is_measured_again(
+    calls: Calls, planted: float
+) -> None:
+    measured_peak(CPU, "a CPU", "fp32")
+    stored = json.loads(cache_path().read_text())
+    stored[cache_key(CPU, "a CPU", "fp32")]["tflops"] = planted
+    cache_path().write_text(json.dumps(stored))
+    notes: list[str] = []
+    peak = measured_peak(CPU, "a CPU", "fp32", notes)
+    assert (peak.tflops, peak.cached, calls.num_calls) == (0.125, False, 2)
+    assert notes == [
+        f"the cached fp32 GEMM peak ({planted:.4g} TFLOP/s) disagrees with a probe GEMM run "
+        "now (0.1 TFLOP/s): measured again"
+    ]
+    assert json.loads(cache_path().read_text())[cache_key(CPU, "a CPU", "fp32")]["tflops"] == 0.125
+
+
+def test_the_probe_gemm_reaches_less_than_the_peak_never_much_more(one_thread: None) -> None:
+    def measure() -> tuple[GemmRun, float]:
+        return real_calibrate(CPU, "fp32", budget_s=0.3), gemm_peak.spot_tflops(CPU, "fp32")
+
+    run, spot = quietly(measure, lambda measured: _contention(measured[0]))
+    low, high = gemm_peak.SPOT_AGREES
+    assert low * spot <= run.tflops <= high * spot, (run.tflops, spot)
