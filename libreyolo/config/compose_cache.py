@@ -39,7 +39,7 @@ from pathlib import Path
 
 import msgspec
 
-from libreyolo.cache_file import cache_dir, read_entries, write_entries
+from libreyolo.cache_file import read_entries, trusted_cache_dir, write_entries
 from libreyolo.config.compose import as_plain_dict
 from libreyolo.config.schema import ProfileConfig
 from libreyolo.document.json_value import JsonObject
@@ -197,7 +197,9 @@ def _unquote(quoted: str) -> str:
 def store_config(key: str, config: ProfileConfig) -> None:
     """`config` kept under `key`; past `MAX_ENTRIES` files, the oldest are removed."""
     write_entries(_entry_name(key), {"config": as_plain_dict(config)})
-    _prune(cache_dir() / CONFIGS_DIR)
+    folder = trusted_cache_dir()
+    if folder is not None:
+        _prune(folder / CONFIGS_DIR)
 
 
 def _prune(folder: Path) -> None:

@@ -16,6 +16,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
+from libreyolo.cache_file import cache_problem
 from libreyolo.document.model import Flops, Peak
 from libreyolo.measure.flop_cache import cached_count, flop_key, store_count
 from libreyolo.measure.flop_count import FlopCount, count_flops
@@ -59,6 +60,9 @@ def device_peaks(
 ) -> list[Peak]:
     """The datasheet peak (known GPUs) and the measured GEMM peak of `device` in `dtype`."""
     peaks: list[Peak] = []
+    problem = cache_problem()
+    if problem is not None:  # every run says it: nothing cached was used or kept
+        notes.append(problem)
     if device.type == "cuda":
         row = table_peak(device_name, dtype)
         if row is not None:

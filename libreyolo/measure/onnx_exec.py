@@ -28,6 +28,7 @@ from torch import nn
 from libreyolo.config.schema import ExecConfig
 from libreyolo.document.model import Exported
 from libreyolo.errors import NoProfileError
+from libreyolo.measure.exec_mode import ExecFailedError
 from libreyolo.measure.onnx_export import EXPORTER, INPUT_NAME, cached_or_exported, output_names
 from libreyolo.measure.ort_trace import read_ort_profile
 
@@ -149,6 +150,40 @@ def onnxruntime_forward(
         probe = model(sample)
     export = cached_or_exported(model, sample, probe, opset=cfg.opset)
     started = time.perf_counter()
+    forward, options = _session(ort, export.path, device, probe, provider, traced)
+    if not _reproduces(forward, sample, probe):
+        if not export.cached:
+            raise ExecFailedError(
+                "the ONNX export does not reproduce the eager forward on the sample input",
+                hint="run --exec eager, or try another exec.opset",
+            )
+        # a cached file that is not this model's export (edited, or planted): export again
+        export = cached_or_exported(model, sample, probe, opset=cfg.opset, fresh=True)
+        started = time.perf_counter()
+        forward, options = _session(ort, export.path, device, probe, provider, traced)
+        if not _reproduces(forward, sample, probe):
+            raise ExecFailedError(
+                "the ONNX export does not reproduce the eager forward on the sample input",
+                hint="run --exec eager, or try another exec.opset",
+            )
+    session_s = time.perf_counter() - started
+    return forward, Exported(
+        export_s=export.export_s,
+        cached=export.cached,
+        opset=cfg.opset,
+        exporter=EXPORTER,
+        path=str(export.path),
+        onnxruntime=str(ort.__version__),
+        provider=provider,
+        intra_op_threads=options.intra_op_num_threads,
+        session_s=session_s,
+    )
+
+
+def _session(
+    ort: Any, path: Path, device: torch.device, probe: object, provider: str, traced: bool
+) -> tuple[OrtForward, Any]:
+    """The InferenceSession on `path` as a forward, and its options."""
     options = ort.SessionOptions()
     options.intra_op_num_threads = torch.get_num_threads()  # the collector set it from --threads
     options.inter_op_num_threads = 1
@@ -164,17 +199,17 @@ def onnxruntime_forward(
     chosen: list[Any] = [provider]
     if device.type == "cuda":
         chosen = [(provider, {"device_id": device.index or 0})]
-    session = ort.InferenceSession(str(export.path), sess_options=options, providers=chosen)
-    session_s = time.perf_counter() - started
-    forward = OrtForward(session, device, probe, profile_dir)
-    return forward, Exported(
-        export_s=export.export_s,
-        cached=export.cached,
-        opset=cfg.opset,
-        exporter=EXPORTER,
-        path=str(export.path),
-        onnxruntime=str(ort.__version__),
-        provider=provider,
-        intra_op_threads=options.intra_op_num_threads,
-        session_s=session_s,
+    session = ort.InferenceSession(str(path), sess_options=options, providers=chosen)
+    return OrtForward(session, device, probe, profile_dir), options
+
+
+def _reproduces(forward: OrtForward, sample: torch.Tensor, probe: object) -> bool:
+    """Whether the session's outputs on `sample` are the eager forward's (`probe`), to
+    float32 rounding: the export is this model's."""
+    got = forward(sample)
+    wanted: list[torch.Tensor] = list(probe) if forward.listed else [probe]  # type: ignore[call-overload,list-item]
+    ran: list[torch.Tensor] = got if forward.listed else [got]
+    return len(ran) == len(wanted) and all(
+        g.shape == w.shape and torch.allclose(g, w.to(g.dtype), rtol=1e-3, atol=1e-3)
+        for g, w in zip(ran, wanted, strict=True)
     )

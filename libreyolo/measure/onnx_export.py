@@ -6,16 +6,21 @@ class, batch, image side, opset and torch version, so another checkpoint, a rand
 another fusion never reuses a stale file. A JSON sidecar keeps the export's own wall time, so a
 cached hit reports the original `export_s`, and the file's SHA-256, so a truncated or altered
 file is known. An entry that is not a file, or whose sidecar is missing, huge, not ours or
-names other bytes, is ignored and exported again, never fatal.
+names other bytes, is ignored and exported again, never fatal. Anyone who can write the folder
+can replace both files, so the session built on an export is also checked against the eager
+forward (`onnx_exec`) and a cached export that disagrees is made again (`fresh`).
 
 Must not: build an ONNX Runtime session, time the window, or print.
 """
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import io
 import json
+import shutil
+import tempfile
 import time
 from pathlib import Path
 from typing import NamedTuple
@@ -23,7 +28,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from libreyolo.cache_file import cache_dir
+from libreyolo.cache_file import trusted_cache_dir
 from libreyolo.document.files import write_atomic
 from libreyolo.measure.exec_mode import ExecFailedError, failure_line
 
@@ -60,14 +65,17 @@ def output_names(probe: object) -> list[str]:
 
 
 def cached_or_exported(
-    model: nn.Module, sample: torch.Tensor, probe: object, *, opset: int
+    model: nn.Module, sample: torch.Tensor, probe: object, *, opset: int, fresh: bool = False
 ) -> Export:
-    """The cached export of `model` for `sample`'s shape, else a fresh one (cached now)."""
+    """The cached export of `model` for `sample`'s shape, else (or with `fresh`) a new one,
+    cached now. Without a trusted cache folder (`trusted_cache_dir`) the export goes to a
+    private temporary folder, removed when the process ends."""
     batch, _, imgsz, _ = sample.shape
     key = export_key(model, batch=batch, imgsz=imgsz, opset=opset)
-    folder = cache_dir() / ONNX_DIR
+    cache = trusted_cache_dir(create=True)
+    folder = cache / ONNX_DIR if cache is not None else _scratch_folder()
     path, sidecar = folder / f"{key}.onnx", folder / f"{key}.json"
-    export_s = _cached_export_s(path, sidecar)
+    export_s = None if fresh else _cached_export_s(path, sidecar)
     if export_s is not None:
         return Export(path=path, export_s=export_s, cached=True)
     started = time.perf_counter()
@@ -77,6 +85,12 @@ def cached_or_exported(
     digest = hashlib.sha256(payload).hexdigest()
     _replace(sidecar, json.dumps({"export_s": export_s, "sha256": digest}).encode())
     return Export(path=path, export_s=export_s, cached=False)
+
+
+def _scratch_folder() -> Path:
+    folder = Path(tempfile.mkdtemp(prefix="libreyolo-onnx-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
 
 
 def _export_bytes(model: nn.Module, sample: torch.Tensor, outputs: list[str], opset: int) -> bytes:
@@ -107,8 +121,6 @@ def _export_bytes(model: nn.Module, sample: torch.Tensor, outputs: list[str], op
 def _replace(target: Path, payload: bytes) -> None:
     """Write atomically; a non-file in the way (a hostile entry) is removed first."""
     if target.is_dir() and not target.is_symlink():
-        import shutil
-
         shutil.rmtree(target)
     elif target.is_symlink():
         target.unlink()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -223,3 +224,49 @@ def test_a_temp_folder_that_cannot_hold_the_profile_is_exit_3(
             cfg=ExecConfig(),
             traced=True,
         )
+
+
+def test_a_cached_export_of_another_model_is_caught_and_exported_again(
+    checkpoint: Path,
+) -> None:
+    """Both files replaced, the sidecar's digest naming the planted bytes: only running the
+    export tells, and the forward does."""
+    model = _fused(checkpoint, "t")
+    sample = torch.zeros(1, 3, 64, 64)
+    with torch.no_grad():
+        probe = model(sample)
+    ours = cached_or_exported(model, sample, probe, opset=17)
+    other = _fused(checkpoint, "t")
+    with torch.no_grad():
+        for parameter in other.parameters():
+            parameter.mul_(0.5)
+        theirs = cached_or_exported(other, sample, other(sample), opset=17)
+    planted = theirs.path.read_bytes()
+    ours.path.write_bytes(planted)
+    sidecar = json.loads(ours.path.with_suffix(".json").read_text())
+    sidecar["sha256"] = hashlib.sha256(planted).hexdigest()
+    ours.path.with_suffix(".json").write_text(json.dumps(sidecar))
+    assert cached_or_exported(model, sample, probe, opset=17).cached is True  # looks sound
+    forward, exported = onnxruntime_forward(
+        model, batch=1, imgsz=64, device=torch.device("cpu"), cfg=ExecConfig(), traced=False
+    )
+    assert exported.cached is False  # made again
+    x = torch.rand(1, 3, 64, 64, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        assert float((forward(x) - model(x)).abs().max()) < 1e-3
+    assert ours.path.read_bytes() != planted
+
+
+def test_a_cache_folder_others_may_write_is_not_used(
+    checkpoint: Path, _cache_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _cache_dir.mkdir(parents=True)
+    _cache_dir.chmod(0o777)
+    model = _fused(checkpoint, "t")
+    sample = torch.zeros(1, 3, 64, 64)
+    with torch.no_grad():
+        probe = model(sample)
+    first = cached_or_exported(model, sample, probe, opset=17)
+    assert not first.path.is_relative_to(_cache_dir) and first.path.is_file()
+    assert list(_cache_dir.iterdir()) == []
+    assert cached_or_exported(model, sample, probe, opset=17).cached is False
