@@ -94,7 +94,15 @@ def analyse_exported(
 
             trace = analyse_trace(path)
         except AnalysisError as err:
-            notes.append(f"trace not analysed: {err.message}")
+            # the recording stays: `summary <trace>` analyses it once the cause is gone
+            notes.append(
+                f"trace not analysed: {err.message} ({err.hint}); the recorded trace is kept "
+                f"as {TRACE_NAME}"
+                if err.hint
+                else f"trace not analysed: {err.message}; the recorded trace is kept as "
+                f"{TRACE_NAME}"
+            )
+            warnings.warn(notes[-1], UserWarning, stacklevel=2)
     notes.extend(recorder_notes)
     note = no_gpu_activity_note(device_type, trace, kineto_errors)
     if note is not None:
@@ -102,7 +110,6 @@ def analyse_exported(
         if kineto_errors:  # the reason, said now: the profile alone would bury it
             warnings.warn(note, UserWarning, stacklevel=3)
     if trace is None:
-        run.path(TRACE_NAME).unlink(missing_ok=True)
         return None
     return attach_phase_walls(trace, phase_walls)
 
@@ -147,6 +154,7 @@ def assemble_profile(
     execution: Execution | None = None,
     environment: Environment | None = None,
     variant_trials: Sequence[VariantTrial] = (),
+    trace_kept: bool = False,
 ) -> Profile:
     """The finalized profile (metrics, verdict) of one measurement; `device_memory` is the
     allocator's record of the window (`measure.memory.device_memory`), kept with or without a
@@ -156,7 +164,8 @@ def assemble_profile(
     everything the run noted about itself, in the order it was noted (the profile's one list
     of them, shown by every reader with or without a trace). `environment`: where another
     process measured (the trainer probe's report); None: this process's. `variant_trials`:
-    the speed-ups the run did not use, timed after the window (`measure.variant_trials`)."""
+    the speed-ups the run did not use, timed after the window (`measure.variant_trials`).
+    `trace_kept`: the set holds the recorded trace although it was not analysed."""
     return finalize(
         Profile(
             kind=kind,
@@ -174,7 +183,7 @@ def assemble_profile(
             execution=execution,
             notes=list(notes),
             variant_trials=list(variant_trials),
-            artifacts=Artifacts(trace=TRACE_NAME if trace is not None else None),
+            artifacts=Artifacts(trace=TRACE_NAME if trace is not None or trace_kept else None),
         )
     )
 

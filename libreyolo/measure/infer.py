@@ -40,7 +40,7 @@ from libreyolo.document.model import (
     TraceAnalysis,
 )
 from libreyolo.errors import UsageError
-from libreyolo.measure.artifacts import StagedRun, set_dir
+from libreyolo.measure.artifacts import TRACE_NAME, StagedRun, set_dir
 from libreyolo.measure.assemble import analysed_trace, assemble_profile, conclude, staged
 from libreyolo.measure.compute import count_model_flops, device_peaks, math_dtype
 from libreyolo.measure.device import resolve_device, select_device
@@ -241,6 +241,7 @@ def _profile_inference(
             plan=plan,
             samples=_latency_samples(measured.window),
             trace=trace,
+            trace_kept=run.path(TRACE_NAME).is_file(),
             host=measured.window.host,
             device_memory=measured.memory,
             host_memory=measured.window.host_memory,

@@ -37,7 +37,7 @@ from libreyolo.document.mode import Mode
 from libreyolo.document.model import Compute, Flops, Profile, RunInfo, Samples
 from libreyolo.document.phases import DATALOAD, TRAIN_PHASES
 from libreyolo.errors import NoProfileError, UsageError
-from libreyolo.measure.artifacts import StagedRun, set_dir
+from libreyolo.measure.artifacts import TRACE_NAME, StagedRun, set_dir
 from libreyolo.measure.assemble import analysed_trace, assemble_profile, conclude, staged
 from libreyolo.measure.compute import count_model_flops, device_peaks, math_dtype
 from libreyolo.measure.device import resolve_device, select_device
@@ -284,6 +284,7 @@ def _profile_training(
             plan=plan,
             samples=Samples(steps=window.steps, bare_ms=window.bare_ms, amp_skipped_steps=skipped),
             trace=trace,
+            trace_kept=run.path(TRACE_NAME).is_file(),
             host=window.host,
             device_memory=measured.memory,
             host_memory=window.host_memory,

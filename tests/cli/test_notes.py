@@ -112,10 +112,42 @@ def test_a_trace_that_cannot_be_analysed_is_a_note_in_summary(
     monkeypatch.setattr(libreyolo.kineto, "analyse_trace", truncated)
     result = invoke([*TINY_INFER, "--imgsz", "64", "--project", str(tmp_path)])
     assert result.status == 0, result.stderr
-    assert f"note: {NOT_ANALYSED}" in result.stdout.splitlines()
+    kept = f"{NOT_ANALYSED}; the recorded trace is kept as profile_trace.json"
+    assert f"note: {kept}" in result.stdout.splitlines()
     path = tmp_path / "infer" / "profile.json"
-    assert json.loads(path.read_text(encoding="utf-8"))["trace"] is None
-    assert _has(_notes(path), NOT_ANALYSED)
+    document = json.loads(path.read_text(encoding="utf-8"))
+    assert document["trace"] is None and document["artifacts"]["trace"] == "profile_trace.json"
+    assert (tmp_path / "infer" / "profile_trace.json").stat().st_size > 0
+    assert _has(_notes(path), kept)
+
+
+def test_a_full_temp_folder_keeps_the_recorded_trace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The analyser spools ops to TMPDIR; when that fails (a full disk) the run keeps its
+    profile and the trace it recorded, and says how to analyse it later."""
+    import types
+
+    from libreyolo.kineto import spool
+
+    def full(*args: object, **kwargs: object) -> object:
+        raise OSError(28, "No space left on device")
+
+    _random_weights(monkeypatch, tmp_path / "weights")
+    monkeypatch.setattr(spool, "tempfile", types.SimpleNamespace(TemporaryFile=full))
+    result = invoke([*TINY_INFER, "--imgsz", "64", "--project", str(tmp_path), "--json"])
+    assert result.status == 0, result.stderr
+    trace = tmp_path / "infer" / "profile_trace.json"
+    notes = json.loads((tmp_path / "infer" / "profile.json").read_text(encoding="utf-8"))["notes"]
+    (note,) = [n for n in notes if n.startswith("trace not analysed")]
+    assert "cannot spool its ops to a temporary file (No space left on device)" in note
+    assert note.endswith(
+        "(point TMPDIR at a directory with free space); the recorded trace is "
+        "kept as profile_trace.json"
+    )
+    monkeypatch.undo()
+    later = invoke(["profile", "summary", str(trace), "--json"])
+    assert later.status == 0, later.stderr
 
 
 def test_a_trimmed_calibration_is_a_note_in_summary_without_a_trace(

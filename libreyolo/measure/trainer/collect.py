@@ -114,6 +114,7 @@ def profile_trainer(
                 amp_skipped_steps=list(result.amp_skipped_steps),
             ),
             trace=trace,
+            trace_kept=run.path(TRACE_NAME).is_file(),
             host=watch.host,
             device_memory=_device_memory(ready, result),
             host_memory=watch.host_memory,
