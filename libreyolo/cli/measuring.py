@@ -11,7 +11,7 @@ from collections.abc import Callable
 from libreyolo.analysis.outcome import ConfigView, MeasurementOutcome, outcome
 from libreyolo.cli.invoked import invoked_as
 from libreyolo.cli.parser import typed_dests
-from libreyolo.config.compose import as_plain_dict, compose_config, config_yaml
+from libreyolo.config.compose import ConfigError, as_plain_dict, compose_config, config_yaml
 from libreyolo.config.overrides import to_overrides
 from libreyolo.config.schema import ProfileConfig
 from libreyolo.measure.artifacts import set_dir
@@ -31,6 +31,12 @@ def _compose(args: argparse.Namespace, mode: str) -> tuple[ProfileConfig, list[s
     cfg = compose_config(
         overrides, config_dir=args.config_dir, config_name=args.config or "profile"
     )
+    if cfg.mode.value != mode:  # the file chose the other mode (or left run's default)
+        raise ConfigError(
+            f"--config {args.config} composes mode {cfg.mode.value}, not {mode}: measure it "
+            f"with 'libreyolo profile {cfg.mode.value}', or give the file mode {mode}",
+            hint=f"its defaults list chooses the mode: override mode: {mode}",
+        )
     return cfg, overrides
 
 

@@ -335,3 +335,31 @@ def test_unknown_fuse_mode_exits_2_before_measuring(tmp_path: Path) -> None:
     assert result.status == 2, result.stderr
     assert result.stderr == "model.fuse must be one of full, bn, none; got 'fast'\n"
     assert not project.exists()
+
+
+@pytest.mark.parametrize(
+    ("command", "header", "composed"),
+    [
+        ("infer", "defaults:\n  - profile\n  - _self_\n", "run"),  # no mode: run's default
+        ("infer", "defaults:\n  - profile\n  - override mode: run\n  - _self_\n", "run"),
+        ("run", "defaults:\n  - profile\n  - override mode: infer\n  - _self_\n", "infer"),
+    ],
+)
+def test_a_config_file_of_the_other_mode_is_refused(
+    tmp_path: Path, command: str, header: str, composed: str
+) -> None:
+    """`profile infer --config X` measured a training step when X chose (or kept) mode run."""
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "other.yaml").write_text(header + "batch: 2\nimgsz: 64\n", encoding="utf-8")
+    project = tmp_path / "p"
+    argv = ["profile", command, *(["synthetic"] if command == "run" else [])]
+    argv += ["--config-dir", str(conf), "--config", "other", "--device", "cpu"]
+    result = invoke([*argv, "--project", str(project)])
+    assert result.status == 2, result.stderr
+    assert result.stderr == (
+        f"--config other composes mode {composed}, not {command}: measure it with "
+        f"'libreyolo profile {composed}', or give the file mode {command} (its defaults list "
+        f"chooses the mode: override mode: {command})\n"
+    )
+    assert not project.exists()
