@@ -297,16 +297,22 @@ def test_a_second_sigterm_cannot_cut_the_cleanup_short() -> None:
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
 
 
-def test_the_outcome_names_the_trace_where_the_experiments_mode_put_it(
-    weights: str, tmp_path: Path
-) -> None:
+def test_the_outcome_names_the_trace_of_an_experiments_run(weights: str, tmp_path: Path) -> None:
     (tmp_path / "conf").mkdir()
-    (tmp_path / "conf" / "exp.yaml").write_text(  # typed `infer`, but the experiment trains
+    (tmp_path / "conf" / "exp.yaml").write_text(  # the experiment's own window and data
         "defaults:\n  - profile\n  - override mode: run\n  - override dataset: synthetic\n"
         "  - _self_\nbatch: 2\nimgsz: 64\nwindow:\n  warmup: 1\n  steps: 2\n"
         "dataset:\n  workers: 0\n"
     )
-    argv = ["profile", "infer", "--config-dir", str(tmp_path / "conf"), "--config", "exp"]
+    argv = [
+        "profile",
+        "run",
+        "synthetic",
+        "--config-dir",
+        str(tmp_path / "conf"),
+        "--config",
+        "exp",
+    ]
     argv += ["--weights", weights, "--device", "cpu", "--project", str(tmp_path / "p"), "--json"]
     result = invoke(argv)
     assert result.status == 0, result.stderr
