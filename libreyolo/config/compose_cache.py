@@ -155,20 +155,18 @@ def reproduces(plain: JsonObject, overrides: Sequence[str]) -> bool:
 
 def _asked(text: str) -> tuple[list[str], object] | None:
     """(key path, value) of one override, or None when it is not `key=value` in the form
-    `render_value` writes, or selects a group other than the mode."""
+    `render_value` writes: a group selection (`model=yolox_s`) names its option unquoted, so
+    only the mode's is one."""
     key, eq, value = text.partition("=")
     if not eq or not re.fullmatch(r"[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*", key):
         return None
     if key == "mode":
         return ([key], value) if value in ("run", "infer") else None
-    if "." not in key and key in _GROUPS:
-        return None  # a group selection: what it sets is in its YAML
     parsed = _value(value)
     return None if parsed is _UNPARSED else (key.split("."), parsed)
 
 
 _UNPARSED = object()
-_GROUPS = frozenset({"model", "dataset", "device", "window", "exec", "sweep", "tune"})
 
 
 def _value(text: str) -> object:

@@ -95,13 +95,8 @@ def analyse_exported(
             trace = analyse_trace(path)
         except AnalysisError as err:
             # the recording stays: `summary <trace>` analyses it once the cause is gone
-            notes.append(
-                f"trace not analysed: {err.message} ({err.hint}); the recorded trace is kept "
-                f"as {TRACE_NAME}"
-                if err.hint
-                else f"trace not analysed: {err.message}; the recorded trace is kept as "
-                f"{TRACE_NAME}"
-            )
+            why = f"{err.message} ({err.hint})" if err.hint else err.message
+            notes.append(f"trace not analysed: {why}; the recorded trace is kept as {TRACE_NAME}")
             warnings.warn(notes[-1], UserWarning, stacklevel=2)
     notes.extend(recorder_notes)
     note = no_gpu_activity_note(device_type, trace, kineto_errors)

@@ -30,6 +30,7 @@ from torch import nn
 
 from libreyolo.cache_file import trusted_cache_dir
 from libreyolo.document.files import write_atomic
+from libreyolo.errors import NoProfileError
 from libreyolo.measure.exec_mode import ExecFailedError, failure_line
 
 INPUT_NAME = "images"
@@ -87,8 +88,20 @@ def cached_or_exported(
     return Export(path=path, export_s=export_s, cached=False)
 
 
+def private_folder(what: str, prefix: str) -> Path:
+    """A fresh temporary folder only this user can enter (`mkdtemp`, 0700) for `what`;
+    NoProfileError (exit 3) when the temporary folder cannot hold one."""
+    try:
+        return Path(tempfile.mkdtemp(prefix=prefix))
+    except OSError as err:
+        raise NoProfileError(
+            f"cannot make a folder for {what} in {tempfile.gettempdir()}: "
+            f"{err.strerror or err} (free space there, or point TMPDIR elsewhere)"
+        ) from None
+
+
 def _scratch_folder() -> Path:
-    folder = Path(tempfile.mkdtemp(prefix="libreyolo-onnx-"))
+    folder = private_folder("the ONNX export", "libreyolo-onnx-")
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
     return folder
 

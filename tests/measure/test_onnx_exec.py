@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -191,7 +192,7 @@ def test_the_runtime_profile_goes_to_a_private_folder_and_leaves_nothing(
     temp = tmp_path / "tmp"
     temp.mkdir()
     monkeypatch.setenv("TMPDIR", str(temp))
-    monkeypatch.setattr(onnx_exec.tempfile, "tempdir", None)  # read TMPDIR again
+    monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again
     victim = tmp_path / "victim.json"
     victim.write_text("keep me")
     # a link planted under the prefix traced sessions once wrote to: left alone, never written
@@ -214,7 +215,7 @@ def test_a_temp_folder_that_cannot_hold_the_profile_is_exit_3(
 ) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    monkeypatch.setattr(onnx_exec.tempfile, "tempdir", str(blocker / "tmp"))
+    monkeypatch.setattr(tempfile, "tempdir", str(blocker / "tmp"))
     with pytest.raises(NoProfileError, match="cannot make a folder for ONNX Runtime's profile"):
         onnxruntime_forward(
             _fused(checkpoint, "t"),
