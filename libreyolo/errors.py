@@ -79,18 +79,19 @@ class BusyError(UsageError):
     code = "busy"
 
 
-class WontFitError(UsageError):
-    """Refused before measuring: the batch would need more host memory than is available (a
-    sweep records it as a point that does not fit, code `oom`)."""
-
-    code = "wont_fit"
-
-
 class NoProfileError(ProfileError):
     """A measuring command ended without a profile."""
 
     status = ExitStatus.NO_PROFILE
     code = "no_profile"
+
+
+class WontFitError(NoProfileError):
+    """Refused before measuring: the batch would need more host memory than is available. Like
+    a real out-of-memory error it is "the run produced no profile" (exit 3), not a bad argument:
+    the same flags fit a larger host (a sweep records it as a point that does not fit, `oom`)."""
+
+    code = "wont_fit"
 
 
 class OutOfMemoryError(NoProfileError):
@@ -103,6 +104,18 @@ class DiskFullError(NoProfileError):
     """A measurement could not write its files: no space (or quota) left."""
 
     code = "disk_full"
+
+
+class ResultNotShownError(ProfileError):
+    """A reader's result could not be written to stdout (closed, full, or its reader gone)."""
+
+    code = "stdout_failed"
+
+
+class MeasuredResultNotShownError(NoProfileError):
+    """A measurement's result could not be written to stdout; its files are written."""
+
+    code = "stdout_failed"
 
 
 class MissingExtraError(ProfileError):

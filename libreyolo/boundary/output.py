@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 if TYPE_CHECKING:
     from rich.progress import TaskID
 
+from libreyolo.boundary.streams import terminal_streams
 from libreyolo.errors import ProfileError
 from libreyolo.render.safe import safe_text
 from libreyolo.render.text import to_lines
@@ -45,14 +46,15 @@ class Output:
     @classmethod
     def for_terminal(cls, *, json_mode: bool, no_color: bool) -> Output:
         """The real streams; colour only on a terminal and without NO_COLOR/--no-color."""
-        color = sys.stdout.isatty() and not no_color and "NO_COLOR" not in os.environ
-        return cls(sys.stdout, sys.stderr, json_mode=json_mode, color=color)
+        stdout, stderr = terminal_streams()
+        color = stdout.isatty() and not no_color and "NO_COLOR" not in os.environ
+        return cls(stdout, stderr, json_mode=json_mode, color=color)
 
     @classmethod
     def plain(cls) -> Output:
         """The real streams as they are now, plain text: the sweep's entry points and a point's
         child process, whose stderr is a log file as often as a terminal."""
-        return cls(sys.stdout, sys.stderr)
+        return cls(*terminal_streams())
 
     def emit(self, result: object, source: str | tuple[str, str] | None) -> None:
         """Write one result to stdout, as JSON or as text (rich only where a view needs it)."""
@@ -148,11 +150,20 @@ class Output:
 
         self.stderr.write("".join(traceback.format_exception(err)))
 
+    def deliver(self) -> None:
+        """Push the result out of Python's buffer now, so a closed, full or abandoned stdout
+        fails here, where the command can still say so, and not in the interpreter's exit."""
+        self.stdout.flush()
+
     def flush(self) -> None:
         """Flush both streams: the process is about to end (a child exits without its
-        interpreter's own clean-up)."""
+        interpreter's own clean-up). A stream that cannot take it has already been reported
+        (`deliver`) or is best effort (stderr)."""
+        from contextlib import suppress
+
         for stream in (self.stdout, self.stderr):
-            stream.flush()
+            with suppress(OSError, ValueError):
+                stream.flush()
 
     @staticmethod
     def flush_process_streams() -> None:

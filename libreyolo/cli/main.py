@@ -7,6 +7,7 @@ uses; `run` hands it to `exit_process`. Must not: print but through `Output`, or
 from __future__ import annotations
 
 import contextlib
+import errno
 import gc
 import signal
 import sys
@@ -15,9 +16,17 @@ from types import FrameType
 
 from libreyolo.boundary.output import Output
 from libreyolo.boundary.status import exit_process, exit_status
+from libreyolo.boundary.streams import best_effort, discard_stdout
 from libreyolo.cli.foreign import refuse_v1_command
 from libreyolo.cli.parser import READERS, build_parser, reject_key_value
-from libreyolo.errors import ExitStatus, Terminated, UsageError
+from libreyolo.errors import (
+    ExitStatus,
+    MeasuredResultNotShownError,
+    ProfileError,
+    ResultNotShownError,
+    Terminated,
+    UsageError,
+)
 
 
 def _drop_task_word(argv: list[str]) -> list[str]:
@@ -77,13 +86,33 @@ def _run(words: list[str], out: Output) -> ExitStatus:
         finally:
             out.close()
         emit = out.emit_csv if table else out.emit
-        emit(result, source)  # inside: a result that cannot be shown is one line too
+        try:
+            emit(result, source)  # inside: a result that cannot be shown is one line too
+            out.deliver()
+        except OSError as err:
+            raise _not_shown(words, err, out) from None
         if getattr(result, "gate_failed", False):  # compare --fail-on-regression
             from libreyolo.render.gate_text import regression_line
 
             out.error_line("regression", regression_line(result))  # printed: a result
             return ExitStatus.REGRESSION
     return ExitStatus.OK
+
+
+def _not_shown(words: list[str], err: OSError, out: Output) -> ProfileError:
+    """The error for a result stdout would not take: exit 1 for a reader, 3 for a measurement
+    (its files are written, but the command did not end as asked). A reader that went away
+    (`| head`) chose to stop: no line for it, like any Unix filter."""
+    discard_stdout(out.stdout)
+    measuring = words[:1] == ["profile"] and words[1:2] in (["run"], ["infer"])
+    if err.errno == errno.EPIPE:
+        out.stderr = best_effort(None)
+    why = f"cannot write the result to stdout: {err.strerror or err}"
+    if measuring:
+        return MeasuredResultNotShownError(
+            why, hint="the run's files are written: read them with `libreyolo profile summary`"
+        )
+    return ResultNotShownError(why)
 
 
 def run() -> None:

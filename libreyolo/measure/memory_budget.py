@@ -160,7 +160,7 @@ def check_fits(
     available: int | None,
     other_levers: tuple[str, ...] = (),
 ) -> None:
-    """WontFitError (a usage error) naming the numbers and the way out when `batch` at `imgsz`
+    """WontFitError (exit 3) naming the numbers and the way out when `batch` at `imgsz`
     needs more than `available` bytes; nothing when it fits or nothing is known (None)."""
     total = need.total_bytes(batch)
     if available is None or total <= available:

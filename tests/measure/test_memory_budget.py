@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from libreyolo.errors import UsageError
+from libreyolo.errors import WontFitError
 from libreyolo.measure.memory_budget import (
     WINDOW_OVERHEAD_BYTES,
     WORKER_BYTES,
@@ -117,18 +117,18 @@ def test_training_on_an_accelerator_counts_the_loader_only() -> None:
 
 
 def test_a_batch_that_cannot_fit_is_one_line_with_the_numbers_and_the_way_out() -> None:
-    with pytest.raises(UsageError) as info:
+    with pytest.raises(WontFitError) as info:
         check_fits(HostNeed(15_400_000), batch=4000, imgsz=640, available=21_900_000_000)
     assert info.value.message == (
         "--batch 4000 at --imgsz 640 needs about 61.6 GB of memory (15.4 MB an image); "
         "21.9 GB are available"
     )
     assert info.value.hint == "lower --batch to about 1400 or --imgsz"
-    assert info.value.code == "wont_fit" and info.value.status == 2
+    assert info.value.code == "wont_fit" and info.value.status == 3
 
 
 def test_when_not_even_one_image_fits_only_the_size_and_other_levers_are_named() -> None:
-    with pytest.raises(UsageError) as info:
+    with pytest.raises(WontFitError) as info:
         check_fits(
             HostNeed(30_000_000_000, 100_000_000),
             batch=1,
@@ -156,7 +156,7 @@ def test_the_batch_that_fits_leaves_room_for_the_fixed_bytes_and_is_rounded_down
     per_image_bytes: int, available: int, hint: str
 ) -> None:
     need = HostNeed(per_image_bytes, fixed_bytes=64)
-    with pytest.raises(UsageError) as info:
+    with pytest.raises(WontFitError) as info:
         check_fits(need, batch=50000, imgsz=640, available=available, other_levers=("--workers",))
     assert info.value.hint == hint
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from libreyolo.errors import UsageError
+from libreyolo.errors import WontFitError
 from libreyolo.measure import memory_check
 from libreyolo.measure.memory_check import (
     check_inference,
@@ -103,7 +103,7 @@ def test_the_default_inference_fits_easily_and_a_tiny_host_refuses_it(
     cpu = torch.device("cpu")
     need = check_inference(yolo9t, device=cpu, batch=1, imgsz=640, available=2 * GIB)
     assert 20e6 < need.per_image_bytes < 60e6 and need.total_bytes(1) < 150e6
-    with pytest.raises(UsageError) as info:
+    with pytest.raises(WontFitError) as info:
         check_inference(yolo9t, device=cpu, batch=4000, imgsz=640, available=int(21.9e9))
     message = f"{info.value.message} ({info.value.hint})"
     pattern = (
@@ -140,7 +140,7 @@ def test_infer_refuses_a_batch_the_host_cannot_hold(
     argv = ["profile", "infer", "--weights", str(checkpoint), "--device", "cpu", "--batch", "512"]
     argv += ["--imgsz", "64", "--warmup", "1", "--runs", "2", "--no-trace"]
     result = invoke([*argv, "--project", str(project)])
-    assert result.status == 2 and result.stdout == ""
+    assert result.status == 3 and result.stdout == ""  # no profile: the run cannot fit here
     line = _refused(result.stderr)
     pattern = (
         r"--batch 512 at --imgsz 64 needs about 0\.\d GB of memory \(0\.\d MB an image\); "
@@ -163,7 +163,7 @@ def test_run_refuses_before_any_loader_worker_starts(
     argv = ["profile", "run", str(data), "--weights", str(checkpoint), "--device", "cpu"]
     argv += ["--batch", "4", "--imgsz", "128", "--workers", "2", "--steps", "2", "--warmup", "0"]
     result = invoke([*argv, "--project", str(project)])
-    assert result.status == 2 and result.stdout == "", result.stderr
+    assert result.status == 3 and result.stdout == "", result.stderr
     line = _refused(result.stderr)
     pattern = (
         r"--batch 4 at --imgsz 128 needs about 0\.\d GB of memory \(\d+\.\d MB an image\); "
