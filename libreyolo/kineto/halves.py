@@ -9,8 +9,11 @@ end, so the ordinary cutter, limits and metadata reading apply to both. The chil
 as parts into a temporary file, which this process merges after its own half, in file order. A cut
 proves itself: the first half must close its event array exactly at the added `]`. Any failure in
 either half (a false cut, a dead child, a malformed file) makes `read_in_halves` return None, and
-the caller reads the file again in one process, which reports the real error. Must not: interpret
-events, print, or import torch/numpy.
+the caller reads the file again in one process, which reports the real error. The child dies with
+this process (lifeline.py), and its parts file has no name: a reader killed outright leaves neither
+behind. Both halves read the one descriptor, so they read the same file; one that changed under
+them is caught when it closes (source.py). Must not: interpret events, print, or import
+torch/numpy.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from typing import Any, BinaryIO
 import msgspec
 
 from libreyolo.errors import AnalysisError
+from libreyolo.kineto.lifeline import die_with_parent
 from libreyolo.kineto.source import BOUNDARY, ByteSource, split_head
 
 _SEARCH_BYTES = 1 << 16  # read at the middle to find a cut, widened as needed ...
@@ -146,10 +150,11 @@ def read_in_halves(
     """
     if sys.platform != "linux" or threading.active_count() > 1:
         return None  # fork is only safe on Linux, and only while this process has one thread
-    with tempfile.TemporaryFile() as parts:
+    parent = os.getpid()
+    with tempfile.TemporaryFile() as parts:  # unlinked at once: nobody has to remove it
         pid = os.fork()
         if pid == 0:  # the child: never returns
-            _child(cut, second, parts)
+            _child(cut, second, parts, parent)
         reaped = False
         try:
             try:
@@ -166,11 +171,13 @@ def read_in_halves(
                 _stop(pid)
 
 
-def _child(cut: Cut, second: Callable[[FileView, Emit], Any], parts: BinaryIO) -> None:
+def _child(cut: Cut, second: Callable[[FileView, Emit], Any], parts: BinaryIO, parent: int) -> None:
     """Read the second half into `parts`, then leave without Python's teardown (it would flush
-    the parent's buffers and run its exit hooks a second time)."""
+    the parent's buffers and run its exit hooks a second time). Killed with the parent: it has
+    nothing to clean up, and nobody would read what it wrote."""
     code = 1
     try:
+        die_with_parent(signal.SIGKILL, parent)
         for each in (signal.SIGINT, signal.SIGTERM):  # the parent unwinds; it reaps us
             signal.signal(each, signal.SIG_DFL)
 

@@ -145,20 +145,47 @@ def open_source(
     path: str | os.PathLike[str], *, max_input_bytes: int = MAX_INPUT_BYTES
 ) -> Iterator[ByteSource]:
     """Open a trace file, gzip or plain (told by its first bytes, not its name); a plain file
-    over `max_input_bytes` is refused by its size, a gzip one once that much is inflated.
+    over `max_input_bytes` is refused by its size, a gzip one once that much is inflated. A file
+    that changed while the block read it fails as it closes, whatever else failed.
 
     Raises:
         MissingFileError: absent, or not a regular file (judged before it is opened).
-        AnalysisError: over the input limit, or unreadable.
+        AnalysisError: over the input limit, unreadable, or changed while it was read.
     """
     label = os.fspath(path)
     with open_regular(label, max_input_bytes) as raw:
         assert isinstance(raw, io.BufferedReader)  # os.fdopen(..., "rb") makes one
+        opened = os.fstat(raw.fileno())
         if raw.peek(2)[:2] == _GZIP_MAGIC:
-            stream = gzip.GzipFile(fileobj=raw)
-            yield ByteSource(stream, label, max_input_bytes=max_input_bytes)
+            source = ByteSource(gzip.GzipFile(fileobj=raw), label, max_input_bytes=max_input_bytes)
         else:
-            yield ByteSource(raw, label, raw.fileno(), max_input_bytes=max_input_bytes)
+            source = ByteSource(raw, label, raw.fileno(), max_input_bytes=max_input_bytes)
+        try:
+            yield source
+        except AnalysisError:  # a file cut or rewritten under the reader often fails to parse
+            _check_unchanged(label, raw.fileno(), opened)
+            raise
+        _check_unchanged(label, raw.fileno(), opened)
+
+
+def _check_unchanged(label: str, fileno: int, opened: os.stat_result) -> None:
+    """Refuse a file whose size or modification time moved since it was opened (`opened`):
+    its chunks, runs or halves may come from different versions of it, a mixed result.
+
+    Raises:
+        AnalysisError: the file changed.
+    """
+    now = os.fstat(fileno)
+    if (now.st_size, now.st_mtime_ns) == (opened.st_size, opened.st_mtime_ns):
+        return
+    if now.st_size != opened.st_size:
+        how = f"its size went from {opened.st_size} to {now.st_size} bytes"
+    else:
+        how = "it was rewritten in place (same size, new modification time)"
+    raise AnalysisError(
+        f"failed to analyse {label}: the trace changed while it was read; {how}",
+        hint="read it once whatever writes it has finished",
+    )
 
 
 def split_head(source: ByteSource) -> tuple[bytes | None, bytes]:

@@ -7,8 +7,9 @@ the few ops the window and the phase map are built from (ProfilerStep, phase lab
 stay in memory, with the threads that run the ops `mark` names (the autograd engine's). Memory
 is then one block whatever the trace's size. The runtime and driver calls (a GPU trace has two or
 three a kernel, 32 bytes each) go to a `CallSpool` the same way: the reduction reads them twice, in
-file order (the correlation join, then the call tallies). Must not: interpret names itself,
-print, or import torch/numpy.
+file order (the correlation join, then the call tallies). The files have no name
+(`TemporaryFile`): a reader killed outright leaves none behind. Must not: interpret names
+itself, print, or import torch/numpy.
 """
 
 from __future__ import annotations

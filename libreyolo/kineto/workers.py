@@ -5,13 +5,20 @@ Role: the parallel half of reading (chunks.py is the sequential half). Runs are 
 sends it and every later run back to the sequential cutter. Workers are forked (Linux) and read
 their run straight from a plain file; each part comes back through a spool file, so a worker never
 waits on a pipe for this busy process to read its result. This process decodes runs itself while
-the workers are busy. Must not: interpret events, print, or import torch/numpy.
+the workers are busy. The workers die with this process (lifeline.py); the spool folder is this
+process's to remove, the workers' when it was killed outright, and the next pool's when all of
+them were (its name holds this process's id). Must not: interpret events, print, or import
+torch/numpy.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
+import re
+import shutil
+import signal
 import sys
 import tempfile
 import threading
@@ -20,10 +27,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from libreyolo.kineto.lifeline import die_with_parent
 from libreyolo.kineto.source import ByteSource, as_array, last_boundary
+from libreyolo.pids import pid_alive
 
 if TYPE_CHECKING:  # the pool's modules load only when a trace is large enough to need them
     from concurrent.futures import Future
+    from types import FrameType
 
 MAX_WORKERS = 8  # beyond this the single-process reduction dominates anyway
 # With 512 KiB chunks one process reads a 62 MB trace in 0.47 s on two CPUs, a pool of two in
@@ -33,6 +43,8 @@ MIN_CPUS_FOR_POOL = 3
 _QUEUED_PER_WORKER = 2  # runs waiting per worker: keeps it busy without hoarding the file
 _MAX_PENDING = 8  # runs decoded or queued but not merged yet: bounds memory
 _SHM = Path("/dev/shm")  # spool in memory where the system has it
+_SPOOL_PREFIX = "libreyolo-spool-"  # then the reader's pid and a dash
+_SPOOL_NAME = re.compile(rf"{_SPOOL_PREFIX}(\d+)-")
 
 Work = Callable[[bytes], Any]  # JSON array text -> part, None when the text does not decode
 
@@ -55,14 +67,47 @@ def decode_in_workers(
     import multiprocessing  # here: these imports cost readers of small traces ~15 ms
     from concurrent.futures import ProcessPoolExecutor
 
-    spool_root = _SHM if _SHM.is_dir() else None
+    spool_root = str(_SHM) if _SHM.is_dir() else tempfile.gettempdir()
+    _remove_stale_spools(spool_root)
     context = multiprocessing.get_context("fork")
-    with tempfile.TemporaryDirectory(dir=spool_root) as spool:
-        pool = ProcessPoolExecutor(workers - 1, mp_context=context)
+    reader = os.getpid()
+    with tempfile.TemporaryDirectory(prefix=f"{_SPOOL_PREFIX}{reader}-", dir=spool_root) as spool:
+        pool = ProcessPoolExecutor(
+            workers - 1, mp_context=context, initializer=_bind_to_reader, initargs=(spool, reader)
+        )
         try:
             return _Dispatcher(source, work, merge, pool, spool, workers - 1).run(buf)
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _remove_stale_spools(root: str) -> None:
+    """Remove this user's spool folders whose reader is gone: it was killed together with its
+    workers, so nobody was left to remove them (a folder of a live reader is left alone)."""
+    with contextlib.suppress(OSError), os.scandir(root) as entries:
+        for entry in entries:
+            found = _SPOOL_NAME.match(entry.name)
+            if found is None or pid_alive(int(found.group(1))):
+                continue
+            with contextlib.suppress(OSError):  # removed meanwhile, by another reader
+                if entry.is_dir(follow_symlinks=False) and entry.stat().st_uid == os.getuid():
+                    shutil.rmtree(entry.path, ignore_errors=True)
+
+
+def _bind_to_reader(spool: str, reader: int) -> None:
+    """In a worker, first: end when the reader (pid `reader`) dies; when it was killed outright
+    (it is no longer our parent), remove the spool folder its own cleanup would have."""
+
+    def leave(signum: int, frame: FrameType | None) -> None:
+        if os.getppid() != reader:
+            shutil.rmtree(spool, ignore_errors=True)
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, leave)
+    try:
+        die_with_parent(signal.SIGTERM, reader)
+    except OSError:  # it could outlive the reader: it leaves, and the reader decodes its runs
+        os._exit(1)
 
 
 class _Dispatcher:
