@@ -6,8 +6,11 @@ folder a sweep page. The default destination is `report.html` next to the first 
 wrote it (its generator tag), while a regular file given with `-o` is the user's choice and is
 replaced. Either way the destination must be a regular file or a new path, and none of the
 page's inputs (`document.destination`): for a sweep, its record files and each point's files.
+The destination's folder is opened when it is checked and the page renamed into that folder,
+refused if the path changed meanwhile (`document.destination_write`).
 
-Must not: import torch, numpy or Hydra (a reader), or leave a half-written page.
+Must not: import torch, numpy or Hydra (a reader), leave a half-written page, or write through
+a symbolic link.
 """
 
 from __future__ import annotations
@@ -18,8 +21,7 @@ from typing import TYPE_CHECKING
 
 from libreyolo.cli.sources import open_profile, open_sweep
 from libreyolo.document import sweep_files
-from libreyolo.document.destination import check_destination
-from libreyolo.document.files import write_atomic
+from libreyolo.document.destination_write import Destination, open_destination
 from libreyolo.errors import UsageError
 from libreyolo.render.html.ours import is_our_page
 from libreyolo.render.html.written import ReportWritten
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
     from libreyolo.document.sweep_model import SweepRecord
 
 PROFILE_PAGE = "report.html"
+HINT = "choose another path with -o FILE"
 
 
 def _default_output(first: str, sweep: bool) -> Path:
@@ -38,29 +41,25 @@ def _default_output(first: str, sweep: bool) -> Path:
     return base / PROFILE_PAGE
 
 
-def _destination(output: str | None, first: str, sweep: bool, inputs: list[Path]) -> Path:
-    """Where the page goes: a regular file that is none of `inputs` (replaced: by default only
-    when it is our page), or a new path; UsageError (exit 2) before anything is written."""
+def _destination(output: str | None, first: str, sweep: bool, inputs: list[Path]) -> Destination:
+    """Where the page goes, opened: a regular file that is none of `inputs` (replaced: by
+    default only when it is our page), or a new path; UsageError (exit 2) before anything is
+    written."""
     path = output if output is not None else str(_default_output(first, sweep))
-    target = check_destination(
-        path, inputs, what="the report", hint="choose another path with -o FILE"
-    )
-    if output is None and target.exists() and not is_our_page(target):
+    target = open_destination(path, inputs, what="the report", hint=HINT)
+    if output is None and target.file_id is not None and not is_our_page(target.path):
+        target.close()
         raise UsageError(
-            f"refusing to replace {target}: libreyolo profile report did not write it",
-            hint="choose another path with -o FILE",
+            f"refusing to replace {target.path}: libreyolo profile report did not write it",
+            hint=HINT,
         )
     return target
 
 
-def _write(target: Path, page: str) -> int:
-    payload = page.encode("utf-8")
-    try:
-        write_atomic(target, payload)
-    except OSError as err:
-        raise UsageError(
-            f"cannot write the report to {target}: {err.strerror or err}", hint="choose -o FILE"
-        ) from err
+def _write(target: Destination, page: str) -> int:
+    # a lone surrogate (a `\ud800` escape in a JSON name) has no UTF-8 form: shown as escaped
+    payload = page.encode("utf-8", "backslashreplace")
+    target.write(payload)
     return len(payload)
 
 
@@ -80,21 +79,26 @@ def write_report(inputs: list[str], output: str | None, *, max_input_bytes: int)
             )
         return _sweep(inputs[0], sweeps[0], output)
     files = [Path(path) for path in inputs if path != "-"]  # stdin is no file to keep
-    target = _destination(output, inputs[0], sweep=False, inputs=files)
+    with _destination(output, inputs[0], sweep=False, inputs=files) as target:
+        page = _profile_page(inputs, max_input_bytes)
+        kind = "profile" if len(inputs) == 1 else "compare"
+        return ReportWritten(str(target.path), kind, _write(target, page), tuple(inputs))
+
+
+def _profile_page(inputs: list[str], max_input_bytes: int) -> str:
+    """The page of one profile, or the comparison of two."""
+    from libreyolo.analysis.report import compare_report, profile_report
+
     if len(inputs) == 1:
-        from libreyolo.analysis.report import profile_report
         from libreyolo.render.html.profile_page import profile_page
 
         profile = open_profile(inputs[0], max_input_bytes=max_input_bytes)
-        page = profile_page(profile_report(profile, inputs[0]))
-        return ReportWritten(str(target), "profile", _write(target, page), tuple(inputs))
-    from libreyolo.analysis.report import compare_report
+        return profile_page(profile_report(profile, inputs[0]))
     from libreyolo.render.html.compare_page import compare_page
 
     before = open_profile(inputs[0], max_input_bytes=max_input_bytes)
     after = open_profile(inputs[1], max_input_bytes=max_input_bytes)
-    page = compare_page(compare_report(before, after, (inputs[0], inputs[1])))
-    return ReportWritten(str(target), "compare", _write(target, page), tuple(inputs))
+    return compare_page(compare_report(before, after, (inputs[0], inputs[1])))
 
 
 def _sweep(folder: str, view: SweepView, output: str | None) -> ReportWritten:
@@ -105,11 +109,12 @@ def _sweep(folder: str, view: SweepView, output: str | None) -> ReportWritten:
     root = Path(os.path.realpath(folder))
     record = view.record
     inputs = _sweep_inputs(root, record, view)
-    target = _destination(output, folder, sweep=True, inputs=inputs)
-    profiles, lost = read_point_profiles(root, record)
-    report = sweep_report(record, folder, profiles, lost, view.tune)
-    size = _write(target, sweep_page(report))
-    return ReportWritten(str(target), "sweep", size, (folder,), num_points=len(record.points))
+    with _destination(output, folder, sweep=True, inputs=inputs) as target:
+        profiles, lost = read_point_profiles(root, record)
+        report = sweep_report(record, folder, profiles, lost, view.tune)
+        size = _write(target, sweep_page(report))
+    written = str(target.path)
+    return ReportWritten(written, "sweep", size, (folder,), num_points=len(record.points))
 
 
 def _sweep_inputs(root: Path, record: SweepRecord, view: SweepView) -> list[Path]:

@@ -3,7 +3,8 @@ batch (peak memory by batch for maxfit, and the latency percentile by batch for 
 goal), each point numbered in the order measured, every bound a marker of its own at its batch
 (out of memory: a cross; over the memory budget: a triangle; over the latency bound: a hollow
 diamond), the recommended point ringed with its evidence as the caption, and the measured path
-as a table.
+as a table. The series are drawn in order up to SEARCH_CHARS of markup, then a banner says how
+many are shown: tune.json may hold 4096 series of 256 steps, a page of hundreds of MB.
 
 The x axis is log2 when the batches span a factor of 4 or more (the search grows ×2; the
 refined batches between still read), else linear. Numbers carry `["summary", "tune", ...]`:
@@ -18,7 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from libreyolo.render.html import svg, xy
-from libreyolo.render.html.markup import Column, Src, esc, num, table
+from libreyolo.render.html.markup import Column, Src, banner, esc, num, table
 from libreyolo.render.tune_text import answer_text, goal_line, recommendation_of, series_label
 
 if TYPE_CHECKING:
@@ -27,6 +28,10 @@ if TYPE_CHECKING:
 BOUND = "#D55E00"  # the palette's vermillion: what does not fit
 LOG_SPAN = 4  # the largest batch at least this many times the smallest: a log2 axis
 HEADROOM = 1.1  # room above the highest point for its ring and number
+# The series drawn stop past this many characters: a search's series costs ~25 kB (a path of
+# 256 steps ~600 kB), so a real search is drawn whole, while a tune.json of 4096 series would
+# make a page of hundreds of MB that a browser cannot open.
+SEARCH_CHARS = 4_000_000
 # What each kind of point is drawn as, its colour (None: the series') and its legend entry.
 KINDS = {
     "fits": ("circle", None, "●", "measured, numbered in the order measured"),
@@ -225,29 +230,49 @@ def _kinds(tune: TuneRecord, series: TuneSeries) -> set[str]:
     return {_kind(tune.settings, step) for step in series.path}
 
 
+def _series_block(tune: TuneRecord, index: int, series: TuneSeries) -> str:
+    """One series: its charts, legend, answer and measured path."""
+    if series.path:
+        ringed = recommendation_of(tune, series) is not None
+        charts = "".join(
+            _chart(tune, index, what)
+            for i, what in enumerate(_charts_of(tune))
+            if i == 0 or any(getattr(step, what[0]) is not None for step in series.path)
+        )  # the first always (it draws the bounds), the others where there is a value
+        body = _legend(_kinds(tune, series), ringed) + charts
+    else:
+        body = '<p class="intro">Nothing measured.</p>'
+    path = (
+        f"<details><summary>The measured path</summary>{path_table(tune, index)}</details>"
+        if series.path
+        else ""
+    )
+    return (
+        f"<h3>{esc(series_label(series))}</h3><figure>{body}"
+        f"<figcaption>{_caption(tune, series)}</figcaption></figure>{path}"
+    )
+
+
+def _cut_note(shown: int, total: int) -> str:
+    return banner(
+        f"{shown} of {total} series shown: the page draws a search's series up to "
+        f"{SEARCH_CHARS // 1_000_000} MB; libreyolo profile summary <sweep dir> --json prints "
+        "every series."
+    )
+
+
 def search_section(tune: TuneRecord) -> str:
-    """The search's goal, then per series its charts, legend, answer and measured path."""
-    parts = [f'<p class="intro">{esc(goal_line(tune.settings, tune.num_points))}.</p>']
+    """The search's goal, then per series its charts, legend, answer and measured path, in
+    order until SEARCH_CHARS are drawn (then a note says how many are shown)."""
+    blocks: list[str] = []
+    drawn = 0
     for index, series in enumerate(tune.series):
-        if series.path:
-            ringed = recommendation_of(tune, series) is not None
-            charts = "".join(
-                _chart(tune, index, what)
-                for i, what in enumerate(_charts_of(tune))
-                if i == 0 or any(getattr(step, what[0]) is not None for step in series.path)
-            )  # the first always (it draws the bounds), the others where there is a value
-            body = _legend(_kinds(tune, series), ringed) + charts
-        else:
-            body = '<p class="intro">Nothing measured.</p>'
-        path = (
-            f"<details><summary>The measured path</summary>{path_table(tune, index)}</details>"
-            if series.path
-            else ""
-        )
-        parts.append(
-            f"<h3>{esc(series_label(series))}</h3><figure>{body}"
-            f"<figcaption>{_caption(tune, series)}</figcaption></figure>{path}"
-        )
+        if drawn >= SEARCH_CHARS:
+            break
+        blocks.append(_series_block(tune, index, series))
+        drawn += len(blocks[-1])
+    cut = [] if len(blocks) == len(tune.series) else [_cut_note(len(blocks), len(tune.series))]
+    goal = f'<p class="intro">{esc(goal_line(tune.settings, tune.num_points))}.</p>'
     if not tune.series:
-        parts.append('<p class="intro">The search measured no series.</p>')
-    return "".join(parts)
+        blocks.append('<p class="intro">The search measured no series.</p>')
+    return "".join([goal, *cut, *blocks])
