@@ -9,7 +9,8 @@ nothing a view forgets reaches the terminal raw.
 
 The rule: C0 (U+0000-U+001F), DEL (U+007F) and C1 (U+0080-U+009F) controls, the Unicode line
 and paragraph separators (U+2028, U+2029) and the bidirectional embeddings, overrides and
-isolates (U+202A-U+202E, U+2066-U+2069, which reorder what is shown: "Trojan Source") are
+isolates (U+202A-U+202E, U+2066-U+2069, which reorder what is shown: "Trojan Source"), and lone
+surrogates (U+D800-U+DFFF, a `\\ud800` escape in JSON: no encoding can print them) are
 written as Python escapes: `\\n`, `\\r`, `\\t`, else `\\xHH` below U+0100 and `\\uHHHH` above.
 Everything else, backslashes included, is shown as it is, so the text form is not reversible:
 `--json` carries the exact strings. Names longer than `NAME_CHARS` are shortened to their head
@@ -22,7 +23,9 @@ import re
 
 NAME_CHARS = 120  # the most characters of one name a text table shows
 
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_CONTROL = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _ELLIPSIS = "…"
 

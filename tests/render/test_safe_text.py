@@ -35,6 +35,18 @@ def test_safe_text_escapes_c0_del_c1_and_bidi_controls() -> None:
     )
 
 
+def test_a_lone_surrogate_is_shown_escaped_and_the_text_can_be_printed(tmp_path: Path) -> None:
+    # a `\\ud800` escape in a JSON name: no encoding can print it, so the view escapes it
+    assert safe_text("a\ud800b\udfffc") == "a\\ud800b\\udfffc"
+    fixture = Path(__file__).parents[1] / "fixtures" / "docs" / "train_yolo9t_cpu.profile.json"
+    text = fixture.read_text(encoding="utf-8").replace('"LibreYOLO9t"', '"Libre\\ud800YOLO9t"', 1)
+    profile = write_json(tmp_path / "p.json", json.loads(text))
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["profile", "summary", str(profile)], output=Output(out, err)) == 0, err.getvalue()
+    assert out.getvalue().startswith("model Libre\\ud800YOLO9t (yolo9)")
+    out.getvalue().encode("utf-8")  # what a real stdout does with it
+
+
 def test_safe_text_keeps_printable_text_and_backslashes() -> None:
     text = "void at::native::elementwise<float>(…) [bold] C:\\w\\x.pt 中文 █·"
     assert safe_text(text) is text
