@@ -10,8 +10,9 @@ nothing (`profile log` logs it afterwards). Both packaged files include `sweep_r
 picking one keeps the sweep's own callback; the trust check (`trust.py`) accepts these two
 targets only at these two keys.
 
-Must not: fail the sweep (a refusal or an MLflow error is one warning line), log from a job, or
-write the report.
+Must not: fail the sweep (a refusal or an MLflow error is one warning line; the MLflow sink
+ends the runs it started FAILED and gives up on a server it cannot reach within 15 s), log
+from a job, or write the report.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from omegaconf import DictConfig
 
 from libreyolo.analysis.tracked import LoggedRuns
 from libreyolo.boundary.output import Output
-from libreyolo.errors import ProfileError
+from libreyolo.errors import ProfileError, UsageError
 from libreyolo.tracking.log import DEFAULT_EXPERIMENT, log_source
 
 MLFLOW_DIR = "mlruns"  # the default store, inside the sweep folder
@@ -90,7 +91,10 @@ def _log(out: Output, sink: str, log: Callable[[], LoggedRuns]) -> None:
     try:
         logged = log()
     except ProfileError as err:
-        out.notice("warning", f"{sink}: nothing logged: {err.message}")
+        # A refusal comes before anything is logged; a later failure says what it left.
+        done = "nothing logged: " if isinstance(err, UsageError) else ""
+        hint = f" ({err.hint})" if err.hint else ""
+        out.notice("warning", f"{sink}: {done}{err.message}{hint}")
         return
     where = logged.mlflow_uri if sink == "mlflow" else logged.tensorboard_dir
     extra = f" (experiment {logged.experiment})" if sink == "mlflow" else ""
