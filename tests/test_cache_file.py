@@ -13,9 +13,9 @@ import torch
 
 from libreyolo.cache_file import (
     CACHE_DIR_ENV,
+    cache_folder,
     cache_problem,
     read_entries,
-    trusted_cache_dir,
     write_entries,
 )
 from libreyolo.measure import gemm_peak
@@ -44,7 +44,9 @@ def test_a_folder_others_may_write_is_not_used(folder: Path, mode: int) -> None:
     assert cache_problem() == (
         f"the cache folder {folder} is writable by others: not used (chmod go-w {folder} to use it)"
     )
-    assert trusted_cache_dir() is None and read_entries("a.json") == {}
+    with cache_folder(create=True) as descriptor:
+        assert descriptor is None
+    assert read_entries("a.json") == {}
     write_entries("b.json", {"k": 2})
     assert sorted(p.name for p in folder.iterdir()) == ["a.json"]
 

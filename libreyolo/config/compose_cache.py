@@ -20,26 +20,31 @@ own keys) or selects the mode, and the entry holds exactly each override's value
 used (`reproduces`). A selection of another group (`model=yolox_s`), whose effect only Hydra
 knows, is composed every time. Files live in `$LIBREYOLO_CACHE_DIR/configs/`, the newest
 `MAX_ENTRIES` of the cache's own (`<32 hex digits>.json`, regular files in a real folder):
-pruning never touches another file and never follows a link.
+nothing is read, written or pruned through a link (`cache_file`), and pruning never touches
+another file.
 
 Must not: import Hydra or OmegaConf (skipping them is the point), or instantiate anything.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import importlib.util
-import os
 import re
-import stat
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import msgspec
 
-from libreyolo.cache_file import read_entries, trusted_cache_dir, write_entries
+from libreyolo.cache_file import (
+    cache_folder,
+    own_files,
+    read_entries,
+    remove_files,
+    stale_temp_files,
+    write_entries,
+)
 from libreyolo.config.compose import as_plain_dict
 from libreyolo.config.schema import ProfileConfig
 from libreyolo.document.json_value import JsonObject
@@ -109,14 +114,10 @@ def _plugin_files() -> Iterator[str]:
             yield f"{path}\0{found.st_size}\0{found.st_mtime_ns}"
 
 
-def _entry_name(key: str) -> str:
-    return f"{CONFIGS_DIR}/{key}.json"
-
-
 def cached_config(key: str, overrides: Sequence[str] = ()) -> ProfileConfig | None:
     """The config stored under `key`, when it is exactly what `store_config` writes and holds
     what each of `overrides` asks (`reproduces`)."""
-    raw = read_entries(_entry_name(key)).get("config")
+    raw = read_entries(f"{key}.json", subfolder=CONFIGS_DIR).get("config")
     if raw is None:
         return None
     try:
@@ -194,24 +195,13 @@ def _unquote(quoted: str) -> str:
 
 def store_config(key: str, config: ProfileConfig) -> None:
     """`config` kept under `key`; past `MAX_ENTRIES` files, the oldest are removed."""
-    write_entries(_entry_name(key), {"config": as_plain_dict(config)})
-    folder = trusted_cache_dir()
-    if folder is not None:
-        _prune(folder / CONFIGS_DIR)
+    write_entries(f"{key}.json", {"config": as_plain_dict(config)}, subfolder=CONFIGS_DIR)
+    with cache_folder(CONFIGS_DIR) as folder:
+        if folder is not None:
+            _prune(folder)
 
 
-def _prune(folder: Path) -> None:
-    try:
-        if not stat.S_ISDIR(os.lstat(folder).st_mode):  # a link to a folder: not ours to prune
-            return
-        with os.scandir(folder) as listing:
-            entries = [
-                (e.stat(follow_symlinks=False).st_mtime_ns, e.path)
-                for e in listing
-                if _ENTRY.fullmatch(e.name) and e.is_file(follow_symlinks=False)
-            ]
-    except OSError:
-        return
-    for _, path in sorted(entries)[: max(0, len(entries) - MAX_ENTRIES)]:
-        with contextlib.suppress(OSError):  # another process removed it first
-            os.unlink(path)
+def _prune(folder: int) -> None:
+    entries = own_files(folder, _ENTRY)
+    oldest = [entry.name for entry in entries[: max(0, len(entries) - MAX_ENTRIES)]]
+    remove_files(folder, [*oldest, *stale_temp_files(folder)])

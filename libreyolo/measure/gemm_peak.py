@@ -11,12 +11,12 @@ kept for this profile, flagged `contended`, and never cached.
 
 The result is cached per machine (host name and device), dtype, intra-op thread count and
 torch version in `$LIBREYOLO_CACHE_DIR/gemm_peaks.json` (default `~/.cache/libreyolo`), so a
-sweep calibrates once. The cache is written atomically; one that cannot be read, parsed or
-trusted is ignored and rewritten, never fatal. A cached peak is a claim about this device, so
-each use checks it against one short probe GEMM run now (`spot_tflops`, tens of milliseconds):
-a peak below `SPOT_AGREES[0]` of what the probe reaches, or above `SPOT_AGREES[1]` times it,
-is not this device's (an edited file gave MFU 8,484 %), and the device is calibrated again,
-with a note.
+sweep calibrates once; the newest `MAX_ENTRIES` are kept. The cache is written atomically;
+one that cannot be read, parsed or trusted is ignored and rewritten, never fatal. A cached
+peak is a claim about this device, so each use checks it against one short probe GEMM run now
+(`spot_tflops`, tens of milliseconds): a peak below `SPOT_AGREES[0]` of what the probe
+reaches, or above `SPOT_AGREES[1]` times it, is not this device's (an edited file gave MFU
+8,484 %), and the device is calibrated again, with a note.
 
 Must not: run inside the measured window, or decide what the peak means (analysis does).
 """
@@ -40,6 +40,10 @@ from libreyolo.measure.device import synchronize
 from libreyolo.measure.host import HostSampler
 
 CACHE_NAME = "gemm_peaks.json"
+# Machines x devices x dtypes x thread counts x torch versions (a home folder shared by a
+# cluster's nodes holds each node's): at a few hundred bytes each, the newest 512 stay well
+# under the cache file's cap, past which the whole file would be ignored.
+MAX_ENTRIES = 512
 BUDGET_S = 1.5  # the whole calibration, sizing included
 MIN_RUN_S = 0.05  # a run shorter than this is too close to the timer's resolution
 NUM_RUNS = 5
@@ -233,9 +237,8 @@ def _read_cache() -> dict[str, tuple[float, str]]:
 
 
 def _write_cache(key: str, peak: Peak) -> None:
-    """This entry added to the cache's good ones."""
-    entries: dict[str, object] = {
-        k: {"tflops": t, "reference": r} for k, (t, r) in _read_cache().items()
-    }
+    """This entry added after the newest `MAX_ENTRIES - 1` good ones (oldest first)."""
+    kept = [(k, v) for k, v in _read_cache().items() if k != key][-(MAX_ENTRIES - 1) :]
+    entries: dict[str, object] = {k: {"tflops": t, "reference": r} for k, (t, r) in kept}
     entries[key] = {"tflops": peak.tflops, "reference": peak.reference}
-    write_entries(CACHE_NAME, entries)
+    write_entries(CACHE_NAME, entries, sort_keys=False)  # insertion order: oldest first

@@ -21,6 +21,7 @@ from libreyolo.document.model import Peak
 from libreyolo.measure import compute, gemm_peak
 from libreyolo.measure.compute import device_peaks
 from libreyolo.measure.gemm_peak import (
+    MAX_ENTRIES,
     MIN_RUN_S,
     GemmRun,
     cache_key,
@@ -179,6 +180,17 @@ def test_good_entries_of_other_machines_are_kept_when_one_is_added(calls: Calls)
         stored["another|cpu|x|fp32|threads=4|torch=2"]
         == other["another|cpu|x|fp32|threads=4|torch=2"]
     )
+
+
+def test_the_cache_keeps_the_newest_entries(calls: Calls) -> None:
+    path = cache_path()
+    path.parent.mkdir(parents=True)
+    old = {f"host{i}|cpu|x|fp32": {"tflops": 1.0, "reference": "r"} for i in range(MAX_ENTRIES)}
+    path.write_text(json.dumps(old))
+    measured_peak(CPU, "a CPU", "fp32")
+    stored = json.loads(path.read_text())
+    assert len(stored) == MAX_ENTRIES and list(stored)[-1] == cache_key(CPU, "a CPU", "fp32")
+    assert "host0|cpu|x|fp32" not in stored and f"host{MAX_ENTRIES - 1}|cpu|x|fp32" in stored
 
 
 def test_a_directory_where_the_cache_file_goes_is_left_alone(calls: Calls) -> None:
