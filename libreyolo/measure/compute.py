@@ -18,6 +18,7 @@ from torch import nn
 
 from libreyolo.cache_file import cache_problem
 from libreyolo.document.model import Flops, Peak
+from libreyolo.measure.flop_bounds import implausible
 from libreyolo.measure.flop_cache import cached_count, flop_key, store_count
 from libreyolo.measure.flop_count import FlopCount, count_flops
 from libreyolo.measure.gemm_peak import measured_peak
@@ -106,12 +107,19 @@ def count_model_flops(
     if key not in _COUNTS:  # a later trial of this process neither hashes nor reads again
         disk_key = flop_key(model, batch=batch, imgsz=imgsz, training=training)
         stored = None if disk_key is None else cached_count(disk_key, batch=batch, imgsz=imgsz)
-        if stored is None:
+        why = None if stored is None else implausible(model, stored)
+        if stored is None or why is not None:
             try:
                 counted = count_flops(model, batch=batch, imgsz=imgsz, training=training)
             except Exception as err:  # any failure of a family's forward on fake tensors
                 notes.append(f"FLOPs not counted: {type(err).__name__}: {_one_line(err)}")
                 return None
+            if stored is not None and (stored.forward, stored.backward) != (
+                counted.forward,
+                counted.backward,
+            ):  # the entry was wrong, not the bounds: say so
+                notes.append(f"the machine cache's FLOP count was not used ({why}): counted again")
+            stored = None
             if disk_key is not None:
                 store_count(disk_key, counted)
         _COUNTS[key] = (counted, False) if stored is None else (stored, True)
