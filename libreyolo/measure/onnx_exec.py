@@ -15,9 +15,13 @@ Must not: print, time the window, or decide verdicts.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
+import sys
 import time
 import weakref
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,9 +49,33 @@ PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
 def check_onnxruntime() -> None:
     """NoProfileError (exit 3) when ONNX Runtime cannot be imported."""
     try:
-        import onnxruntime  # noqa: F401
+        with _private_tmpdir("onnxruntime" not in sys.modules):
+            import onnxruntime  # noqa: F401
     except ImportError as err:
         raise NoProfileError(MISSING) from err
+
+
+@contextlib.contextmanager
+def _private_tmpdir(first_import: bool) -> Iterator[None]:
+    """ONNX Runtime's first import writes a telemetry session file, `$TMPDIR/.ses`, opened
+    O_TRUNC at a fixed name and following links: a link another user planted in a shared /tmp
+    would truncate a file of ours. For that import TMPDIR is a private folder, removed after
+    (the file is written during the import, not later; Python's own temporary folder, settled
+    by then, is unchanged)."""
+    if not first_import:
+        yield
+        return
+    folder = private_folder("ONNX Runtime's start", "libreyolo-ort-")
+    saved = os.environ.get("TMPDIR")
+    os.environ["TMPDIR"] = str(folder)
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ["TMPDIR"]
+        else:
+            os.environ["TMPDIR"] = saved
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 class OrtForward(nn.Module):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -20,6 +22,7 @@ from libreyolo.measure.onnx_exec import onnxruntime_forward
 from libreyolo.measure.onnx_export import cached_or_exported
 from libreyolo.workload.api import load_workload_model
 from tests.configs import configured
+from tests.conftest import ROOT
 from tests.fixture_files import YOLOX_N, fixture_file
 
 EXPORTED_KEYS = {
@@ -271,3 +274,19 @@ def test_a_cache_folder_others_may_write_is_not_used(
     assert not first.path.is_relative_to(_cache_dir) and first.path.is_file()
     assert list(_cache_dir.iterdir()) == []
     assert cached_or_exported(model, sample, probe, opset=17).cached is False
+
+
+def test_onnxruntimes_session_file_is_never_written_in_the_shared_temp_folder(
+    tmp_path: Path,
+) -> None:
+    # ONNX Runtime's import writes `$TMPDIR/.ses` O_TRUNC, following a link planted there
+    shared = tmp_path / "tmp"
+    shared.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    (shared / ".ses").symlink_to(victim)
+    code = "from libreyolo.measure.onnx_exec import check_onnxruntime; check_onnxruntime()"
+    env = {**os.environ, "TMPDIR": str(shared), "PYTHONPATH": str(ROOT)}
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, cwd=ROOT, timeout=120)
+    assert victim.read_text() == "precious"
+    assert sorted(p.name for p in shared.iterdir()) == [".ses"]  # its private folder is gone
