@@ -56,13 +56,17 @@ def open_metrics(path: str, *, max_input_bytes: int = MAX_INPUT_BYTES) -> dict[s
 
 def open_sweep(path: str) -> SweepView | None:
     """The sweep at `path` when it is a sweep folder (a `sweep.json` or point folders), else
-    None: any other path, a folder included, is opened as a profile (and refused as one)."""
+    None: any other path, a folder included, is opened as a profile (and refused as one).
+    AnalysisError (exit 1) when its `sweep.json`, `sweep_plan.json` or `tune.json` is a link
+    leading outside it (`check_contained`)."""
     if path == "-" or not os.path.isdir(path):
         return None
     from libreyolo.analysis.sweep import SweepView, sweep_record
     from libreyolo.document import sweep_files as files
 
     root = Path(path).resolve()
+    for name in (files.SWEEP_FILE, files.PLAN_FILE, files.TUNE_FILE):
+        files.check_contained(root, name)  # a link out would stand for another sweep
     if (root / files.SWEEP_FILE).is_file():
         record = files.read_sweep_record(root / files.SWEEP_FILE)
         return SweepView(record, files.read_tune_record(root / files.TUNE_FILE))

@@ -39,6 +39,7 @@ from libreyolo.document.sweep_io import (
     TUNE_FILE,
     TUNED_CONFIG,
     as_status,
+    check_contained,
     in_file,
     inside,
     is_plan,
@@ -83,6 +84,7 @@ __all__ = [  # the file layer, for the sweep's code and the readers
     "SWEEP_SCHEMA",
     "TUNED_CONFIG",
     "TUNE_FILE",
+    "check_contained",
     "collect_points",
     "collect_sweep",
     "inside",
@@ -202,7 +204,7 @@ def _request_problem(request: JsonObject, overrides: JsonValue, where: str) -> s
 def _within(base: Path, path: Path) -> bool:
     try:
         return path.resolve().is_relative_to(base.resolve())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RuntimeError):  # RuntimeError: a link loop before 3.13
         return False
 
 

@@ -91,9 +91,21 @@ def inside(root: Path, relative: object) -> Path | None:
     try:
         base = root.resolve()
         target = (base / relative).resolve()
-    except (OSError, ValueError):  # a NUL byte, a link loop
+    except (OSError, ValueError, RuntimeError):  # a NUL byte, a link loop (RuntimeError <3.13)
         return None
     return target if target.is_relative_to(base) else None
+
+
+def check_contained(root: Path, name: str) -> None:
+    """AnalysisError (exit 1) when the sweep folder's own file `name` (`sweep.json`,
+    `sweep_plan.json`, `tune.json`) is a link leading outside `root` (or in a loop): read, it
+    would put another folder's record, grid or search in this sweep's place."""
+    path = root / name
+    if os.path.lexists(path) and inside(root, name) is None:
+        raise AnalysisError(
+            f"failed to read {path}: it is a link to no file inside the sweep folder",
+            hint="replace the link with the file itself",
+        )
 
 
 def is_request(data: JsonValue) -> bool:

@@ -58,6 +58,7 @@ MAX_PROFILE_INT = 2**64 - 1  # the largest integer a profile holds (`validate.py
 MAX_NAME_CHARS = 4096  # PATH_MAX: point names are folder paths
 MAX_TEXT_CHARS = 1 << 20  # what a status.json (MAX_SMALL_BYTES) can hold
 MAX_OVERRIDES = 1024
+SHA256_HEX_CHARS = 64  # a profile digest, as `hashlib.sha256().hexdigest()` writes it
 # Where an MFU's peak comes from: a datasheet table, or a GEMM measured on the device.
 PEAK_SOURCES = ("table", "measured")
 
@@ -101,6 +102,11 @@ class PointStatus:
     code: str | None = field(default=None, metadata=_meta(NAME))
     overrides: list[str] = field(default_factory=list, metadata=_meta(OVERRIDES))
     profile: str | None = field(default=None, metadata=_meta(NAME))  # relative to the point folder
+    # SHA-256 (hex) of the profile's bytes as the measurement wrote them: a resumed sweep reuses
+    # the point only while its profile still holds them (written with a profile)
+    profile_sha256: str | None = field(
+        default=None, metadata=_meta(Text(SHA256_HEX_CHARS), group="digest")
+    )
     # the measuring process
     pid: int | None = field(default=None, metadata=_meta(Count(0, MAX_PROFILE_INT)))
     held_device: str | None = field(default=None, metadata=_meta(NAME))

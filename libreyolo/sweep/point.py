@@ -8,7 +8,8 @@ previous point's CUDA context, allocator cache and peak counters; its stderr als
 under the fork server's own start method, whatever a launcher's worker set: joblib's loky workers
 set `loky`) or in this process (`sweep.isolate=false`) and leaves `status.json`: {status:
 ok|failed|interrupted, reason, code, overrides, profile (the repeat aggregate when window.repeat >
-1; kept too for a point failed by `tune.memory_budget_mb`, whose measurement is real), pid (the
+1; kept too for a point failed by `tune.memory_budget_mb`, whose measurement is real),
+profile_sha256 (its bytes' digest as committed, for resume), pid (the
 measuring process), held_device, lease_acquired_at, lease_released_at (epoch s), lease_wait_s,
 measure_s (inside measure_config), window_s (the measurement windows themselves: warmup and
 measured iterations), point_s (the whole point), reused (only when true)}. Every file lands
@@ -18,7 +19,9 @@ point, code `over_budget`).
 
 Resume (`sweep.resume`, default on): a point whose folder already holds our `point.json` with the
 same config and overrides (`sweep.resume` itself aside) and an ok status whose profile reads back
-is not measured again; its `status.json` keeps its record and gains `reused: true`.
+as the bytes its digest recorded is not measured again (`resume.py`); its `status.json` keeps
+its record and gains `reused: true`. One that looked done but fails a check is measured again
+after a `note:` line saying why.
 Stop: a `KeyboardInterrupt` (Ctrl-C, or the sweep's SIGTERM handler) while a point waits or
 measures stops the child (SIGTERM, SIGKILL after `STOP_GRACE_S`), records the point as
 `interrupted` and propagates, so no further point starts.
@@ -88,7 +91,7 @@ from libreyolo.sweep.budget import budget_failure, capped_device_memory, checked
 from libreyolo.sweep.child_log import exit_text, last_error, relayed
 from libreyolo.sweep.lease import Lease, device_lease
 from libreyolo.sweep.owned import HINT, foreign_point_file
-from libreyolo.sweep.resume import reusable
+from libreyolo.sweep.resume import profile_sha256, reusable
 from libreyolo.sweep.stop import raise_stopped, signal_of
 from libreyolo.workload.registry import BUILTIN_MODULES, preload_builtins
 
@@ -147,15 +150,18 @@ def _status(
     reason: str = "",
     code: str = "",
     profile: str = "",
+    digest: str | None = None,
 ) -> PointStatus:
-    """A point's status record; the measuring process fills in its pid and times (`pid`,
-    `measure_s`, `window_s`), `run_point` the lease's and the whole point's."""
+    """A point's status record (`digest`: its profile's, `resume.profile_sha256`); the
+    measuring process fills in its pid and times (`pid`, `measure_s`, `window_s`), `run_point`
+    the lease's and the whole point's."""
     return PointStatus(
         status=status,
         reason=reason,
         code=code,
         overrides=list(request.overrides),
         profile=profile or None,
+        profile_sha256=digest,
     )
 
 
@@ -252,11 +258,12 @@ def _measure(request: PointRequest, point_dir: Path, clock: WindowClock) -> Poin
             notice=Output.plain().notice,  # this process's stderr: point.log in a point's child
         )
     recorded = str(path.relative_to(point_dir))
+    digest = profile_sha256(path)  # as committed: resume reuses only these bytes
     failure = None if budget_mb is None else budget_failure(profile, budget_mb)
     if failure is not None:  # measured, but does not fit: the profile stays the record
         code, reason = failure
-        return _status(request, "failed", reason=reason, code=code, profile=recorded)
-    return _status(request, "ok", profile=recorded)
+        return _status(request, "failed", reason=reason, code=code, profile=recorded, digest=digest)
+    return _status(request, "ok", profile=recorded, digest=digest)
 
 
 def _device_name(cfg_dict: JsonObject) -> str:
@@ -296,11 +303,13 @@ def run_point(
         reason = f"refusing to replace {foreign}: libreyolo-sweep did not write it ({HINT})"
         return _status(request, "failed", reason=reason, code="usage")
     status_path = point_dir / STATUS_FILE
-    kept = reusable(point_dir, request, bounds=reuse_bounds) if sweep.resume else None
-    if kept is not None:
-        kept = dataclasses.replace(kept, reused=True)
+    recorded = reusable(point_dir, request, bounds=reuse_bounds) if sweep.resume else None
+    if recorded is not None and recorded.kept is not None:
+        kept = dataclasses.replace(recorded.kept, reused=True)
         _write(status_path, kept)
         return kept
+    if recorded is not None and recorded.doubt:
+        Output.plain().notice("note", f"{point_dir.name} measured again: {recorded.doubt}")
     request_path = point_dir / REQUEST_FILE
     _write(request_path, request)
     status_path.unlink(missing_ok=True)

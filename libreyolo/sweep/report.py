@@ -32,7 +32,14 @@ from libreyolo.document.convert import to_plain
 from libreyolo.document.files import write_atomic
 from libreyolo.document.json_value import JsonObject
 from libreyolo.document.point_profiles import read_point_profiles
-from libreyolo.document.sweep_files import CHART_FILE, PAGE_FILE, SWEEP_FILE, collect_sweep
+from libreyolo.document.sweep_files import (
+    CHART_FILE,
+    PAGE_FILE,
+    PLAN_FILE,
+    SWEEP_FILE,
+    check_contained,
+    collect_sweep,
+)
 from libreyolo.document.sweep_io import TUNE_FILE, read_tune_record
 from libreyolo.document.sweep_model import SweepRecord
 from libreyolo.document.tune_model import BOUNDS
@@ -81,10 +88,13 @@ def write_report(
 ) -> SweepResult:
     """Collect `sweep_dir`'s points (the planned grid, else `only`, else every folder holding a
     `point.json`), draw `sweep.png`, write `sweep.json` there and return the report; a chart
-    or page skipped is one line on `out` (default: the real streams)."""
+    or page skipped is one line on `out` (default: the real streams). AnalysisError (exit 1),
+    nothing written, when its plan or `tune.json` is a link leading outside it."""
     out = out or Output.plain()
     root = Path(sweep_dir).resolve()
     refuse_foreign(root)
+    for name in (PLAN_FILE, TUNE_FILE):  # read below: a link out would stand for another sweep
+        check_contained(root, name)
     record = sweep_record(str(root), collect_sweep(root, only))
     chart = root / CHART_FILE
     if write_chart(record.points, chart, out=out) is None:

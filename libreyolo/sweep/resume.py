@@ -11,27 +11,37 @@ copied one would otherwise hand a profile of other settings to the sweep. For a 
 (`bounds`), a point recorded failed with code `oom` or `over_budget` under the same request is
 a bound it measured, and stands too (its profile, when it kept one, checked the same way).
 
+The profile must also be the file the measurement wrote: `status.json` records its SHA-256
+(`profile_sha256`, from `profile_sha256()`), and a profile whose bytes differ (edited, replaced,
+copied from another point) is measured again. So is a point whose status records no digest (a
+folder from before digests were recorded, or one edited to drop it: the two cannot be told
+apart, and trusting either would let an edit through), and one whose `point.json` or
+`status.json` is a symbolic link (never what the sweep writes). A point that looked done but
+fails a check comes back with the reason (`Recorded.doubt`), for the sweep's `note:` line.
+
 Must not: measure, or write anything.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from libreyolo.document.json_value import JsonObject, JsonValue
-from libreyolo.document.limits import MAX_PROFILE_BYTES
+from libreyolo.document.limits import MAX_PROFILE_BYTES, open_regular
 from libreyolo.document.sweep_files import (
     REQUEST_FILE,
     STATUS_FILE,
     inside,
     point_entry,
-    read_json,
     read_request,
     read_status,
 )
 from libreyolo.document.sweep_model import PointRequest, PointStatus
 from libreyolo.document.tune_model import BOUNDS
+from libreyolo.errors import ProfileError
 
 RESUME_KEY = "sweep.resume"  # left out when matching a recorded point against a new one
 BUDGET_KEY = "memory_budget_mb"  # the one tune.* setting that changes a measurement
@@ -107,24 +117,88 @@ def measured_as_requested(profile: JsonObject, request: PointRequest) -> bool:
     return True
 
 
-def _profile_matches(point_dir: Path, status: PointStatus, request: PointRequest) -> bool:
-    profile_path = inside(point_dir, status.profile)
-    profile = {} if profile_path is None else read_json(profile_path, MAX_PROFILE_BYTES)
-    return measured_as_requested(profile, request)
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """What a point folder's record is worth to a resumed sweep: the status to keep (None:
+    measure the point), and why a point recorded as done is measured again ("" when it is
+    kept, or when nothing there claimed to be done)."""
+
+    kept: PointStatus | None = None
+    doubt: str = ""
 
 
-def reusable(point_dir: Path, request: PointRequest, *, bounds: bool = False) -> PointStatus | None:
-    """The recorded status of `point_dir` when it was measured with `request`'s settings and
-    its profile is complete (an ok status, a profile inside the folder that reads back); with
-    `bounds`, also when it was recorded as not fitting (module docstring)."""
+def _profile_bytes(path: Path) -> bytes | None:
+    """The file at `path` when it is a regular file within the profile limit; None otherwise."""
+    try:
+        with open_regular(str(path), MAX_PROFILE_BYTES) as handle:
+            data = handle.read(MAX_PROFILE_BYTES + 1)
+    except (OSError, ProfileError):
+        return None
+    return data if len(data) <= MAX_PROFILE_BYTES else None
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def profile_sha256(path: Path) -> str | None:
+    """The digest `status.json` records for the profile at `path` (SHA-256 of its bytes, hex);
+    None when it cannot be read as a profile (no regular file, over the profile limit)."""
+    data = _profile_bytes(path)
+    return None if data is None else _sha256(data)
+
+
+def _parsed(data: bytes) -> JsonObject:
+    try:
+        value = json.loads(data)
+    except (ValueError, RecursionError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _doubt(point_dir: Path, status: PointStatus, request: PointRequest) -> str:
+    """Why the point recorded in `point_dir` as done (`status`) cannot stand for `request`;
+    "" when it can (module docstring)."""
+    linked = [name for name in (REQUEST_FILE, STATUS_FILE) if (point_dir / name).is_symlink()]
+    if linked:
+        return f"its {linked[0]} is a symbolic link"
+    if status.status == "ok":
+        row = point_entry(point_dir)
+        if row.status != "ok":
+            return f"its record does not read back ({row.reason})"
+    elif not status.profile:  # a bound found before measuring (out of memory): no profile
+        return ""
+    return _profile_doubt(point_dir, status, request)
+
+
+def _profile_doubt(point_dir: Path, status: PointStatus, request: PointRequest) -> str:
+    """Why the profile `status` names is not the measurement of `request` it claims to be;
+    "" when it is: inside the point folder, the bytes `status` recorded, the settings asked."""
+    path = inside(point_dir, status.profile)
+    data = None if path is None else _profile_bytes(path)
+    if data is None:
+        return f"its profile {status.profile} cannot be read inside the point folder"
+    if status.profile_sha256 is None:
+        return "its status.json records no profile digest (written before digests were, or edited)"
+    if _sha256(data) != status.profile_sha256:
+        return f"its profile {status.profile} changed since it was measured (its digest differs)"
+    if not measured_as_requested(_parsed(data), request):
+        return f"its profile {status.profile} records other settings than its point.json"
+    return ""
+
+
+def reusable(point_dir: Path, request: PointRequest, *, bounds: bool = False) -> Recorded:
+    """What `point_dir`'s record is worth when the sweep would measure `request` there: kept
+    when it was measured with `request`'s settings, its status is ok and its profile is the one
+    measured (module docstring); with `bounds`, also when it was recorded as not fitting."""
     recorded = read_request(point_dir / REQUEST_FILE)
     if recorded is None or matching_key(recorded) != matching_key(request):
-        return None
+        return Recorded()  # another point's settings, or none: nothing claimed to be done
     status = read_status(point_dir / STATUS_FILE)
-    if bounds and status is not None and status.status == "failed" and status.code in BOUNDS:
-        return (
-            status if not status.profile or _profile_matches(point_dir, status, request) else None
-        )
-    if point_entry(point_dir).status != "ok" or status is None:
-        return None
-    return status if _profile_matches(point_dir, status, request) else None
+    if status is None:
+        return Recorded()
+    bound = bounds and status.status == "failed" and status.code in BOUNDS
+    if status.status != "ok" and not bound:
+        return Recorded()
+    doubt = _doubt(point_dir, status, request)
+    return Recorded(doubt=doubt) if doubt else Recorded(status)

@@ -83,6 +83,8 @@ def _plain_file(path: Path) -> bool:
 
 
 def _record(root: Path) -> SweepRecord:
+    for name in (files.SWEEP_FILE, files.PLAN_FILE):
+        files.check_contained(root, name)  # a link out would stand for another sweep
     if (root / files.SWEEP_FILE).is_file():
         return files.read_sweep_record(root / files.SWEEP_FILE)
     points = files.collect_sweep(root)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 from libreyolo.config.compose import as_plain_dict
 from libreyolo.config.schema import ProfileConfig
 from libreyolo.document.convert import to_plain
+from libreyolo.document.sweep_files import inside
 from libreyolo.document.sweep_model import PointStatus
 from libreyolo.sweep import point as point_module
 from libreyolo.sweep.point import run_point
@@ -97,7 +99,19 @@ def _recorded_point(
     config = {"resolved": resolved, "batch": 64, "model_family": "yolo9"} if flat_copy else resolved
     profile["run"] |= {"config": config, "overrides": recorded}
     profile_path.write_text(json.dumps(profile), encoding="utf-8")
+    _record_digest(folder)
     return folder
+
+
+def _record_digest(folder: Path) -> None:
+    """Record the profile's digest in `status.json`, as the measurement does once it wrote it
+    (a status naming no profile, or one outside the folder, gets none)."""
+    status_path = folder / "status.json"
+    status = json.loads(status_path.read_text(encoding="utf-8"))
+    profile = inside(folder, status.get("profile"))
+    if profile is not None and profile.is_file():
+        status["profile_sha256"] = hashlib.sha256(profile.read_bytes()).hexdigest()
+        status_path.write_text(json.dumps(status), encoding="utf-8")
 
 
 @pytest.fixture
@@ -185,6 +199,7 @@ def test_a_profile_that_records_no_settings_is_not_reused(
     profile = json.loads(profile_path.read_text(encoding="utf-8"))
     del profile["run"]["config"]  # an older or hand-made file: nothing to check it against
     profile_path.write_text(json.dumps(profile), encoding="utf-8")
+    _record_digest(folder)  # its digest holds: the missing settings alone refuse it
     run_point(cfg, folder, isolate=False, overrides=["batch=1"])
     assert measured == [folder]
 
