@@ -53,8 +53,10 @@ MACHINE_DISTS = {
 }
 # Imported by the project only behind an extra the GPU check does not use (onnxruntime: its
 # CUDA provider, onnxruntime-gpu, is several times what a device call can carry; mlflow and
-# tensorboard: `profile log` and the sweep's tracking callbacks, which no device step runs).
+# tensorboard: `profile log` and the sweep's tracking callbacks, which no device step runs;
+# requests: read only to tell an MLflow server that could not be reached, mlflow's own need).
 OPTIONAL_MODULES = {"ray", "submitit", "hydra_plugins", "onnxruntime", "mlflow", "tensorboard"}
+OPTIONAL_MODULES |= {"requests"}
 # The code the GPU check runs: the package, the truth report and the scenarios it imports.
 SCANNED = ("libreyolo", "scripts/truth_report.py", "tests/truth/scenarios.py")
 _WHEEL = re.compile(

@@ -25,8 +25,11 @@ WRITER = "libreyolo/boundary/output.py"  # the only module that writes to the st
 EXIT = "libreyolo/boundary/status.py"  # the only module that sets the process status
 STREAMS = {"stdout", "stderr", "__stdout__", "__stderr__"}
 # A forked child ends itself with os._exit (Python's teardown would run the parent's exit hooks
-# and flush its buffers a second time): allowed in this function of this module only.
+# and flush its buffers a second time): allowed in these functions of these modules only (the
+# half-reader's child; a pool worker whose reader died, from its signal handler).
 CHILD_EXIT = ("libreyolo/kineto/halves.py", "_child")
+CHILD_EXITS = {CHILD_EXIT, ("libreyolo/kineto/workers.py", "leave")}
+CHILD_EXITS |= {("libreyolo/kineto/workers.py", "_bind_to_reader")}
 # Programs another interpreter runs (the trainer probe, in libreyolo 1.x's environment): their
 # process is not ours, so they end it themselves; no module of the package imports them.
 SEPARATE_PROGRAMS = "libreyolo/probe/"
@@ -87,13 +90,13 @@ def _writes(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> str | None:
 
 
 def _ends_a_child(node: ast.AST, parents: dict[ast.AST, ast.AST], name: str) -> bool:
-    """`node` is the forked child's `os._exit` in CHILD_EXIT's function."""
-    if (name, "os._exit") != (CHILD_EXIT[0], _called(node)):
+    """`node` is a forked child's `os._exit` in one of CHILD_EXITS' functions."""
+    if _called(node) != "os._exit":
         return False
     parent = parents.get(node)
     while parent is not None and not isinstance(parent, ast.FunctionDef):
         parent = parents.get(parent)
-    return isinstance(parent, ast.FunctionDef) and parent.name == CHILD_EXIT[1]
+    return isinstance(parent, ast.FunctionDef) and (name, parent.name) in CHILD_EXITS
 
 
 def _called(node: ast.AST) -> str | None:

@@ -13,12 +13,12 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 if TYPE_CHECKING:
     from rich.progress import TaskID
 
-from libreyolo.boundary.streams import terminal_streams
+from libreyolo.boundary.streams import BestEffortStream, ClosedStream, best_effort
 from libreyolo.errors import ProfileError
 from libreyolo.render.safe import safe_text
 from libreyolo.render.text import to_lines
@@ -46,7 +46,7 @@ class Output:
     @classmethod
     def for_terminal(cls, *, json_mode: bool, no_color: bool) -> Output:
         """The real streams; colour only on a terminal and without NO_COLOR/--no-color."""
-        stdout, stderr = terminal_streams()
+        stdout, stderr = _process_streams()
         color = stdout.isatty() and not no_color and "NO_COLOR" not in os.environ
         return cls(stdout, stderr, json_mode=json_mode, color=color)
 
@@ -54,7 +54,7 @@ class Output:
     def plain(cls) -> Output:
         """The real streams as they are now, plain text: the sweep's entry points and a point's
         child process, whose stderr is a log file as often as a terminal."""
-        return cls(*terminal_streams())
+        return cls(*_process_streams())
 
     def emit(self, result: object, source: str | tuple[str, str] | None) -> None:
         """Write one result to stdout, as JSON or as text (rich only where a view needs it)."""
@@ -194,3 +194,13 @@ class Output:
             )
         else:
             self.stderr.write(safe_text(message) + "\n")
+
+
+def _process_streams() -> tuple[TextIO, TextIO]:
+    """(stdout, stderr) of the process: stdout as it is (closed at start: every write fails),
+    stderr best effort. `sys.stderr` itself is replaced too, so a library's warning that
+    cannot be shown cannot fail the command either."""
+    stdout = sys.stdout if sys.stdout is not None else cast(TextIO, ClosedStream())
+    if not isinstance(sys.stderr, BestEffortStream):
+        sys.stderr = best_effort(sys.stderr)
+    return stdout, cast(TextIO, sys.stderr)

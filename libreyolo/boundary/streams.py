@@ -71,15 +71,6 @@ class ClosedStream(io.TextIOBase):
         return True
 
 
-def terminal_streams() -> tuple[TextIO, TextIO]:
-    """(stdout, stderr) for the process's own streams: stdout as it is (or closed), stderr
-    best effort. `sys.stderr` itself is replaced too, so a library's warning cannot fail."""
-    stdout = sys.stdout if sys.stdout is not None else cast(TextIO, ClosedStream())
-    if not isinstance(sys.stderr, BestEffortStream):
-        sys.stderr = best_effort(sys.stderr)
-    return stdout, cast(TextIO, sys.stderr)
-
-
 def best_effort(stream: TextIO | None) -> TextIO:
     """`stream` with its failures dropped; None: a stream that drops everything."""
     return cast(TextIO, BestEffortStream(stream))
