@@ -11,6 +11,13 @@ may write it: another user's folder, or one anyone may write, could hold entries
 planted. Such a folder is not used at all; `cache_problem` says why, and the collectors note it
 in the profile.
 
+Every entry file is sealed: it holds its entries and their HMAC-SHA256 under the cache's own
+secret (`seal.key`, 0600, made on the first write), over the entries and the file's place. An
+entry edited by hand or by another program, a file copied under another entry's name, or one
+written before seals is not read (the caller measures again and writes it sealed), so what the
+cache holds is only ever what this tool computed for that key. (The ONNX exports are checked
+against the eager forward instead.)
+
 Nothing in the cache is reached through a symbolic link (the cache makes none, so one there
 was planted, and a write through it would land outside): the folder and each subfolder are
 opened with O_NOFOLLOW and every read, write, stat and removal is relative to that descriptor,
@@ -25,6 +32,8 @@ import torch/numpy/hydra.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
 import io
 import json
 import os
@@ -43,6 +52,8 @@ CACHE_MAX_BYTES = 1 << 20  # a cache file larger than this is not ours: ignored
 MAX_LISTED = 10_000  # entries looked at per folder: a folder stuffed with more is not walked
 STALE_TEMP_S = 3600.0  # a temporary file this old is a killed writer's, not one under way
 MAX_NAMED_LINKS = 3  # links named in the note; the rest counted
+SEAL_KEY_NAME = "seal.key"  # the cache's secret: every entry file carries its HMAC
+SEAL_KEY_BYTES = 32
 FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # O_NONBLOCK: a FIFO in an entry's place opens at once (and is then refused), never blocks.
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -95,7 +106,11 @@ def cache_folder(subfolder: str | None = None, *, create: bool = False) -> Itera
 
 
 def read_entries(name: str, *, subfolder: str | None = None) -> dict[str, object]:
-    """The top-level object of the cache file `name` (in `subfolder`); {} for anything else."""
+    """The entries of the cache file `name` (in `subfolder`) when its seal is this cache's
+    for that name; {} for anything else (unsealed, edited, moved, or not a sealed object)."""
+    key = _seal_key(create=False)
+    if key is None:
+        return {}
     with cache_folder(subfolder) as folder:
         data = None if folder is None else read_file(folder, name, CACHE_MAX_BYTES)
     if data is None:
@@ -104,18 +119,79 @@ def read_entries(name: str, *, subfolder: str | None = None) -> dict[str, object
         parsed = json.loads(data)
     except (ValueError, RecursionError):  # RecursionError: `[[[[...` nested too deep
         return {}
-    return parsed if isinstance(parsed, dict) else {}
+    if not isinstance(parsed, dict) or set(parsed) != {"seal", "entries"}:
+        return {}
+    entries, seal = parsed["entries"], parsed["seal"]
+    if not isinstance(entries, dict) or not isinstance(seal, str):
+        return {}
+    expected = _seal(key, _place(name, subfolder), entries)
+    return entries if hmac.compare_digest(seal, expected) else {}
 
 
 def write_entries(
     name: str, entries: dict[str, object], *, sort_keys: bool = True, subfolder: str | None = None
 ) -> None:
     """Replace the cache file `name` (in `subfolder`) with `entries` (in their own order without
-    `sort_keys`); a cache that cannot be written is skipped (the next run measures again)."""
-    payload = json.dumps(entries, indent=1, sort_keys=sort_keys).encode()
+    `sort_keys`), sealed; a cache that cannot be written is skipped (the next run measures
+    again)."""
+    payload = sealed_payload(name, entries, sort_keys=sort_keys, subfolder=subfolder)
+    if payload is None:
+        return
     with cache_folder(subfolder, create=True) as folder, contextlib.suppress(OSError):
         if folder is not None:
             write_file(folder, name, payload)
+
+
+def sealed_payload(
+    name: str, entries: dict[str, object], *, sort_keys: bool = True, subfolder: str | None = None
+) -> bytes | None:
+    """The bytes of the cache file `name` (in `subfolder`) holding `entries`, sealed with this
+    cache's key (made when there is none yet); None when the cache cannot be used."""
+    key = _seal_key(create=True)
+    if key is None:
+        return None
+    sealed = {"seal": _seal(key, _place(name, subfolder), entries), "entries": entries}
+    return json.dumps(sealed, indent=1, sort_keys=sort_keys).encode()
+
+
+def _place(name: str, subfolder: str | None) -> str:
+    return _one_name(name) if subfolder is None else f"{_one_name(subfolder)}/{_one_name(name)}"
+
+
+def _seal(key: bytes, place: str, entries: dict[str, object]) -> str:
+    """HMAC-SHA256 of the entries and where they belong: an entry edited by hand or by another
+    program, or a file copied under another entry's name, no longer matches."""
+    canonical = json.dumps(entries, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    message = place.encode() + b"\0" + canonical.encode()
+    return hmac.new(key, message, hashlib.sha256).hexdigest()
+
+
+def _seal_key(*, create: bool) -> bytes | None:
+    """This cache's secret (`SEAL_KEY_NAME`, 0600, made on the first write), or None: no
+    usable cache, or no key yet. A key of the wrong size is replaced, which unseals every
+    entry (each is measured again once)."""
+    with cache_folder(create=create) as root:
+        if root is None:
+            return None
+        key = read_file(root, SEAL_KEY_NAME, SEAL_KEY_BYTES)
+        if key is not None and len(key) == SEAL_KEY_BYTES:
+            return key
+        if not create:
+            return None
+        fresh = secrets.token_bytes(SEAL_KEY_BYTES)
+        try:
+            if key is None:  # absent (or unreadable: then this fails and nothing is used)
+                fd = os.open(SEAL_KEY_NAME, _CREATE, 0o600, dir_fd=root)
+                with os.fdopen(fd, "wb") as out:
+                    out.write(fresh)
+            else:
+                write_file(root, SEAL_KEY_NAME, fresh)
+        except FileExistsError:  # another run made it first: theirs
+            key = read_file(root, SEAL_KEY_NAME, SEAL_KEY_BYTES)
+            return key if key is not None and len(key) == SEAL_KEY_BYTES else None
+        except OSError:
+            return None
+        return fresh
 
 
 @contextlib.contextmanager

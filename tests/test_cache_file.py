@@ -13,6 +13,7 @@ import torch
 
 from libreyolo.cache_file import (
     CACHE_DIR_ENV,
+    SEAL_KEY_NAME,
     cache_folder,
     cache_problem,
     read_entries,
@@ -48,7 +49,7 @@ def test_a_folder_others_may_write_is_not_used(folder: Path, mode: int) -> None:
         assert descriptor is None
     assert read_entries("a.json") == {}
     write_entries("b.json", {"k": 2})
-    assert sorted(p.name for p in folder.iterdir()) == ["a.json"]
+    assert sorted(p.name for p in folder.iterdir()) == ["a.json", SEAL_KEY_NAME]
 
 
 def test_another_users_folder_is_not_used(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,7 +17,13 @@ import pytest
 import torch
 from torch import nn
 
-from libreyolo.cache_file import CACHE_DIR_ENV, cache_folder, cache_problem, write_entries
+from libreyolo.cache_file import (
+    CACHE_DIR_ENV,
+    cache_folder,
+    cache_problem,
+    sealed_payload,
+    write_entries,
+)
 from libreyolo.config import compose as compose_module
 from libreyolo.config import compose_config, to_overrides
 from libreyolo.config.compose_cache import config_key
@@ -61,6 +67,13 @@ def _snapshot(folder: Path) -> dict[str, tuple[bytes, int, int]]:
     }
 
 
+def _sealed(name: str, entries: dict[str, object], subfolder: str | None = "configs") -> bytes:
+    """What the cache itself would write at `name`: sealed, so only the link stops it."""
+    payload = sealed_payload(name, entries, subfolder=subfolder)
+    assert payload is not None
+    return payload
+
+
 def _planted_config() -> dict[str, object]:
     """A valid config holding what `INFER` asks, with runs no one typed."""
     good = msgspec.to_builtins(compose_module._composed(INFER, None, "profile"))
@@ -70,9 +83,9 @@ def _planted_config() -> dict[str, object]:
 def test_a_linked_configs_folder_is_neither_read_nor_written(cache: Path, outside: Path) -> None:
     key = config_key(INFER, "profile")
     assert key is not None
-    (outside / f"{key}.json").write_text(json.dumps({"config": _planted_config()}))
-    before = _snapshot(outside)
     cache.mkdir(mode=0o700)
+    (outside / f"{key}.json").write_bytes(_sealed(f"{key}.json", {"config": _planted_config()}))
+    before = _snapshot(outside)
     (cache / "configs").symlink_to(outside, target_is_directory=True)
     config = compose_config(INFER)
     assert config.window.runs != 7  # composed, not the planted entry
@@ -92,9 +105,9 @@ def test_a_linked_config_entry_is_not_read_and_what_it_names_is_untouched(
     key = config_key(INFER, "profile")
     assert key is not None
     planted = outside / "planted.json"
-    planted.write_text(json.dumps({"config": _planted_config()}))
-    before = _snapshot(outside)
     (cache / "configs").mkdir(parents=True)
+    planted.write_bytes(_sealed(f"{key}.json", {"config": _planted_config()}))
+    before = _snapshot(outside)
     (cache / "configs" / f"{key}.json").symlink_to(planted)
     assert f"configs/{key}.json" in (cache_problem() or "")
     assert compose_config(INFER).window.runs != 7
@@ -121,11 +134,10 @@ def test_a_linked_gemm_peak_file_is_not_read(
     monkeypatch.setattr(gemm_peak, "calibrate", calls)
     monkeypatch.setattr(gemm_peak, "spot_tflops", lambda device, dtype: 0.1)
     planted = outside / "peaks.json"
-    planted.write_text(
-        json.dumps({cache_key(CPU, "a CPU", "fp32"): {"tflops": 0.11, "reference": "planted"}})
-    )
-    before = _snapshot(outside)
     cache.mkdir(mode=0o700)
+    entry = {cache_key(CPU, "a CPU", "fp32"): {"tflops": 0.11, "reference": "planted"}}
+    planted.write_bytes(_sealed(gemm_peak.CACHE_NAME, entry, subfolder=None))
+    before = _snapshot(outside)
     (cache / gemm_peak.CACHE_NAME).symlink_to(planted)
     peak = measured_peak(CPU, "a CPU", "fp32")
     assert (peak.tflops, peak.cached, calls.num_calls) == (0.125, False, 1)
@@ -136,9 +148,9 @@ def test_a_linked_gemm_peak_file_is_not_read(
 def test_a_linked_flop_count_file_is_not_read(cache: Path, outside: Path) -> None:
     planted = outside / "counts.json"
     entry = {"forward_flops": 10, "backward_flops": None, "batch": 1, "imgsz": 64, "count_ms": 1}
-    planted.write_text(json.dumps({"f" * 32: entry}))
-    before = _snapshot(outside)
     cache.mkdir(mode=0o700)
+    planted.write_bytes(_sealed(FLOP_CACHE, {"f" * 32: entry}, subfolder=None))
+    before = _snapshot(outside)
     (cache / FLOP_CACHE).symlink_to(planted)
     assert cached_count("f" * 32, batch=1, imgsz=64) is None
     write_entries(FLOP_CACHE, {"g" * 32: entry})

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from libreyolo.known_trainer import FILE_NAME, known_trainer, remember_trainer
+from tests.cache_entries import plant
 from tests.conftest import invoke
 
 GENERIC = (
@@ -80,7 +81,10 @@ def test_a_remembered_trainer_gives_its_own_command_as_typed(cache: Path, tmp_pa
     ],
 )
 def test_a_hostile_entry_is_no_entry(cache: Path, entry: object) -> None:
-    (cache / FILE_NAME).write_text(json.dumps(entry))
+    if isinstance(entry, dict):  # sealed, as the cache writes: the entry's own check decides
+        plant(FILE_NAME, entry)
+    else:
+        (cache / FILE_NAME).write_text(json.dumps(entry))
     assert known_trainer() is None
     assert invoke(["train", "data=x.yaml"]).stderr == GENERIC
 
@@ -88,9 +92,9 @@ def test_a_hostile_entry_is_no_entry(cache: Path, entry: object) -> None:
 def test_a_non_executable_or_oversized_entry_is_no_entry(cache: Path, tmp_path: Path) -> None:
     plain = tmp_path / "python"
     plain.write_text("x")
-    (cache / FILE_NAME).write_text(json.dumps({"python": str(plain)}))
+    plant(FILE_NAME, {"python": str(plain)})
     assert known_trainer() is None
-    (cache / FILE_NAME).write_text(json.dumps({"python": "/" + "a" * (2 << 20)}))
+    plant(FILE_NAME, {"python": "/" + "a" * (2 << 20)})
     assert known_trainer() is None
     (cache / FILE_NAME).unlink()
     (cache / FILE_NAME).mkdir()  # a folder where the file should be

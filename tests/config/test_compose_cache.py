@@ -18,7 +18,14 @@ import pytest
 from libreyolo.cache_file import CACHE_DIR_ENV
 from libreyolo.config import ConfigError, compose_cache, compose_config, to_overrides
 from libreyolo.config import compose as compose_module
-from libreyolo.config.compose_cache import MAX_ENTRIES, cached_config, config_key, store_config
+from libreyolo.config.compose_cache import (
+    CONFIGS_DIR,
+    MAX_ENTRIES,
+    cached_config,
+    config_key,
+    store_config,
+)
+from tests.cache_entries import plant
 
 ROOT = Path(__file__).resolve().parents[2]
 INFER = to_overrides({"device": "cpu"}, mode="infer")
@@ -94,8 +101,7 @@ def test_an_entry_that_does_not_hold_what_was_typed_is_not_used(
     planted = {**good}
     for name, value in edit.items():
         planted[name] = {**good[name], **value} if isinstance(value, dict) else value
-    cache.mkdir(parents=True)
-    (cache / f"{key}.json").write_text(json.dumps({"config": planted}))
+    plant(f"{key}.json", {"config": planted}, subfolder=CONFIGS_DIR)  # sealed, as if ours
     assert cached_config(key) is not None  # a valid config: only the overrides tell
     assert cached_config(key, TYPED) is None
     assert msgspec.to_builtins(compose_config(TYPED)) == good
@@ -255,7 +261,14 @@ def test_an_entry_that_is_not_the_caches_own_is_composed_past_and_replaced(
     key = config_key(INFER, "profile")
     assert key is not None
     cache.mkdir(parents=True)
-    (cache / f"{key}.json").write_bytes(payload)
+    try:
+        parsed = json.loads(payload)
+    except (ValueError, RecursionError):
+        parsed = None
+    if isinstance(parsed, dict):  # sealed: the entry's own check must refuse it
+        plant(f"{key}.json", parsed, subfolder=CONFIGS_DIR)
+    else:
+        (cache / f"{key}.json").write_bytes(payload)
     assert cached_config(key) is None
     assert msgspec.to_builtins(compose_config(INFER)) == GOOD
     assert msgspec.to_builtins(cached_config(key)) == GOOD  # rewritten, whole

@@ -4,7 +4,6 @@ off by more than an order of magnitude is counted again, with a note when it was
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 
 import pytest
@@ -13,9 +12,10 @@ import torch
 from libreyolo.measure import compute, flop_cache
 from libreyolo.measure.compute import count_model_flops
 from libreyolo.measure.flop_bounds import implausible
-from libreyolo.measure.flop_cache import flop_key
+from libreyolo.measure.flop_cache import CACHE_NAME, flop_key
 from libreyolo.measure.flop_count import count_flops
 from libreyolo.workload.yolo9.model import YOLOv9
+from tests.cache_entries import plant, stored
 from tests.measure.test_flop_cache import cache  # noqa: F401 - the fixture
 
 IMGSZ = 64
@@ -43,16 +43,16 @@ def test_the_real_count_is_plausible_and_a_tenfold_one_is_not(yolo9t: torch.nn.M
 
 
 def test_a_poisoned_entry_is_counted_again_with_a_note(
-    cache: Path,  # noqa: F811 - the fixture
+    cache: Path,  # noqa: F811 - the fixture: a fresh cache folder
     yolo9t: torch.nn.Module,
 ) -> None:
     first = count_model_flops(yolo9t, batch=2, imgsz=IMGSZ, training=True, notes=[])
     assert first is not None
     key = flop_key(yolo9t, batch=2, imgsz=IMGSZ, training=True)
     assert key is not None
-    stored = json.loads(cache.read_text())
-    stored[key]["forward_flops"] //= 50  # an edited entry: the MFU it gives would be 50x low
-    cache.write_text(json.dumps(stored))
+    entries = stored(CACHE_NAME)
+    entries[key]["forward_flops"] //= 50  # type: ignore[index] # sealed, as a wrong count would be
+    plant(CACHE_NAME, entries)
     compute._COUNTS.clear()  # a new process
     notes: list[str] = []
     again = count_model_flops(yolo9t, batch=2, imgsz=IMGSZ, training=True, notes=notes)

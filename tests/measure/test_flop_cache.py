@@ -6,7 +6,6 @@ past and rewritten, never fatal, and a model with no source file is never cached
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import sys
 from pathlib import Path
@@ -19,6 +18,7 @@ from libreyolo.cache_file import CACHE_DIR_ENV
 from libreyolo.measure import compute, flop_cache
 from libreyolo.measure.compute import count_model_flops
 from libreyolo.measure.flop_cache import CACHE_NAME, MAX_ENTRIES, flop_key
+from tests.cache_entries import plant, stored
 from tests.measure.test_flop_count import BACKWARD, BATCH, FORWARD, S, _model
 
 
@@ -47,8 +47,7 @@ def test_a_second_run_reads_the_first_runs_count(
     first = count_model_flops(_model(True), batch=BATCH, imgsz=S, training=True, notes=[])
     assert first is not None and first.cached is False
     assert (first.forward_per_image, first.backward_per_image) == (FORWARD, BACKWARD)
-    stored = json.loads(cache.read_text())
-    assert [set(entry) for entry in stored.values()] == [
+    assert [set(entry) for entry in stored(CACHE_NAME).values()] == [
         {"forward_flops", "backward_flops", "batch", "imgsz", "count_ms"}
     ]
     _new_process(monkeypatch)
@@ -158,12 +157,12 @@ def test_a_malformed_entry_under_the_key_is_counted_past_and_replaced(
     model = _model(False)
     key = flop_key(model, batch=1, imgsz=S, training=False)
     assert key is not None
-    _fill(cache, json.dumps({key: entry, "other": GOOD}).encode())
+    plant(CACHE_NAME, {key: entry, "other": GOOD})  # sealed: the entry's own check decides
     flops = count_model_flops(model, batch=1, imgsz=S, training=False, notes=[])
     assert flops is not None and flops.cached is False and flops.per_image == FORWARD
-    stored = json.loads(cache.read_text())
-    assert stored["other"] == GOOD  # a good entry of another model is kept
-    assert stored[key]["forward_flops"] == FORWARD
+    kept = stored(CACHE_NAME)
+    assert kept["other"] == GOOD  # a good entry of another model is kept
+    assert kept[key]["forward_flops"] == FORWARD  # type: ignore[index]
 
 
 @pytest.mark.parametrize(
@@ -177,7 +176,7 @@ def test_a_cache_file_that_is_not_ours_is_counted_past_and_rewritten(
     _fill(cache, payload)
     flops = count_model_flops(_model(False), batch=1, imgsz=S, training=False, notes=[])
     assert flops is not None and flops.cached is False and flops.per_image == FORWARD
-    assert len(json.loads(cache.read_text())) == 1
+    assert len(stored(CACHE_NAME)) == 1
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
@@ -199,13 +198,13 @@ def test_a_cache_that_cannot_be_written_costs_only_the_count(
 
 
 def test_the_cache_keeps_the_newest_entries(cache: Path) -> None:
-    _fill(cache, json.dumps({f"old{i}": GOOD for i in range(MAX_ENTRIES)}).encode())
+    plant(CACHE_NAME, {f"old{i}": GOOD for i in range(MAX_ENTRIES)})
     model = _model(False)
     count_model_flops(model, batch=1, imgsz=S, training=False, notes=[])
-    stored = json.loads(cache.read_text())
+    kept = stored(CACHE_NAME)
     key = flop_key(model, batch=1, imgsz=S, training=False)
-    assert len(stored) == MAX_ENTRIES and list(stored)[-1] == key
-    assert "old0" not in stored and f"old{MAX_ENTRIES - 1}" in stored
+    assert len(kept) == MAX_ENTRIES and list(kept)[-1] == key
+    assert "old0" not in kept and f"old{MAX_ENTRIES - 1}" in kept
 
 
 def test_a_real_model_counted_from_the_cache_equals_its_count(
