@@ -13,6 +13,7 @@ Must not: read files, talk to a tracking server, or import torch, numpy, Hydra o
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from typing import ClassVar
@@ -33,6 +34,7 @@ MAP_METRICS = (
 )
 # MLflow refuses a param key outside these characters (and `+experiment` is an override).
 _KEY_CHARS = re.compile(r"[^A-Za-z0-9_\-. /]")
+MAX_PARAM_KEY_CHARS = 250  # MLflow's limit on a param's key
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,8 +84,16 @@ def run_metrics(profile: Profile) -> dict[str, float]:
 
 
 def param_key(key: str) -> str:
-    """An override's key as MLflow takes it: `+experiment` -> `experiment`."""
-    return _KEY_CHARS.sub("_", key.lstrip("+~")) or "_"
+    """An override's key as MLflow takes it: `+experiment` -> `experiment`; characters it
+    refuses -> `_`; a key that would resolve to another as a path (`a/../b`, `//`, a leading
+    or trailing `/`, a `.` part: MLflow's file store refuses those) made one; over MLflow's
+    250 characters cut, with a digest so two long keys stay two."""
+    parts = _KEY_CHARS.sub("_", key.lstrip("+~")).split("/")
+    name = "/".join("_" * len(part) if part in (".", "..") else part for part in parts if part)
+    if len(name) > MAX_PARAM_KEY_CHARS:
+        digest = hashlib.sha256(name.encode()).hexdigest()[:12]
+        name = f"{name[: MAX_PARAM_KEY_CHARS - 13].rstrip('/')}-{digest}"
+    return "_" + name if name.startswith("..") else name or "_"  # `...`: a parent, to MLflow
 
 
 def run_params(profile: Profile | None, overrides: list[str]) -> dict[str, str]:
