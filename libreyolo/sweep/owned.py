@@ -15,6 +15,8 @@ Must not: write or delete anything.
 
 from __future__ import annotations
 
+import itertools
+import os
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -27,6 +29,7 @@ from libreyolo.sweep.chart import is_our_chart
 from libreyolo.sweep.tuned_config import is_tuned_config, tuned_files
 
 HINT = "move it away, or choose another hydra.sweep.dir"
+MAX_WALKED = 10_000  # folders of a sweep folder looked at for links
 
 
 def _exists(path: Path) -> bool:
@@ -86,8 +89,30 @@ def _refuse(found: Path | None) -> None:
         )
 
 
+def linked_out(root: Path) -> Path | None:
+    """The first folder link under `root` that leads outside it (or nowhere): a point whose
+    folder it is would be read and written there, Hydra's own `.hydra` files first. Links
+    to files (the `--repeat` aggregate) and folder links that stay inside are fine. At most
+    MAX_WALKED folders are looked at: a sweep folder holds points, not a file system."""
+    walk = os.walk(root)  # never into a link: followlinks=False
+    for folder, subfolders, _ in itertools.islice(walk, MAX_WALKED):
+        for name in subfolders:
+            path = Path(folder) / name
+            if path.is_symlink() and files.inside(root, str(path.relative_to(root))) is None:
+                return path
+    return None
+
+
 def refuse_foreign(root: Path, names: Iterable[str] = ()) -> None:
-    """`UsageError` naming the first file `foreign_file` finds."""
+    """`UsageError` naming the first file `foreign_file` finds, or a folder link leading out
+    of `root` (`linked_out`)."""
+    linked = linked_out(root) if root.is_dir() else None
+    if linked is not None:
+        raise UsageError(
+            f"refusing to sweep through {linked}: a symbolic link to "
+            f"{os.path.realpath(linked)}, outside the sweep folder",
+            hint="replace it with the folder itself, or choose another hydra.sweep.dir",
+        )
     _refuse(foreign_file(root, names))
 
 
