@@ -1,8 +1,8 @@
-"""The process's standard streams as `Output` may use them when they are closed or full.
+"""The process's standard streams as `Output` uses them when they are closed or full.
 
 stderr carries messages for people: losing one must never change a result or a status, so
 its writes are best effort. stdout carries the result: a write that fails is the command's
-failure (`ResultNotDelivered`), never a traceback or a silent exit 1.
+failure (`ResultNotShownError`, raised by the CLI), never a traceback or a silent exit 1.
 Must not: decide an exit status or write anything itself.
 """
 

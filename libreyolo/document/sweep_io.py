@@ -60,21 +60,30 @@ def _loads(text: str | bytes) -> JsonValue:
     return value
 
 
-def _read_small_json(path: Path, max_bytes: int) -> JsonValue:
-    """The JSON at `path` when it is a regular file of at most `max_bytes` (no FIFO, device or
-    folder is opened); None otherwise or when it does not parse."""
+def read_small_bytes(path: Path, max_bytes: int) -> bytes | None:
+    """The bytes at `path` when it is a regular file of at most `max_bytes` (no FIFO, device
+    or folder is opened); None otherwise."""
     try:
         with open_regular(str(path), max_bytes) as handle:  # no FIFO, device or folder opened
             raw = handle.read(max_bytes + 1)
-        return None if len(raw) > max_bytes else _loads(raw)
-    except (OSError, ValueError, RecursionError, ProfileError):
+    except (OSError, ProfileError):
         return None
+    return None if len(raw) > max_bytes else raw
+
+
+def parse_object(raw: bytes) -> JsonObject:
+    """The JSON object `raw` holds, or {} when it does not parse or is not one."""
+    try:
+        data = _loads(raw)
+    except (ValueError, RecursionError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def read_json(path: Path, max_bytes: int = MAX_SMALL_BYTES) -> JsonObject:
     """The JSON object at `path`, or {} when it is absent, unreadable, too large or not one."""
-    data = _read_small_json(path, max_bytes)
-    return data if isinstance(data, dict) else {}
+    raw = read_small_bytes(path, max_bytes)
+    return {} if raw is None else parse_object(raw)
 
 
 def member(data: JsonObject, key: str) -> JsonObject:

@@ -108,21 +108,23 @@ def count_model_flops(
         disk_key = flop_key(model, batch=batch, imgsz=imgsz, training=training)
         stored = None if disk_key is None else cached_count(disk_key, batch=batch, imgsz=imgsz)
         why = None if stored is None else implausible(model, stored)
-        if stored is None or why is not None:
+        if stored is not None and why is None:
+            _COUNTS[key] = (stored, True)
+        else:
             try:
                 counted = count_flops(model, batch=batch, imgsz=imgsz, training=training)
             except Exception as err:  # any failure of a family's forward on fake tensors
                 notes.append(f"FLOPs not counted: {type(err).__name__}: {_one_line(err)}")
                 return None
-            if stored is not None and (stored.forward, stored.backward) != (
+            wrong = stored is not None and (stored.forward, stored.backward) != (
                 counted.forward,
                 counted.backward,
-            ):  # the entry was wrong, not the bounds: say so
+            )
+            if wrong:  # the entry, not the bounds: say so
                 notes.append(f"the machine cache's FLOP count was not used ({why}): counted again")
-            stored = None
             if disk_key is not None:
                 store_count(disk_key, counted)
-        _COUNTS[key] = (counted, False) if stored is None else (stored, True)
+            _COUNTS[key] = (counted, False)
     count, cached = _COUNTS[key]
     forward = count.forward / batch
     backward = None if count.backward is None else count.backward / batch

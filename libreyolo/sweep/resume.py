@@ -30,18 +30,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from libreyolo.document.json_value import JsonObject, JsonValue
-from libreyolo.document.limits import MAX_PROFILE_BYTES, open_regular
+from libreyolo.document.limits import MAX_PROFILE_BYTES
 from libreyolo.document.sweep_files import (
     REQUEST_FILE,
     STATUS_FILE,
     inside,
+    parse_object,
     point_entry,
     read_request,
+    read_small_bytes,
     read_status,
 )
 from libreyolo.document.sweep_model import PointRequest, PointStatus
 from libreyolo.document.tune_model import BOUNDS
-from libreyolo.errors import ProfileError
 
 RESUME_KEY = "sweep.resume"  # left out when matching a recorded point against a new one
 BUDGET_KEY = "memory_budget_mb"  # the one tune.* setting that changes a measurement
@@ -127,16 +128,6 @@ class Recorded:
     doubt: str = ""
 
 
-def _profile_bytes(path: Path) -> bytes | None:
-    """The file at `path` when it is a regular file within the profile limit; None otherwise."""
-    try:
-        with open_regular(str(path), MAX_PROFILE_BYTES) as handle:
-            data = handle.read(MAX_PROFILE_BYTES + 1)
-    except (OSError, ProfileError):
-        return None
-    return data if len(data) <= MAX_PROFILE_BYTES else None
-
-
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -144,16 +135,8 @@ def _sha256(data: bytes) -> str:
 def profile_sha256(path: Path) -> str | None:
     """The digest `status.json` records for the profile at `path` (SHA-256 of its bytes, hex);
     None when it cannot be read as a profile (no regular file, over the profile limit)."""
-    data = _profile_bytes(path)
+    data = read_small_bytes(path, MAX_PROFILE_BYTES)
     return None if data is None else _sha256(data)
-
-
-def _parsed(data: bytes) -> JsonObject:
-    try:
-        value = json.loads(data)
-    except (ValueError, RecursionError):
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 def _doubt(point_dir: Path, status: PointStatus, request: PointRequest) -> str:
@@ -175,14 +158,14 @@ def _profile_doubt(point_dir: Path, status: PointStatus, request: PointRequest) 
     """Why the profile `status` names is not the measurement of `request` it claims to be;
     "" when it is: inside the point folder, the bytes `status` recorded, the settings asked."""
     path = inside(point_dir, status.profile)
-    data = None if path is None else _profile_bytes(path)
+    data = None if path is None else read_small_bytes(path, MAX_PROFILE_BYTES)
     if data is None:
         return f"its profile {status.profile} cannot be read inside the point folder"
     if status.profile_sha256 is None:
         return "its status.json records no profile digest (written before digests were, or edited)"
     if _sha256(data) != status.profile_sha256:
         return f"its profile {status.profile} changed since it was measured (its digest differs)"
-    if not measured_as_requested(_parsed(data), request):
+    if not measured_as_requested(parse_object(data), request):
         return f"its profile {status.profile} records other settings than its point.json"
     return ""
 

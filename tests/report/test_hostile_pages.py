@@ -24,11 +24,11 @@ from libreyolo.document.convert import to_plain
 from libreyolo.document.sweep_io import TUNE_FILE
 from libreyolo.document.sweep_model import MAX_NAME_CHARS
 from libreyolo.render.html import tune_charts
+from tests.cli.test_report_destination import _refused
 from tests.conftest import invoke
 from tests.sweep.test_report import make_point
 from tests.tune_records import knee_record, write_tune_sweep
 
-HINT = "choose another path with -o FILE"
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -47,12 +47,6 @@ def victim(tmp_path: Path) -> Path:
     folder.mkdir()
     (folder / "keep.html").write_text("keep", encoding="utf-8")
     return folder
-
-
-def _refused(argv: list[str], destination: Path | str, reason: str) -> None:
-    result = invoke(["profile", "report", *argv])
-    assert result.status == 2 and result.stdout == ""
-    assert result.stderr == f"cannot write the report to {destination}: {reason} ({HINT})\n"
 
 
 def _untouched(victim: Path) -> None:
