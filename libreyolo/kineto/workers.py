@@ -27,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from libreyolo.kineto.lifeline import die_with_parent
+from libreyolo.kineto.lifeline import die_with_parent, parent_leaving
 from libreyolo.kineto.source import ByteSource, as_array, last_boundary
 from libreyolo.pids import pid_alive
 
@@ -96,10 +96,11 @@ def _remove_stale_spools(root: str) -> None:
 
 def _bind_to_reader(spool: str, reader: int) -> None:
     """In a worker, first: end when the reader (pid `reader`) dies; when it was killed outright
-    (it is no longer our parent), remove the spool folder its own cleanup would have."""
+    (it is gone or ending), remove the spool folder its own cleanup would have. A live reader
+    that ends a worker (a broken pool) removes the folder itself, after its other workers."""
 
     def leave(signum: int, frame: FrameType | None) -> None:
-        if os.getppid() != reader:
+        if parent_leaving(reader):
             shutil.rmtree(spool, ignore_errors=True)
         os._exit(128 + signum)
 

@@ -111,6 +111,47 @@ def test_a_killed_reader_leaves_no_process_and_no_spool_file(
         reader.wait()
 
 
+# A reader whose main thread (the one that forked) ends before its other threads: how a SIGKILL
+# can take a threaded reader apart. The worker's signal then comes while `getppid()` still names
+# the reader. The leader ends by the raw exit system call, which ends one thread only.
+_THREADED_READER = """
+import ctypes, os, sys, threading, time
+from pathlib import Path
+from libreyolo.kineto import workers
+spool, reader = sys.argv[1], os.getpid()
+threading.Thread(target=time.sleep, args=(600,), daemon=True).start()
+if os.fork() == 0:
+    workers._bind_to_reader(spool, reader)
+    Path(spool, "0").write_bytes(b"part")
+    time.sleep(600)
+    os._exit(0)
+while not Path(spool, "0").exists():
+    time.sleep(0.01)
+ctypes.CDLL(None).syscall({"x86_64": 60, "aarch64": 93}[os.uname().machine], 0)
+"""
+
+
+@pytest.mark.skipif(
+    sys.platform != "linux" or os.uname().machine not in ("x86_64", "aarch64"),
+    reason="ends one thread by its Linux system call number",
+)
+def test_a_worker_removes_the_spool_when_the_readers_forking_thread_ends_first(
+    tmp_path: Path,
+) -> None:
+    spool = tmp_path / "libreyolo-spool-x"
+    spool.mkdir()
+    reader = subprocess.Popen(
+        [sys.executable, "-c", _THREADED_READER, str(spool)], cwd=ROOT, start_new_session=True
+    )
+    try:
+        assert _within(30, lambda: not spool.exists()), list(spool.rglob("*"))
+        assert _within(5, lambda: not _session(reader.pid)), "the worker outlived it"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(reader.pid, signal.SIGKILL)
+        reader.wait()
+
+
 @pytest.mark.skipif(sys.platform != "linux", reason="only Linux reads in parallel")
 def test_a_child_whose_parent_died_before_it_asked_dies_at_once() -> None:
     pid = os.fork()
