@@ -1,10 +1,11 @@
 """Whether a process id is still alive: how a folder left by a killed run is told from one a
-running process is filling (measure's staging sets, the synthetic set's staging folders).
-Stdlib only, no I/O beside the signal-0 probe."""
+running process is filling (measure's staging sets, the synthetic set's staging folders), and
+how a child's exit code reads. Stdlib only, no I/O beside the signal-0 probe."""
 
 from __future__ import annotations
 
 import os
+import signal
 
 
 def pid_alive(pid: int) -> bool:
@@ -21,3 +22,13 @@ def pid_alive(pid: int) -> bool:
     except OSError:  # EPERM: alive, someone else's
         return True
     return True
+
+
+def exit_text(code: int | None) -> str:
+    """`1`, or `-9 (signal SIGKILL)` for a child a signal ended."""
+    if code is None or code >= 0:
+        return str(code)
+    try:
+        return f"{code} (signal {signal.Signals(-code).name})"
+    except ValueError:
+        return f"{code} (signal {-code})"

@@ -6,24 +6,12 @@ reason and never relayed. Must not: read files or print (callers pass the log te
 
 from __future__ import annotations
 
-import signal
-
 from libreyolo.kineto.logs import is_noise
 
 
 def relayed(log: str) -> str:
     """The log without libkineto's and c10's own lines (what the sweep shows of a point)."""
     return "".join(line for line in log.splitlines(True) if not is_noise(line))
-
-
-def exit_text(code: int | None) -> str:
-    """`1`, or `-9 (signal SIGKILL)` for a child a signal ended."""
-    if code is None or code >= 0:
-        return str(code)
-    try:
-        return f"{code} (signal {signal.Signals(-code).name})"
-    except ValueError:
-        return f"{code} (signal {-code})"
 
 
 def last_error(log: str) -> str:

@@ -23,7 +23,7 @@ as the bytes its digest recorded is not measured again (`resume.py`); its `statu
 its record and gains `reused: true`. One that looked done but fails a check is measured again
 after a `note:` line saying why.
 Stop: a `KeyboardInterrupt` (Ctrl-C, or the sweep's SIGTERM handler) while a point waits or
-measures stops the child (SIGTERM, SIGKILL after `STOP_GRACE_S`), records the point as
+measures stops the child (`fresh.stop_child`: SIGTERM, then SIGKILL), records the point as
 `interrupted` and propagates, so no further point starts.
 
 Must not: raise for an expected failure (a `ProfileError` such as a bad value or a dataset too
@@ -39,15 +39,10 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import json
-import multiprocessing
-import multiprocessing.context
 import os
 import signal
 import sys
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -87,30 +82,23 @@ from libreyolo.errors import (
     WontFitError,
 )
 from libreyolo.measure.failures import is_out_of_memory
+from libreyolo.measure.fresh import (
+    CHILD_PRELOAD,
+    end_with_parent,
+    fresh_context,
+    start_method,
+    stop_child,
+)
+from libreyolo.pids import exit_text
 from libreyolo.sweep.budget import budget_failure, capped_device_memory, checked_budget
-from libreyolo.sweep.child_log import exit_text, last_error, relayed
+from libreyolo.sweep.child_log import last_error, relayed
 from libreyolo.sweep.lease import Lease, device_lease
 from libreyolo.sweep.owned import HINT, foreign_point_file
 from libreyolo.sweep.resume import profile_sha256, reusable
 from libreyolo.sweep.stop import raise_stopped, signal_of
-from libreyolo.workload.registry import BUILTIN_MODULES, preload_builtins
+from libreyolo.workload.registry import preload_builtins
 
-STOP_GRACE_S = 5.0  # a stopped child gets this long after SIGTERM before SIGKILL
 CHILD_POLL_S = 0.5  # how often the point wakes while its child measures (to be stopped)
-# Imported once by the fork server that isolated points start from: torch, torchvision (~3 s
-# here, most of it torch._dynamo pulled in by torchvision.ops), the collectors, the workload and
-# the trace analyser, everything a measurement imports lazily. Nothing Hydra.
-CHILD_PRELOAD = (
-    "libreyolo.measure.infer",
-    "libreyolo.measure.train",
-    "libreyolo.workload.api",
-    "libreyolo.workload.train",
-    "libreyolo.workload.registry",
-    "libreyolo.workload.data.dataset",
-    "libreyolo.workload.data.loader",
-    "libreyolo.kineto.reduce",
-    "libreyolo.analysis.repeat",
-)
 _NESTED: dict[str, type[Any]] = {
     "model": ModelConfig,
     "dataset": DatasetConfig,
@@ -351,7 +339,7 @@ def _measure_leased(
     if not isolate:
         return measure_request(request_path)
     log_path = request_path.parent / LOG_FILE
-    context = _isolated_context()
+    context = fresh_context()
     child = context.Process(
         target=_child_main,
         args=(str(request_path), str(log_path), lease.child_env()),
@@ -359,12 +347,12 @@ def _measure_leased(
     )
     log_path.unlink(missing_ok=True)  # the child makes it first: none after it = never started
     try:
-        with _start_method(context.get_start_method()):
+        with start_method(context.get_start_method()):
             child.start()
         while child.exitcode is None:  # in steps: Ray's cancel interrupts only between them
             child.join(CHILD_POLL_S)
     except BaseException:  # the sweep is stopping: so is this point
-        _stop_child(child)
+        stop_child(child)
         raise
     started = log_path.is_file()
     log = log_path.read_text(encoding="utf-8", errors="replace") if started else ""
@@ -391,75 +379,17 @@ def crash_reason(exitcode: int | None, log: str | None) -> str:
     return f"child process exited {exit_text(exitcode)}: {last_error(log)}"
 
 
-@contextmanager
-def _start_method(method: str) -> Iterator[None]:
-    """The process-wide default start method set to `method` while a child starts. A child
-    replays its parent's default (`spawn.prepare`) before it runs anything, and a launcher's
-    worker may have its own: joblib's loky workers have `loky`, which a stdlib child cannot
-    set (`cannot find context for 'loky'`: the child dies before it opens its log)."""
-    current = multiprocessing.get_start_method(allow_none=True)
-    if current is None or current in multiprocessing.get_all_start_methods():
-        yield
-        return
-    multiprocessing.set_start_method(method, force=True)
-    try:
-        yield
-    finally:
-        multiprocessing.set_start_method(current, force=True)
-
-
-def _stop_child(child: multiprocessing.process.BaseProcess) -> None:
-    """SIGTERM, then SIGKILL after `STOP_GRACE_S`: a stopped sweep leaves no point measuring."""
-    if child.is_alive():
-        child.terminate()
-        child.join(STOP_GRACE_S)
-    if child.is_alive():
-        child.kill()
-        child.join()
-
-
-def _isolated_context() -> (
-    multiprocessing.context.ForkServerContext | multiprocessing.context.SpawnContext
-):
-    """Where a point's fresh process comes from: a fork server that has imported torch and the
-    collectors once, but never touched CUDA or run an op (its children start with no CUDA
-    context, allocator cache, cuDNN autotune or oneDNN primitive state to inherit, and skip the
-    ~3 s of imports a fresh interpreter pays); a fresh interpreter where there is no fork."""
-    if "forkserver" not in multiprocessing.get_all_start_methods():
-        return multiprocessing.get_context("spawn")
-    context = multiprocessing.get_context("forkserver")
-    assert isinstance(context, multiprocessing.context.ForkServerContext)
-    # The fork server skips a module that fails to import (a family's missing optional part).
-    context.set_forkserver_preload([*CHILD_PRELOAD, *BUILTIN_MODULES])
-    return context
-
-
-def _stop_with_the_sweep() -> None:
-    """Send this child SIGTERM once the sweep process that started it is gone (killed outright,
-    so no SIGTERM of its own came): a thread waits on the parent's sentinel pipe. (The fork
-    server, its parent in the process tree, lives on while any child holds its pipe.)"""
-    parent = multiprocessing.parent_process()
-    if parent is None:
-        return
-
-    def watch() -> None:
-        parent.join()
-        os.kill(os.getpid(), signal.SIGTERM)
-
-    threading.Thread(target=watch, name="libreyolo-sweep-watch", daemon=True).start()
-
-
 def _child_main(request_path: str, log_path: str, env: dict[str, str]) -> None:
     """A point's child process: its lease's environment (before CUDA starts), stderr into the
     point's log, then the measurement. SIGTERM (the sweep stopping it) unwinds like Ctrl-C, so
     the measurement cleans up; either ends the child quietly with 128 + the signal: the sweep
-    records the point. A sweep killed outright (SIGKILL) stops it too (`_stop_with_the_sweep`)."""
+    records the point. A sweep killed outright (SIGKILL) stops it too (`end_with_parent`)."""
     os.environ.update(env)
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     os.dup2(fd, 2)
     os.close(fd)
     signal.signal(signal.SIGTERM, raise_stopped)
-    _stop_with_the_sweep()
+    end_with_parent()
     out = Output.plain()  # after the dup2: its stderr is the point's log
     exit_process(
         exit_status(lambda: _measure_quietly(request_path), out, crash_traceback=True), out

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from libreyolo.sweep.child_log import exit_text, last_error
+from libreyolo.pids import exit_text
+from libreyolo.sweep.child_log import last_error
 
 TRACEBACK = """\
 Traceback (most recent call last):

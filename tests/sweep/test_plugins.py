@@ -23,10 +23,11 @@ import yaml
 
 from libreyolo.config.schema import register_schemas
 from libreyolo.errors import UsageError
+from libreyolo.measure.fresh import start_method
 from libreyolo.sweep import plugins
 from libreyolo.sweep.objective import PointObjective, sweeper_value
 from libreyolo.sweep.plugins import check_plugins
-from libreyolo.sweep.point import _start_method, crash_reason
+from libreyolo.sweep.point import crash_reason
 from libreyolo.sweep.trust import Trust, composed_hydra, untrusted
 from tests.sweep.helpers import tiny_sweep_argv
 
@@ -159,11 +160,11 @@ def test_a_child_starts_under_its_own_start_method_and_the_workers_comes_back() 
     before = multiprocessing.get_start_method(allow_none=True)
     try:
         multiprocessing.set_start_method(name, force=True)
-        with _start_method("forkserver"):
+        with start_method("forkserver"):
             assert multiprocessing.get_start_method() == "forkserver"
         assert multiprocessing.get_start_method() == name
         multiprocessing.set_start_method("spawn", force=True)
-        with _start_method("forkserver"):  # a stdlib default is left alone
+        with start_method("forkserver"):  # a stdlib default is left alone
             assert multiprocessing.get_start_method() == "spawn"
     finally:
         multiprocessing.set_start_method(before, force=True)
