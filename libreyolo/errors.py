@@ -106,6 +106,12 @@ class DiskFullError(NoProfileError):
     code = "disk_full"
 
 
+class TrialCrashedError(NoProfileError):
+    """A `--repeat` trial's own process died, or raised what is not an expected error."""
+
+    code = "trial_crashed"
+
+
 class ResultNotShownError(ProfileError):
     """A reader's result could not be written to stdout (closed, full, or its reader gone)."""
 

@@ -47,7 +47,12 @@ def aggregate(trials: list[Profile]) -> Profile:
         )
     metrics["bound"] = verdict.bound if verdict else metrics.get("bound")
     records = [
-        Trial(index=i, metrics=dict(t.metrics), bound=t.verdict.bound if t.verdict else None)
+        Trial(
+            index=i,
+            metrics=dict(t.metrics),
+            bound=t.verdict.bound if t.verdict else None,
+            pid=t.run.pid,
+        )
         for i, t in enumerate(trials)
     ]
     return msgspec.structs.replace(

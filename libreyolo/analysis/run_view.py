@@ -47,6 +47,7 @@ class TrialRow(msgspec.Struct, frozen=True):
     index: int
     bound: str | None
     metrics: dict[str, float | None]  # TRIAL_METRICS
+    pid: int | None = None  # the process that measured it (None: not recorded)
 
 
 class TrialSpread(msgspec.Struct, frozen=True):
@@ -102,6 +103,7 @@ def trial_rows(profile: Profile) -> tuple[TrialRow, ...]:
             index=t.index,
             bound=t.bound,
             metrics={name: stats.as_number(t.metrics.get(name)) for name in TRIAL_METRICS},
+            pid=t.pid,
         )
         for t in profile.trials
     )

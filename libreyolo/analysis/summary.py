@@ -82,6 +82,8 @@ class Summary(msgspec.Struct, frozen=True):
     op_categories: tuple[CategoryShare, ...]
     top_ops: tuple[OpRow, ...]
     num_trials: int
+    # The trials had a process each (True), shared one (False), or it is not recorded (None).
+    isolated_trials: bool | None
     # What the reading found (profiler overhead, noise) and what the run noted about itself
     # (`Profile.notes`); apart from them, the trace analyser's caveats about the trace.
     notes: tuple[str, ...]
@@ -233,6 +235,7 @@ def summarize(profile: Profile) -> Summary:
         op_categories=op_categories,
         top_ops=ops,
         num_trials=len(profile.trials),
+        isolated_trials=profile.run.isolated_trials if profile.trials else None,
         notes=notes,
         trace_notes=tuple(profile.trace.notes if profile.trace else ()),
         contention_unknown=contention.state(profile),

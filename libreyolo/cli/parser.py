@@ -209,6 +209,12 @@ def _add_run(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
         default=defaults.REPEAT,
         help="Repeat N times for mean +/- stdev (a single run lies when launch-bound)",
     )
+    p.add_argument(
+        "--repeat-in-process",
+        action="store_true",
+        help="Measure every --repeat trial in this process (default: each in a fresh process "
+        "of its own, since a process's later profiler sessions can drop events and drift)",
+    )
     p.add_argument("--device", default=defaults.DEVICE, help="CUDA device index, or cpu")
     p.add_argument("--project", default=defaults.PROJECT, help="Output root directory")
     _add_exec(p, defaults.TRAIN_EXEC_MODES)
@@ -352,6 +358,12 @@ def _add_infer(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
         type=positive_int,
         default=defaults.REPEAT,
         help="Repeat N times for mean +/- stdev throughput (needed for a significant compare)",
+    )
+    p.add_argument(
+        "--repeat-in-process",
+        action="store_true",
+        help="Measure every --repeat trial in this process (default: each in a fresh process "
+        "of its own, since a process's later profiler sessions can drop events and drift)",
     )
     p.add_argument(
         "--conf",

@@ -37,6 +37,7 @@ FLAG_KEYS: dict[str, str] = {
     "warmup": "window.warmup",
     "runs": "window.runs",
     "repeat": "window.repeat",
+    "repeat_in_process": "window.repeat_in_process",
     "conf": "conf",
     "iou": "iou",
     "max_det": "max_det",

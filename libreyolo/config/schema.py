@@ -87,6 +87,9 @@ class WindowConfig:
     steps: int = defaults.RUN_STEPS
     runs: int = defaults.INFER_RUNS
     repeat: int = defaults.REPEAT
+    # Every trial of `repeat` >= 2 in this process, as before 0.x: by default each has one of
+    # its own (a process's second profiler session can drop and drift: measure/trials.py).
+    repeat_in_process: bool = False
 
 
 class ExecMode(StrEnum):

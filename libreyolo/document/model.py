@@ -103,6 +103,11 @@ class RunInfo(msgspec.Struct, frozen=True, kw_only=True):
     # package's speed-ups the run opted into (`--variant`; empty: 1.6.0's work per step).
     max_labels: int | None = None
     variants: list[str] = msgspec.field(default_factory=list)
+    # The process that measured (the trainer probe's, with `trainer`); None in older files.
+    pid: int | None = None
+    # `--repeat` of two or more: true when each trial ran in a fresh process of its own, false
+    # when all ran in one (`--repeat-in-process`); None for a single trial and older files.
+    isolated_trials: bool | None = None
 
 
 class Window(msgspec.Struct, frozen=True, kw_only=True):
@@ -474,6 +479,7 @@ class Trial(msgspec.Struct, frozen=True, kw_only=True):
     index: int
     metrics: dict[str, Scalar]
     bound: str | None = None
+    pid: int | None = None  # the process that measured it; None in older files
 
 
 class Artifacts(msgspec.Struct, frozen=True, kw_only=True):

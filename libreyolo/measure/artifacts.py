@@ -197,6 +197,25 @@ class StagedRun:
             link.unlink()
 
 
+class BorrowedRun(StagedRun):
+    """Another process's staging directory, written into by a `--repeat` trial's own process:
+    the files land in the set its owner commits; this handle never commits or deletes it."""
+
+    def __init__(self, staging: str | os.PathLike[str], target: str | os.PathLike[str]) -> None:
+        # Nothing is made or checked: the owner did both before lending it.
+        self.target, self.staging = Path(target), Path(staging)
+        self.repeat_name = REPEAT_NAMES.get(self.target.name)
+        self.committed = False
+        self._marker_fd = None
+        self._created = []
+
+    def commit(self) -> Path:
+        raise RuntimeError("a borrowed staging directory is committed by its owner")
+
+    def discard(self) -> None:
+        """Nothing: the owner deletes its staging directory."""
+
+
 def is_profile_set(path: Path) -> bool:
     """A real folder holding only our files: marked, or the previous version's two, or none."""
     if path.is_symlink() or not path.is_dir():

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -104,6 +105,7 @@ def measure_config(
     from libreyolo.measure.artifacts import PROFILE_NAME, REPEAT_NAMES, StagedRun, set_dir
     from libreyolo.measure.assemble import commit_set
     from libreyolo.measure.failures import resource_failures
+    from libreyolo.measure.trials import measure_trials
 
     check_trainer_named(cfg, overrides)
     num_trials = max(1, cfg.window.repeat)
@@ -112,10 +114,8 @@ def measure_config(
         repeat_name = REPEAT_NAMES[target.name]
         with StagedRun(target, aggregate=num_trials > 1) as run:
             cfg, notes = rounded_imgsz(cfg)  # after the folder check: a refusal is one line
-            trials = [
-                with_config(_collect(cfg, run, on_progress, notes), overrides, held_device)
-                for _ in range(num_trials)
-            ]
+            measured = measure_trials(cfg, run, on_progress, notes, num_trials)
+            trials = [with_config(trial, overrides, held_device) for trial in measured]
             documents = {PROFILE_NAME: trials[-1]}
             if num_trials > 1:
                 documents[repeat_name] = aggregate(trials)
@@ -138,14 +138,14 @@ def check_trainer_named(cfg: ProfileConfig, overrides: list[str]) -> None:
         )
 
 
-def _collect(
+def collect_trial(
     cfg: ProfileConfig,
     run: StagedRun,
     on_progress: Callable[[str, int, int], None] | None,
-    notes: list[str],
+    notes: Sequence[str],
 ) -> Profile:
-    """One trial of `cfg` measured into `run`; `notes` (what composing it changed) open the
-    profile's own list of notes."""
+    """One trial of `cfg` measured into `run` by this process (or the trainer probe's, which
+    records its own pid); `notes` (what composing it changed) open the profile's own list."""
     from libreyolo.measure import profile_inference, profile_training
 
     if cfg.trainer is not None:  # libreyolo 1.x's own trainer, in its own environment
@@ -157,4 +157,6 @@ def _collect(
         profile, _ = profile_inference(cfg, on_progress=on_progress, into=run, notes=notes)
     else:
         profile, _ = profile_training(cfg, on_progress=on_progress, into=run, notes=notes)
-    return profile
+    return msgspec.structs.replace(
+        profile, run=msgspec.structs.replace(profile.run, pid=os.getpid())
+    )

@@ -387,10 +387,13 @@ def _(result: Summary, source: ReadFrom) -> Any:
         },
         "has_gpu": result.has_gpu,
         "num_trials": result.num_trials,
+        "isolated_trials": result.isolated_trials,
         "notes": list(result.notes),
         "trace_notes": list(result.trace_notes),
         "run": _run_header(result.run),
-        "trials": [{"index": t.index, "bound": t.bound, **t.metrics} for t in result.trials],
+        "trials": [
+            {"index": t.index, "pid": t.pid, "bound": t.bound, **t.metrics} for t in result.trials
+        ],
         "trial_spread": {
             t.metric: {"mean": t.mean, "sd": t.sd, "n": t.n} for t in result.trial_spread
         },

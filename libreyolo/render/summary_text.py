@@ -223,8 +223,21 @@ def summary_lines(s: Summary) -> list[str]:
         lines.append(CONTENDED_LINE)
     lines += _verdict_lines(s)
     if s.num_trials >= 2:
-        lines.append(f"trials   {s.num_trials}: scalar metrics are means over the trials")
+        processes = _trial_processes(s)
+        lines.append(
+            f"trials   {s.num_trials}{processes}: scalar metrics are means over the trials"
+        )
     lines += _mix_lines(s)
     lines += _op_mix_lines(s)
     lines += note_lines(s.notes, s.trace_notes)
     return lines
+
+
+def _trial_processes(s: Summary) -> str:
+    """How the trials' processes were: one each (with their ids), or one for all."""
+    if s.isolated_trials is False:
+        return ", all in one process (--repeat-in-process)"
+    pids = [str(t.pid) for t in s.trials if t.pid is not None]
+    if s.isolated_trials and len(pids) == len(s.trials):
+        return f", each in a fresh process (pids {', '.join(pids)})"
+    return " (in a fresh process each)" if s.isolated_trials else ""

@@ -37,6 +37,7 @@ def test_the_full_spelling_with_an_experiment_file_is_applied() -> None:
         "steps": 100,
         "runs": 500,
         "repeat": 3,
+        "repeat_in_process": False,
     }
     assert _config("--warmup=4")["window"]["warmup"] == 4  # type: ignore[index]
 

@@ -38,6 +38,8 @@ def _measure(checkpoint: Path, project: Path, *, repeat: int = 1) -> tuple[Profi
             "window.repeat": repeat,
             "trace": False,
             "threads": 1,  # a quick window on a shared host: what it measures is memory
+            # the trials in this process: the memory freed before them is what they must miss
+            "window.repeat_in_process": True,
             "project": str(project),
         },
     )

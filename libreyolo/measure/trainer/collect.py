@@ -105,7 +105,7 @@ def profile_trainer(
         amp_on_gpu = ready.amp and ready.device_type == "cuda"
         profile = assemble_profile(
             kind=Mode.TRAIN,
-            info=_run_info(cfg, command, probe.hello, ready),
+            info=_run_info(cfg, command, probe.hello, ready, watch.pid),
             device=torch.device("cpu"),  # unused: the environment is the probe's
             plan=watch.plan,
             samples=Samples(
@@ -166,6 +166,11 @@ class ProbeWatch:
     _peak: WindowPeakRss | None = None
     _meter: Any = None
     _threads: int | None = None
+
+    @property
+    def pid(self) -> int:
+        """The probe's process id (0 before it started)."""
+        return self._pid
 
     def started(self, pid: int) -> None:
         self._pid = pid
@@ -337,10 +342,11 @@ def _result_notes(result: ProbeResult, ready: ProbeReady, plan: WindowPlan) -> l
 
 
 def _run_info(
-    cfg: ProfileConfig, command: TrainerCommand, hello: ProbeHello, ready: ProbeReady
+    cfg: ProfileConfig, command: TrainerCommand, hello: ProbeHello, ready: ProbeReady, pid: int
 ) -> RunInfo:
     return RunInfo(
         mode=Mode.TRAIN.noun,
+        pid=pid or None,
         model=ready.model,
         family=ready.family,
         weights=cfg.model.weights,

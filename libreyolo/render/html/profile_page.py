@@ -484,25 +484,34 @@ def trials_block(s: Summary) -> str:
         for m in ("img_per_s", "step_ms", "latency_p50_ms", "latency_p99_ms")
         if any(t.metrics.get(m) is not None for t in s.trials)
     ]
-    cols = [Column("trial"), *(Column(m) for m in names), Column("verdict", numeric=False)]
+    pids = all(t.pid is not None for t in s.trials)
+    cols = [
+        Column("trial"),
+        *([Column("process", numeric=False)] if pids else []),
+        *(Column(m) for m in names),
+        Column("verdict", numeric=False),
+    ]
     body, keys = [], []
     for i, t in enumerate(s.trials):
         body.append(
             [
                 num(t.index, ("summary", "trials", i, "index"), digits=0),
+                *([esc(str(t.pid))] if pids else []),
                 *(num(t.metrics[m], ("summary", "trials", i, m), digits=2) for m in names),
                 esc(t.bound or "–"),
             ]
         )
-        keys.append([t.index, *(t.metrics[m] for m in names), t.bound])
+        keys.append([t.index, *([t.pid] if pids else []), *(t.metrics[m] for m in names), t.bound])
     spread = [
         f"{esc(sp.metric)} {num(sp.mean, ('summary', 'trial_spread', sp.metric, 'mean'), digits=2)}"
         f" ± {num(sp.sd, ('summary', 'trial_spread', sp.metric, 'sd'), digits=2)}"
         for sp in s.trial_spread
     ]
+    where = {True: ", each in a fresh process", False: ", all in one process", None: ""}
     summary_line = (
-        f'<p class="intro">Mean ± SD over {len(s.trials)} trials: {"; ".join(spread)}. Scalar '
-        "numbers elsewhere on this page are the trial means; tables come from the last trial.</p>"
+        f'<p class="intro">Mean ± SD over {len(s.trials)} trials'
+        f"{where[s.isolated_trials]}: {'; '.join(spread)}. Scalar numbers elsewhere "
+        "on this page are the trial means; tables come from the last trial.</p>"
     )
     return summary_line + table(cols, body, sort_keys=keys)
 
