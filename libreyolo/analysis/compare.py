@@ -29,8 +29,10 @@ from libreyolo.analysis.diff import PhaseTest, ProfileDiff, diff_profiles, with_
 from libreyolo.analysis.exec_compare import exec_warnings
 from libreyolo.analysis.gate import Gate, gate_metric, regression_gate, require_trials
 from libreyolo.analysis.result_kind import ResultKind
+from libreyolo.analysis.verdict import SUSPECT
 from libreyolo.document.mode import Mode
 from libreyolo.document.model import Profile
+from libreyolo.errors import UsageError
 
 NOISY_TRIALS_CV = 0.10  # trials spreading more than this were measured on a changing machine
 SE_MULTIPLE = 2.0  # "exceeds twice the combined standard error": the floor of the threshold
@@ -162,6 +164,32 @@ def significance(before: Profile, after: Profile, metric: str = "img_per_s") -> 
     )
 
 
+def refuse_suspect(before: Profile, after: Profile) -> None:
+    """UsageError when a significance call would rest on a trial (or an aggregate) whose trace
+    failed its health check: its times are not to be believed, so no difference over them is."""
+    if len(before.trials) < 2 or len(after.trials) < 2:
+        return  # no significance call is made
+    found = [
+        (side, where) for side, p in (("before", before), ("after", after)) for where in _suspect(p)
+    ]
+    if not found:
+        return
+    which = "; ".join(f"the {side} profile's {where}" for side, where in found)
+    raise UsageError(
+        f"no significance call over a suspect trace: {which} failed its health check",
+        hint="measure it again, or pass --allow-suspect to call it anyway; its summary names "
+        "the check",
+    )
+
+
+def _suspect(profile: Profile) -> list[str]:
+    """Where `profile` is suspect: its trials by number, else the aggregate itself."""
+    trials = [f"trial {t.index + 1}" for t in profile.trials if t.bound == SUSPECT]
+    if trials:
+        return trials
+    return ["trials (together)"] if profile.metrics.get("bound") == SUSPECT else []
+
+
 def _noisy_trials(profile: Profile, side: str) -> tuple[str, ...]:
     """A warning when one side's trials spread widely: the significance call assumes the
     machine stayed the same within and between the runs, and such a spread says it did not."""
@@ -207,12 +235,16 @@ def compare(
     top: int = 10,
     fail_on_regression_pct: float | None = None,
     metric: str | None = None,
+    allow_suspect: bool = False,
 ) -> Comparison:
     """Deltas from `before` to `after`, significance calls, warnings on mismatched runs, the
     per-step changes of phases and the `top` ops and kernels and, with
     `fail_on_regression_pct`, the regression gate on `metric` (UsageError when it cannot
-    judge: a metric missing on a side or fewer than 2 trials of it)."""
+    judge: a metric missing on a side or fewer than 2 trials of it; without `allow_suspect`, a
+    significance call over a trial whose trace failed its health check)."""
     a, b = before.metrics, after.metrics
+    if not allow_suspect:
+        refuse_suspect(before, after)
     gate = None
     if fail_on_regression_pct is not None:
         metric = gate_metric(before, after, metric)

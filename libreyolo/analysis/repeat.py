@@ -12,7 +12,10 @@ import msgspec.structs
 from libreyolo.analysis import stats
 from libreyolo.analysis.efficiency import KEYS as EFFICIENCY_KEYS
 from libreyolo.analysis.efficiency import significant
+from libreyolo.analysis.verdict import suspect_verdict
+from libreyolo.document.health_names import STEP_KERNEL_SPREAD
 from libreyolo.document.model import Profile, Scalar, Trial
+from libreyolo.kineto.health import check, health_of, spread
 
 MIXED = "mixed"  # libreyolo 1.6.0's label when the trials disagree on the bottleneck
 
@@ -55,9 +58,29 @@ def aggregate(trials: list[Profile]) -> Profile:
         )
         for i, t in enumerate(trials)
     ]
-    return msgspec.structs.replace(
+    merged = msgspec.structs.replace(
         last, metrics=metrics, verdict=verdict, trials=records, notes=merged_notes(trials)
     )
+    return _checked_across_trials(merged, trials)
+
+
+def _checked_across_trials(merged: Profile, trials: list[Profile]) -> Profile:
+    """`merged` with the trials' kernels per step checked against each other (GPU traces): a
+    trial far from the others recorded a different trace, and the aggregate is suspect."""
+    per_step = [t.metrics.get("kernels_per_step") for t in trials]
+    counts = [float(c) for c in per_step if isinstance(c, int | float)]
+    trace = merged.trace
+    if trace is None or not trace.has_gpu or len(counts) < 2 or len(counts) != len(trials):
+        return merged
+    across = check("kernels_across_trials", spread(counts), STEP_KERNEL_SPREAD)
+    before = trace.health.checks if trace.health is not None else []
+    health = health_of([*before, across])
+    merged = msgspec.structs.replace(merged, trace=msgspec.structs.replace(trace, health=health))
+    if not health.suspect:
+        return merged
+    verdict = suspect_verdict(health)
+    metrics = merged.metrics | {"bound": verdict.bound}
+    return msgspec.structs.replace(merged, verdict=verdict, metrics=metrics)
 
 
 def merged_notes(trials: list[Profile]) -> list[str]:

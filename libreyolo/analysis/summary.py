@@ -29,7 +29,7 @@ from libreyolo.analysis.run_view import (
     trial_spread,
 )
 from libreyolo.document.mode import Mode
-from libreyolo.document.model import Execution, Profile, Scalar, Verdict
+from libreyolo.document.model import Execution, Profile, Scalar, TraceHealth, Verdict
 from libreyolo.document.phases import FORWARD, POSTPROCESS, PREPROCESS
 
 TOP_KERNELS = 8
@@ -84,6 +84,8 @@ class Summary(msgspec.Struct, frozen=True):
     num_trials: int
     # The trials had a process each (True), shared one (False), or it is not recorded (None).
     isolated_trials: bool | None
+    # The trace's health checks; None without a trace, or in files that predate them.
+    trace_health: TraceHealth | None
     # What the reading found (profiler overhead, noise) and what the run noted about itself
     # (`Profile.notes`); apart from them, the trace analyser's caveats about the trace.
     notes: tuple[str, ...]
@@ -236,6 +238,7 @@ def summarize(profile: Profile) -> Summary:
         top_ops=ops,
         num_trials=len(profile.trials),
         isolated_trials=profile.run.isolated_trials if profile.trials else None,
+        trace_health=profile.trace.health if profile.trace is not None else None,
         notes=notes,
         trace_notes=tuple(profile.trace.notes if profile.trace else ()),
         contention_unknown=contention.state(profile),

@@ -18,9 +18,15 @@ from libreyolo.analysis.exec_verdict import with_exec
 from libreyolo.analysis.mfu_verdict import with_mfu
 from libreyolo.analysis.opclass import op_category_ms
 from libreyolo.document.mode import Mode
-from libreyolo.document.model import Profile, Scalar, Verdict
+from libreyolo.document.model import Profile, Scalar, TraceHealth, Verdict
 from libreyolo.document.phases import FORWARD, POSTPROCESS, PREPROCESS
 
+SUSPECT = "suspect-trace"
+SUSPECT_LEVERS = (
+    "measure again: each --repeat trial records its trace in a fresh process of its own",
+    "use a PyTorch whose profiler keeps every record (pytorch#192021 dropped a later "
+    "session's first kernels; fixed 2026-08)",
+)
 DATALOAD_SHARE_BOUND = 0.2  # the step waits on input for ≥ 20 %: the loader is the bottleneck
 UTIL_COMPUTE = 0.8  # the GPU is busy ≥ 80 % of the window: adding work would not hide anything
 STAGE_SHARE_BOUND = 0.35  # an inference stage this large beside forward dominates the latency
@@ -102,13 +108,27 @@ def _inference_stage_verdict(metrics: dict[str, Scalar]) -> Verdict | None:
     return None
 
 
+def suspect_verdict(health: TraceHealth) -> Verdict:
+    """`suspect-trace`: the trace failed a health check (`kineto/health.py`), so no bottleneck
+    is named from it; the failed checks are the evidence."""
+    failed = health.failed()
+    names = ", ".join(check.name for check in failed)
+    why = f"the trace failed its health check ({names}): no bottleneck is named from it"
+    evidence: dict[str, Scalar] = {check.name: check.found for check in failed}
+    return Verdict(bound=SUSPECT, why=why, evidence=evidence, levers=list(SUSPECT_LEVERS))
+
+
 def decide(profile: Profile, metrics: dict[str, Scalar]) -> Verdict:
-    """The verdict for a profile whose metrics (apart from `bound`) are computed: `contended`
+    """The verdict for a profile whose metrics (apart from `bound`) are computed:
+    `suspect-trace` when its trace failed a health check (nothing else is said), `contended`
     when the host starved the measured threads, with what its numbers can still say beside
     it: the verdict a quiet host's rules give when starving cannot have made it (`quiet_bound`
     and `quiet_why`), else only the measured shares (`quiet_why`, no `quiet_bound`). A quiet
     verdict carries `mfu` in its evidence when known (`mfu_verdict`); a contended one states
     nothing of it (a starved window's img/s, and so its MFU, is off by how long it waited)."""
+    health = profile.trace.health if profile.trace is not None else None
+    if health is not None and health.suspect:  # its numbers are not to be believed at all
+        return suspect_verdict(health)
     quiet = _decide_quiet(profile, metrics)
     if metrics.get("contended") is not True:
         return with_exec(profile, metrics, with_mfu(profile, metrics, quiet))

@@ -100,6 +100,7 @@ def compare(args: argparse.Namespace) -> CommandResult:
         fail_on_regression_pct=args.fail_on_regression,
         metric=args.metric,
         top=args.top,
+        allow_suspect=args.allow_suspect,
     )
     return result, (args.before, args.after)
 

@@ -488,6 +488,12 @@ def _add_compare(sub: argparse._SubParsersAction[Parser], common: Parser) -> Non
         "--repeat trials on both sides)",
     )
     p.add_argument(
+        "--allow-suspect",
+        action="store_true",
+        help="Make the significance call even over a trial whose trace failed its health "
+        "check (default: refuse, exit 2)",
+    )
+    p.add_argument(
         "--metric",
         choices=("img_per_s", "latency_p50_ms", "step_ms"),
         help="The gated metric (default: img_per_s for training, latency_p50_ms for inference)",

@@ -398,6 +398,26 @@ class Memory(msgspec.Struct, frozen=True, kw_only=True):
     thrash: bool = False
 
 
+class HealthCheck(msgspec.Struct, frozen=True, kw_only=True):
+    """One check of a trace before its analysis is believed (`kineto/health.py`)."""
+
+    name: str  # e.g. "launches_without_gpu_activity"
+    ok: bool
+    found: float  # what the trace holds (a count, or a share for the spread checks)
+    limit: float  # the most a sound trace may hold
+    meaning: str  # what a failure means, in words, for people
+
+
+class TraceHealth(msgspec.Struct, frozen=True, kw_only=True):
+    """The trace's health: `suspect` when any check failed; the checks, passed or not."""
+
+    suspect: bool
+    checks: list[HealthCheck] = msgspec.field(default_factory=list)
+
+    def failed(self) -> list[HealthCheck]:
+        return [check for check in self.checks if not check.ok]
+
+
 class TraceAnalysis(msgspec.Struct, frozen=True, kw_only=True):
     """What the trace analyser extracts from one Chrome trace."""
 
@@ -429,6 +449,9 @@ class TraceAnalysis(msgspec.Struct, frozen=True, kw_only=True):
     # Caveats the analyser found while reducing the trace (no ProfilerStep, unlinked activity);
     # what the run itself noted is `Profile.notes`.
     notes: list[str] = msgspec.field(default_factory=list)
+    # Checked before the numbers above are believed (missing, displaced or impossible GPU
+    # records); None in files that predate it.
+    health: TraceHealth | None = None
 
 
 class Samples(msgspec.Struct, frozen=True, kw_only=True):

@@ -20,6 +20,7 @@ from functools import partial
 from heapq import merge
 from itertools import compress, islice
 
+from libreyolo.document.health_names import BEFORE_LAUNCH_US
 from libreyolo.document.limits import MAX_INPUT_BYTES
 from libreyolo.document.model import (
     Device,
@@ -40,6 +41,7 @@ from libreyolo.kineto.attribution import (
 )
 from libreyolo.kineto.columns import Columns
 from libreyolo.kineto.events import KERNEL, TraceEvents, read_trace
+from libreyolo.kineto.health import HealthFacts, trace_health
 from libreyolo.kineto.intervals import US_DECIMALS, Coverage, sorted_runs, start_order, to_ms
 from libreyolo.kineto.launch_ops import NO_OP, launching_ops
 from libreyolo.kineto.op_stream import Disordered, Queries, sweep_ops
@@ -123,7 +125,7 @@ class _Link:
 def reduce_trace(events: TraceEvents) -> TraceAnalysis:
     """Reduce decoded trace columns to the document's `TraceAnalysis`."""
     notes: list[str] = []
-    launcher, launching = _launchers(events)
+    launcher, launching, gpu_ids = _launchers(events)
     calls_ts = launching.ts
     times = array(
         "d", (calls_ts[k] if k >= 0 else t for k, t in zip(launcher, events.gpu.ts, strict=True))
@@ -131,7 +133,7 @@ def reduce_trace(events: TraceEvents) -> TraceAnalysis:
     window = measured_window(events, _drop_idle_tail(find_steps(events), times, notes))
     phase_map = build_phase_map(events)
     counts = StepCounts.empty(window)
-    launches, mallocs = _calls(events, window, counts)
+    launches, mallocs, silent = _calls(events, window, counts, gpu_ids)
     # From here on `calls` are the launching calls only, indexed as `launcher` indexes them.
     events = replace(events, calls=launching, call_spool=None)
     link = _link(events, window, launcher, times, phase_map, counts)
@@ -146,6 +148,7 @@ def reduce_trace(events: TraceEvents) -> TraceAnalysis:
     busy, copies = meters[primary.id] if primary else (None, None)
     steps = trace_steps(window, counts, busy)
     notes += _notes(window, launcher)
+    facts = _health_facts(events, window, launcher, times, launches.num_launches, silent)
     return TraceAnalysis(
         source=window.source,
         time_unit=events.time_unit,
@@ -170,6 +173,38 @@ def reduce_trace(events: TraceEvents) -> TraceAnalysis:
         kernels=kernel_stats(kernels),
         ops=ops,
         notes=notes,
+        health=trace_health(facts, steps),
+    )
+
+
+def _health_facts(
+    events: TraceEvents,
+    window: StepWindow,
+    launcher: array[int],
+    times: array[float],
+    num_launches: int,
+    silent: int,
+) -> HealthFacts:
+    """What the health checks read, counted over the GPU records; `times` are their launch
+    times (their own start where no call launched them), `silent` the window's launch calls
+    no GPU record answers."""
+    gpu = events.gpu
+    late = window.end + (window.end - window.start)
+    kernels = bytes(kind == KERNEL for kind in gpu.kind)  # a byte a record: traces run to GBs
+    return HealthFacts(
+        num_gpu=len(gpu),
+        num_kernels=kernels.count(1),
+        num_launches=num_launches,
+        launches_without_activity=silent,
+        activity_without_launch=launcher.count(-1),
+        starts_before_launch=sum(
+            1
+            for start, launched, call in zip(gpu.ts, times, launcher, strict=True)
+            if call >= 0 and start < launched - BEFORE_LAUNCH_US
+        ),
+        outside_window=sum(1 for start in gpu.ts if start > late),
+        zero_timestamps=sum(1 for start in gpu.ts if start == 0),
+        zero_duration_kernels=sum(1 for dur in compress(gpu.dur, kernels) if dur <= 0),
     )
 
 
@@ -231,11 +266,12 @@ def _notes(window: StepWindow, launcher: array[int]) -> list[str]:
     return notes
 
 
-def _launchers(events: TraceEvents) -> tuple[array[int], Columns]:
+def _launchers(events: TraceEvents) -> tuple[array[int], Columns, array[int]]:
     """(per GPU activity the index of its launching call in the second item, -1: none; the
-    launching calls' ts and thread). The launching call is the last call that carries the
-    activity's correlation id; the calls are streamed once and joined by binary search in the
-    sorted GPU ids, so only typed arrays a GPU activity long are kept, whatever the calls."""
+    launching calls' ts and thread; the GPU activities' correlation ids, sorted). The
+    launching call is the last call that carries the activity's correlation id; the calls are
+    streamed once and joined by binary search in the sorted GPU ids, so only typed arrays a GPU
+    activity long are kept, whatever the calls."""
     gpu = events.gpu.corr
     runs = sorted_runs(gpu)
     wanted = runs[0] if len(runs) == 1 else array(gpu.typecode, merge(*runs))
@@ -251,7 +287,7 @@ def _launchers(events: TraceEvents) -> tuple[array[int], Columns]:
                 threads[at] = thread
     at_id = partial(bisect_left, wanted)
     launcher = array("i", (at if threads[at] >= 0 else -1 for at in map(at_id, gpu)))
-    return launcher, launching
+    return launcher, launching, wanted
 
 
 def _drop_idle_tail(
@@ -371,15 +407,19 @@ def _devices(
     return devices, unions
 
 
-def _calls(events: TraceEvents, window: StepWindow, counts: StepCounts) -> tuple[LaunchStat, int]:
-    """Launch API calls, memcpy/memset calls and allocator calls inside the window: one pass
-    over the calls, each name classified once."""
+def _calls(
+    events: TraceEvents, window: StepWindow, counts: StepCounts, gpu_ids: array[int]
+) -> tuple[LaunchStat, int, int]:
+    """Launch API calls, memcpy/memset calls and allocator calls inside the window, and how
+    many of those launches no GPU record answers (`gpu_ids`: the records' sorted correlation
+    ids): one pass over the calls, each name classified once."""
     names = events.names
     kinds: dict[int, tuple[str | None, bool, bool]] = {}  # name id -> (launch API, copy, alloc)
     wanted: set[int] = set()
     by_api: Counter[str] = Counter()
     durations = array("d")  # typed: a GPU trace has about one launch call per kernel
-    num_copies = num_mallocs = 0
+    num_copies = num_mallocs = silent = 0
+    size = len(gpu_ids)
     for block in events.call_blocks():
         for nid in set(block.name).difference(kinds):
             name = names[nid]
@@ -391,7 +431,7 @@ def _calls(events: TraceEvents, window: StepWindow, counts: StepCounts) -> tuple
             kinds[nid] = kind
             if any(kind):
                 wanted.add(nid)
-        ts, dur, name_ids = block.ts, block.dur, block.name
+        ts, dur, name_ids, corr = block.ts, block.dur, block.name, block.corr
         for i in compress(range(len(block)), map(wanted.__contains__, name_ids)):
             start = ts[i]
             if not window.start <= start < window.end:
@@ -400,6 +440,9 @@ def _calls(events: TraceEvents, window: StepWindow, counts: StepCounts) -> tuple
             if api:
                 by_api[api] += 1
                 durations.append(dur[i])
+                at = bisect_left(gpu_ids, corr[i])
+                if at == size or gpu_ids[at] != corr[i]:
+                    silent += 1
                 step = window.step_of(start)
                 if step >= 0:
                     counts.launches[step] += 1
@@ -416,7 +459,7 @@ def _calls(events: TraceEvents, window: StepWindow, counts: StepCounts) -> tuple
         num_memcpy_calls=num_copies,
         host_us_per_launch=_median(durations),
     )
-    return stat, num_mallocs
+    return stat, num_mallocs, silent
 
 
 def _median(values: array[float]) -> float | None:

@@ -388,6 +388,7 @@ def _(result: Summary, source: ReadFrom) -> Any:
         "has_gpu": result.has_gpu,
         "num_trials": result.num_trials,
         "isolated_trials": result.isolated_trials,
+        "trace_health": None if result.trace_health is None else to_plain(result.trace_health),
         "notes": list(result.notes),
         "trace_notes": list(result.trace_notes),
         "run": _run_header(result.run),

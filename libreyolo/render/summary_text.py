@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from libreyolo.document.health_names import SHARES
 from libreyolo.document.phases import FORWARD, POSTPROCESS, PREPROCESS
 from libreyolo.render.compute_text import compute_lines
 from libreyolo.render.exec_text import exec_lines
@@ -142,9 +143,27 @@ def _host_lines(s: Summary) -> list[str]:
     return lines
 
 
+def _health_lines(s: Summary) -> list[str]:
+    """One line per failed trace health check: what it found against its limit, and why that
+    matters."""
+    if s.trace_health is None:
+        return []
+    return [
+        f"trace    SUSPECT: {check.name} {_amount(check.name, check.found)} (a sound trace: at "
+        f"most {_amount(check.name, check.limit)}): {check.meaning}"
+        for check in s.trace_health.failed()
+    ]
+
+
+def _amount(name: str, value: float) -> str:
+    if name in SHARES:
+        return f"{value * 100:.1f}%"
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
 def _verdict_lines(s: Summary) -> list[str]:
     verdict = s.verdict
-    lines = [f">> {safe_text(verdict.bound.upper())}: {safe_text(verdict.why)}"]
+    lines = [*_health_lines(s), f">> {safe_text(verdict.bound.upper())}: {safe_text(verdict.why)}"]
     if verdict.levers:
         lines.append(f"   levers: {safe_text('; '.join(verdict.levers))}")
     if verdict.quiet_why is not None:

@@ -186,7 +186,7 @@ def test_calls_wait_on_disk_and_only_launching_ones_come_back(
         sizes = [len(block) for block in events.call_spool.blocks()]
         assert len(sizes) > 2 and sum(sizes) == 25
         assert events.call_spool.bounds() == (20.0, 2955.0)
-        launcher, launching = reduce._launchers(events)
+        launcher, launching, _ = reduce._launchers(events)
         assert len(launching) == 24 and -1 not in launcher  # one per kernel, the sync is gone
     finally:
         events.close()
