@@ -29,7 +29,7 @@ from libreyolo.analysis.diff import PhaseTest, ProfileDiff, diff_profiles, with_
 from libreyolo.analysis.exec_compare import exec_warnings
 from libreyolo.analysis.gate import Gate, gate_metric, regression_gate, require_trials
 from libreyolo.analysis.result_kind import ResultKind
-from libreyolo.analysis.verdict import SUSPECT
+from libreyolo.document.health_names import SUSPECT
 from libreyolo.document.mode import Mode
 from libreyolo.document.model import Profile
 from libreyolo.errors import UsageError

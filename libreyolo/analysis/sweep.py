@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from libreyolo.analysis.result_kind import ResultKind
+from libreyolo.document.health_names import SUSPECT
 from libreyolo.document.sweep_model import STATUSES, SweepRecord, SweepRow
 from libreyolo.document.tune_model import TuneRecord
 
@@ -42,7 +43,12 @@ def trusted(entry: SweepRow) -> bool:
     """An ok point whose numbers hold: no memory thrash, not measured on a contended host
     (its img/s would rank the host's load, not the configuration)."""
     metrics = entry.metrics
-    return entry.status == "ok" and not metrics.memory_pressure and metrics.contended is not True
+    return (
+        entry.status == "ok"
+        and not metrics.memory_pressure
+        and metrics.contended is not True
+        and metrics.bound != SUSPECT
+    )
 
 
 def recommend(points: Points) -> dict[str, str]:

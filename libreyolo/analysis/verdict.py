@@ -17,11 +17,11 @@ from libreyolo.analysis import contention
 from libreyolo.analysis.exec_verdict import with_exec
 from libreyolo.analysis.mfu_verdict import with_mfu
 from libreyolo.analysis.opclass import op_category_ms
+from libreyolo.document.health_names import SUSPECT
 from libreyolo.document.mode import Mode
 from libreyolo.document.model import Profile, Scalar, TraceHealth, Verdict
 from libreyolo.document.phases import FORWARD, POSTPROCESS, PREPROCESS
 
-SUSPECT = "suspect-trace"
 SUSPECT_LEVERS = (
     "measure again: each --repeat trial records its trace in a fresh process of its own",
     "use a PyTorch whose profiler keeps every record (pytorch#192021 dropped a later "

@@ -6,6 +6,7 @@ must start without the typed document. Must not: import anything (readers stay f
 
 from __future__ import annotations
 
+SUSPECT = "suspect-trace"  # the verdict's bound when a check failed: no bottleneck is named
 MISSING_SHARE = 0.01  # of the window's launch calls: more without a GPU record = records lost
 UNLINKED_SHARE = 0.01  # of the GPU records: more without a launching call = unplaceable
 ZERO_DURATION_SHARE = 0.01  # of the kernels

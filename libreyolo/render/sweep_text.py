@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from libreyolo.analysis.sweep import Points, by_throughput, counts, has_energy, shows_exec
+from libreyolo.document.health_names import SUSPECT
 from libreyolo.render.safe import safe_text, short_name
 from libreyolo.render.units import significant_decimals
 
@@ -139,6 +140,13 @@ def sweep_lines(record: SweepRecord, best: str = "recommended") -> list[str]:
         lines.append(
             f"contended: {contended} {noun} measured on a busy host and never recommended; "
             "measure again on a quiet machine"
+        )
+    suspect = sum(e.metrics.bound == SUSPECT for e in points.values())
+    if suspect:
+        noun = "point" if suspect == 1 else "points"
+        lines.append(
+            f"suspect: {suspect} {noun} whose trace failed the health check, never "
+            "recommended; `summary` of a point's profile names the check"
         )
     lines.append(count_line(points))
     return lines

@@ -15,9 +15,12 @@ import msgspec.structs
 import pytest
 
 from libreyolo.analysis.repeat import aggregate
+from libreyolo.analysis.sweep import sweep_record
 from libreyolo.document.files import save
 from libreyolo.document.model import TraceAnalysis, Trial
+from libreyolo.document.sweep_model import HeadlineMetrics, SweepRow
 from libreyolo.kineto import analyse_trace
+from libreyolo.render.sweep_text import sweep_lines
 from tests.conftest import invoke
 from tests.fixture_files import YOLO9T, fixture_file
 from tests.profiles import repeat_profile
@@ -198,3 +201,17 @@ def test_trials_that_launch_different_kernels_make_the_aggregate_suspect() -> No
     assert odd.verdict is not None and odd.verdict.bound == "suspect-trace"
     assert odd.metrics["bound"] == "suspect-trace"
     assert isinstance(odd.trials[0], Trial)
+
+
+def test_a_sweep_never_recommends_a_suspect_point_and_says_so() -> None:
+    def point(ips: float, bound: str) -> SweepRow:
+        metrics = HeadlineMetrics(img_per_s=ips, step_ms=10.0, bound=bound)
+        return SweepRow(status="ok", batch=1, imgsz=64, amp=True, metrics=metrics)
+
+    points = {"fast": point(100.0, "suspect-trace"), "slow": point(50.0, "compute")}
+    record = sweep_record("/s", points)
+    assert record.recommended == {"64": "slow"}
+    assert (
+        "suspect: 1 point whose trace failed the health check, never recommended; `summary` of "
+        "a point's profile names the check"
+    ) in sweep_lines(record)
