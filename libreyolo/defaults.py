@@ -67,3 +67,6 @@ COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
 COMPILE_BACKEND = "inductor"  # torch.compile's backend (aot_eager, eager: debugging, tests)
 CHANNELS_LAST: bool | None = None  # None: the path's own (training and --fuse full: NHWC)
 ONNX_OPSET = 17
+# Agreement with eager fp32 (recall and precision of the detections) below which no execution
+# mode or precision is called faster (`compare --min-agreement`, the execution verdict).
+MIN_AGREEMENT = 0.99

@@ -26,9 +26,10 @@ from libreyolo.analysis import stats
 from libreyolo.analysis.compute_compare import ComputeDeltas, compute_deltas, compute_warnings
 from libreyolo.analysis.delta import Delta, ShareDelta
 from libreyolo.analysis.diff import PhaseTest, ProfileDiff, diff_profiles, with_phase_tests
-from libreyolo.analysis.exec_compare import exec_warnings
+from libreyolo.analysis.exec_compare import disagreement, exec_warnings
 from libreyolo.analysis.gate import Gate, gate_metric, regression_gate, require_trials
 from libreyolo.analysis.result_kind import ResultKind
+from libreyolo.defaults import MIN_AGREEMENT
 from libreyolo.document.health_names import SUSPECT
 from libreyolo.document.mode import Mode
 from libreyolo.document.model import Profile
@@ -236,12 +237,14 @@ def compare(
     fail_on_regression_pct: float | None = None,
     metric: str | None = None,
     allow_suspect: bool = False,
+    min_agreement: float = MIN_AGREEMENT,
 ) -> Comparison:
     """Deltas from `before` to `after`, significance calls, warnings on mismatched runs, the
     per-step changes of phases and the `top` ops and kernels and, with
     `fail_on_regression_pct`, the regression gate on `metric` (UsageError when it cannot
     judge: a metric missing on a side or fewer than 2 trials of it; without `allow_suspect`, a
-    significance call over a trial whose trace failed its health check)."""
+    significance call over a trial whose trace failed its health check). No img/s call is made
+    over a side whose detections disagree with eager fp32 below `min_agreement`."""
     a, b = before.metrics, after.metrics
     if not allow_suspect:
         refuse_suspect(before, after)
@@ -271,9 +274,12 @@ def compare(
         + _contended(after, "after")
         + compute_warnings(before, after)
     )
+    disagrees = disagreement(before, after, min_agreement)
     return Comparison(
         img_per_s=delta("img_per_s"),
-        significance=significance(before, after),
+        significance=significance(before, after)
+        if disagrees is None
+        else Significance(None, disagrees),
         step_ms=delta("step_ms"),
         tested={
             name: significance(before, after, name)

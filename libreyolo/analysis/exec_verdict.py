@@ -8,7 +8,9 @@ front of the bound's: `window_recompiles > 0` (the window is not a steady state)
 `graph_breaks > 0` (dynamo split the model; the first reason named), a compiled or CUDA-graph
 run still `host / launch`-bound (the levers not already in effect), and an ONNX Runtime run
 whose preprocess or postprocess is more than half the latency (the stage code is eager's: the
-export is not what is slow). An eager run, or a file without `execution`, passes unchanged.
+export is not what is slow), and a run whose detections disagree with eager fp32 (its
+`agreement` below `MIN_AGREEMENT`: not the same model, whatever its speed). An eager fp32 run,
+or a file without `execution`, passes unchanged.
 
 Must not: change the bound label, or touch a contended verdict (`decide` keeps it as it is).
 """
@@ -18,6 +20,8 @@ from __future__ import annotations
 import msgspec.structs
 
 from libreyolo.analysis import stats
+from libreyolo.analysis.exec_compare import how
+from libreyolo.defaults import MIN_AGREEMENT
 from libreyolo.document.model import Execution, Profile, Scalar, Verdict
 from libreyolo.document.phases import POSTPROCESS, PREPROCESS
 
@@ -34,6 +38,7 @@ IN_EFFECT = {
 }
 RECOMPILE_LEVER = "fix the guard that fails in the window (TORCH_LOGS=recompiles shows why)"
 BREAK_LEVER = "remove the graph break (TORCH_LOGS=graph_breaks shows each one)"
+DISAGREE_LEVER = "check the mode's outputs against eager fp32 (the export's opset, --half) first"
 
 
 def _recompiles(execution: Execution) -> tuple[str, dict[str, Scalar], list[str]] | None:
@@ -102,10 +107,27 @@ def _outside_graph(
     return None
 
 
+def _disagrees(execution: Execution) -> tuple[str, dict[str, Scalar], list[str]] | None:
+    agreement = execution.agreement
+    if agreement is None or not agreement.disagrees(MIN_AGREEMENT):
+        return None
+    mode = "--half" if execution.name == "eager" else execution.name
+    why = (
+        f"{mode} disagrees with {agreement.reference} ({how(agreement)}; the floor is "
+        f"{MIN_AGREEMENT}), so its speed is not the same model's"
+    )
+    return (
+        why,
+        {"agreement": agreement.score(), "max_rel_diff": agreement.max_rel_diff},
+        [DISAGREE_LEVER],
+    )
+
+
 def with_exec(profile: Profile, metrics: dict[str, Scalar], verdict: Verdict) -> Verdict:
-    """`verdict` with what the profile's execution mode explains of it (unchanged for eager)."""
+    """`verdict` with what the profile's execution mode explains of it (unchanged for eager
+    fp32)."""
     execution = profile.execution
-    if execution is None or execution.name == "eager":
+    if execution is None or (execution.name == "eager" and execution.agreement is None):
         return verdict
     findings = [
         finding
@@ -114,6 +136,7 @@ def with_exec(profile: Profile, metrics: dict[str, Scalar], verdict: Verdict) ->
             _breaks(execution),
             _host_bound(execution, metrics, verdict),
             _outside_graph(execution, metrics),
+            _disagrees(execution),
         )
         if finding is not None
     ]

@@ -101,6 +101,7 @@ def compare(args: argparse.Namespace) -> CommandResult:
         metric=args.metric,
         top=args.top,
         allow_suspect=args.allow_suspect,
+        min_agreement=args.min_agreement,
     )
     return result, (args.before, args.after)
 

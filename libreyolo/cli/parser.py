@@ -488,6 +488,14 @@ def _add_compare(sub: argparse._SubParsersAction[Parser], common: Parser) -> Non
         "--repeat trials on both sides)",
     )
     p.add_argument(
+        "--min-agreement",
+        type=probability,
+        default=defaults.MIN_AGREEMENT,
+        metavar="FRACTION",
+        help="Make no faster/slower call over a side whose detections agree with eager fp32 "
+        "less than this (recall and precision)",
+    )
+    p.add_argument(
         "--allow-suspect",
         action="store_true",
         help="Make the significance call even over a trial whose trace failed its health "

@@ -288,6 +288,40 @@ class GraphCapture(msgspec.Struct, frozen=True, kw_only=True):
     num_captures: int = 1
 
 
+class Agreement(msgspec.Struct, frozen=True, kw_only=True):
+    """How far a run that is not eager fp32 (another execution mode, `--half`) still detects
+    what eager fp32 detects on the same images (`measure/agreement.py`), checked after the
+    window. `recall`: eager's boxes the mode found (same class, IoU >= 0.5); `precision`: the
+    mode's boxes eager found; both None when eager found nothing (`note` says why)."""
+
+    reference: str = "eager fp32"
+    num_images: int
+    reference_boxes: int  # eager's boxes, ties aside
+    boxes: int  # the mode's boxes, ties aside
+    # Unmatched boxes a box of the other side ties with (same class, overlapping as NMS would
+    # suppress, score within 1e-4): equal scores ordered either way, counted on neither side.
+    ties: int = 0
+    recall: float | None = None
+    precision: float | None = None
+    max_abs_diff: float | None = None  # of the raw outputs; None when their shapes differ
+    max_rel_diff: float | None = None  # max_abs_diff / the largest |eager output|
+    note: str | None = None  # why there was nothing to agree on (random weights, no boxes)
+
+    def score(self) -> float | None:
+        """The one number judged against the floor: the lower of recall and precision, each
+        where defined; None when neither side detected anything (nothing to agree on)."""
+        known = [v for v in (self.recall, self.precision) if v is not None]
+        return min(known) if known else None
+
+    def disagrees(self, floor: float, max_rel_diff: float = 0.01) -> bool:
+        """Whether the run is not the same model as eager: its detections agree below `floor`,
+        or its raw outputs differ by more than `max_rel_diff` of their scale (fp32 runtimes
+        differ by ~1e-6 of it, fp16 by ~1e-3; another model's weights by far more)."""
+        score = self.score()
+        far = self.max_rel_diff is not None and self.max_rel_diff > max_rel_diff
+        return far or (score is not None and score < floor)
+
+
 class Execution(msgspec.Struct, frozen=True, kw_only=True):
     """How the model ran, with what reproduces it. `name`: eager | compile | cudagraphs |
     onnxruntime; `channels_last`: inputs and weights ran NHWC. Exactly one of `compiled`,
@@ -299,6 +333,9 @@ class Execution(msgspec.Struct, frozen=True, kw_only=True):
     compiled: Compiled | None = None
     exported: Exported | None = None
     graph: GraphCapture | None = None
+    # Agreement with eager fp32 (inference, when the run was not eager fp32); None otherwise
+    # and in files that predate it.
+    agreement: Agreement | None = None
 
 
 class TraceStep(msgspec.Struct, frozen=True, kw_only=True):

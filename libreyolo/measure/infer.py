@@ -30,6 +30,7 @@ from libreyolo.config.compose import as_plain_dict
 from libreyolo.config.schema import ExecMode, ProfileConfig
 from libreyolo.document.mode import Mode
 from libreyolo.document.model import (
+    Agreement,
     Compute,
     Exported,
     Flops,
@@ -40,6 +41,7 @@ from libreyolo.document.model import (
     TraceAnalysis,
 )
 from libreyolo.errors import UsageError
+from libreyolo.measure.agreement import EagerOf, agreement_of
 from libreyolo.measure.artifacts import TRACE_NAME, StagedRun, set_dir
 from libreyolo.measure.assemble import analysed_trace, assemble_profile, conclude, staged
 from libreyolo.measure.compute import count_model_flops, device_peaks, math_dtype
@@ -231,6 +233,7 @@ def _profile_inference(
         measured = _measure(
             settings, prepared.step, plan, device, loaded.memory_before, on_progress
         )
+        agreement = _agreement(settings, loaded, prepared, (images, paths), device, on_progress)
         notes += measured.window.notes
         trace, exported = _analysed(measured, prepared, run, device, notes)
         energy = window_energy(measured.window.energy, settings.batch * plan.num_unsynced)
@@ -247,12 +250,15 @@ def _profile_inference(
             host_memory=measured.window.host_memory,
             compute=Compute(math_dtype=dtype, flops=prepared.flops, peaks=peaks, energy=energy),
             notes=notes,
-            execution=execution(
-                settings.exec,
-                channels_last=prepared.channels_last,
-                compiled=measured.compiled(settings.exec),
-                exported=exported,
-                graph=_graph_capture(prepared.forward),
+            execution=msgspec.structs.replace(
+                execution(
+                    settings.exec,
+                    channels_last=prepared.channels_last,
+                    compiled=measured.compiled(settings.exec),
+                    exported=exported,
+                    graph=_graph_capture(prepared.forward),
+                ),
+                agreement=agreement,
             ),
         )
         return profile, conclude(run, profile, commit=into is None)
@@ -370,6 +376,41 @@ def _prepare_step(
     return _Prepared(
         step=step, forward=forward, exported=exported, channels_last=channels_last, flops=flops
     )
+
+
+def _agreement(
+    settings: ProfileConfig,
+    loaded: _LoadedModel,
+    prepared: _Prepared,
+    sources: tuple[list[Image.Image], list[Path]],
+    device: torch.device,
+    on_progress: Progress | None,
+) -> Agreement | None:
+    """After the window: the run against eager fp32 on the same images, when it was not eager
+    fp32 itself (another execution mode, or `--half` that took effect); None when it was."""
+    if ExecMode(settings.exec.name) is ExecMode.eager and not prepared.step.amp_effective:
+        return None
+    with stage("check agreement", on_progress, hint="try --exec eager"):
+        reference = loaded.workload.infer_step(
+            EagerOf(loaded.model),  # `--exec compile` compiled the module itself in place
+            *sources,
+            imgsz=loaded.imgsz,
+            batch=settings.batch,
+            device=device,
+            conf=settings.conf,
+            iou=settings.iou,
+            max_det=settings.max_det,
+            half=False,
+            amp_dtype=torch.float32,
+            include_decode=False,
+        )
+        return agreement_of(
+            reference,
+            prepared.step,
+            num_images=len(sources[0]),
+            batch=settings.batch,
+            random_init=loaded.random_init,
+        )
 
 
 def _latency_samples(window: WindowRecord) -> Samples:

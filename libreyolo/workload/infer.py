@@ -21,7 +21,7 @@ from PIL import Image
 from torch import nn
 
 from libreyolo.document.phases import FORWARD, INFER_STAGES, POSTPROCESS, PREPROCESS
-from libreyolo.workload.family import InferStages
+from libreyolo.workload.family import DetectionsLike, InferStages
 from libreyolo.workload.hooks import PhaseHook, no_phases
 from libreyolo.workload.images import decode_image
 
@@ -85,6 +85,21 @@ class InferStep:
             # The call ends with the detections in host memory, as a caller would use them.
             for found in detections:
                 found.boxes.cpu(), found.scores.cpu(), found.classes.cpu()
+
+    def detect(self, iteration: int) -> tuple[object, Sequence[DetectionsLike]]:
+        """Iteration `iteration`'s batch through the predict path, untimed: the forward's raw
+        outputs and the detections on the host (what `measure/agreement.py` compares)."""
+        first = iteration * self.batch
+        picks = [(first + j) % len(self.images) for j in range(self.batch)]
+        x, boxes = self.stages.preprocess(
+            [self.images[k] for k in picks], imgsz=self.imgsz, device=self.device
+        )
+        with self._autocast():
+            pred = self.model(x)
+        detections = self.stages.postprocess(
+            pred, boxes, conf=self.conf, iou=self.iou, max_det=self.max_det
+        )
+        return pred, detections
 
     def _autocast(self) -> AbstractContextManager[object]:
         if self.amp_effective:
