@@ -10,6 +10,7 @@ Must not: read files, or judge the numbers (the verdict does: `exec_verdict`).
 
 from __future__ import annotations
 
+from libreyolo.defaults import MIN_AGREEMENT
 from libreyolo.document.model import Execution, Scalar
 
 # Present in every current profile's metric map, null when not that mode's or unknown.
@@ -23,6 +24,8 @@ KEYS = (
     "export_s",
     "onnx_provider",
     "capture_s",
+    "agreement",  # with eager fp32: the lower of box recall and precision (execution.agreement)
+    "agrees",  # false: the run disagrees with eager fp32, so its speed is another model's
 )
 
 
@@ -47,4 +50,9 @@ def execution_metrics(execution: Execution | None) -> dict[str, Scalar]:
         }
     if execution.graph is not None:
         metrics["capture_s"] = round(execution.graph.capture_s, 3)
+    if execution.agreement is not None:
+        metrics |= {
+            "agreement": execution.agreement.score(),
+            "agrees": not execution.agreement.disagrees(MIN_AGREEMENT),
+        }
     return metrics

@@ -41,13 +41,15 @@ def _throughput(entry: SweepRow) -> float:
 
 def trusted(entry: SweepRow) -> bool:
     """An ok point whose numbers hold: no memory thrash, not measured on a contended host
-    (its img/s would rank the host's load, not the configuration)."""
+    (its img/s would rank the host's load, not the configuration), a sound trace, and a mode
+    that agrees with eager fp32 (a faster other model is no answer)."""
     metrics = entry.metrics
     return (
         entry.status == "ok"
         and not metrics.memory_pressure
         and metrics.contended is not True
         and metrics.bound != SUSPECT
+        and metrics.agrees is not False
     )
 
 

@@ -160,6 +160,8 @@ class HeadlineMetrics:
     )
     # the GPU's joules per image over the window (CUDA with NVML only)
     energy_j_per_img: Number_ | None = field(default=None, metadata=_meta(METRIC, group="metrics"))
+    # false: the point's execution mode disagrees with eager fp32 (its speed is another model's)
+    agrees: bool | None = field(default=None, metadata=_meta(Flag(), group="metrics"))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

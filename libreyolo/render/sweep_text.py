@@ -148,6 +148,12 @@ def sweep_lines(record: SweepRecord, best: str = "recommended") -> list[str]:
             f"suspect: {suspect} {noun} whose trace failed the health check, never "
             "recommended; `summary` of a point's profile names the check"
         )
+    disagree = sum(e.metrics.agrees is False for e in points.values())
+    if disagree:
+        noun = "point" if disagree == 1 else "points"
+        lines.append(
+            f"disagrees: {disagree} {noun} whose mode disagrees with eager fp32, never recommended"
+        )
     lines.append(count_line(points))
     return lines
 

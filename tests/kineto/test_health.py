@@ -215,3 +215,16 @@ def test_a_sweep_never_recommends_a_suspect_point_and_says_so() -> None:
         "suspect: 1 point whose trace failed the health check, never recommended; `summary` of "
         "a point's profile names the check"
     ) in sweep_lines(record)
+
+
+def test_a_sweep_never_recommends_a_point_whose_mode_disagrees() -> None:
+    def point(ips: float, agrees: bool | None) -> SweepRow:
+        metrics = HeadlineMetrics(img_per_s=ips, step_ms=10.0, bound="compute", agrees=agrees)
+        return SweepRow(status="ok", batch=1, imgsz=64, amp=True, metrics=metrics)
+
+    record = sweep_record("/s", {"ort": point(100.0, False), "eager": point(50.0, None)})
+    assert record.recommended == {"64": "eager"}
+    assert (
+        "disagrees: 1 point whose mode disagrees with eager fp32, never recommended"
+        in sweep_lines(record)
+    )
