@@ -358,15 +358,12 @@ def _prepare_step(
         forward, exported = _forward(loaded.model, settings, device, loaded.imgsz, notes)
         if exported is not None:
             channels_last = False  # the export's graph is NCHW; ORT lays out as it chooses
-    step = loaded.workload.infer_step(
+    step = _predict_path(
+        loaded,
         forward,
-        *sources,
-        imgsz=loaded.imgsz,
-        batch=settings.batch,
-        device=device,
-        conf=settings.conf,
-        iou=settings.iou,
-        max_det=settings.max_det,
+        sources,
+        settings,
+        device,
         half=settings.half,
         amp_dtype=amp_dtype,
         include_decode=settings.include_decode,
@@ -375,6 +372,33 @@ def _prepare_step(
         notes.append(f"--half has no effect on {device.type}: the forward ran in float32")
     return _Prepared(
         step=step, forward=forward, exported=exported, channels_last=channels_last, flops=flops
+    )
+
+
+def _predict_path(
+    loaded: _LoadedModel,
+    forward: nn.Module,
+    sources: tuple[list[Image.Image], list[Path]],
+    settings: ProfileConfig,
+    device: torch.device,
+    *,
+    half: bool,
+    amp_dtype: torch.dtype,
+    include_decode: bool,
+) -> InferRunner:
+    """The family's predict path around `forward` over the decoded `sources`."""
+    return loaded.workload.infer_step(
+        forward,
+        *sources,
+        imgsz=loaded.imgsz,
+        batch=settings.batch,
+        device=device,
+        conf=settings.conf,
+        iou=settings.iou,
+        max_det=settings.max_det,
+        half=half,
+        amp_dtype=amp_dtype,
+        include_decode=include_decode,
     )
 
 
@@ -391,15 +415,12 @@ def _agreement(
     if ExecMode(settings.exec.name) is ExecMode.eager and not prepared.step.amp_effective:
         return None
     with stage("check agreement", on_progress, hint="try --exec eager"):
-        reference = loaded.workload.infer_step(
+        reference = _predict_path(
+            loaded,
             EagerOf(loaded.model),  # `--exec compile` compiled the module itself in place
-            *sources,
-            imgsz=loaded.imgsz,
-            batch=settings.batch,
-            device=device,
-            conf=settings.conf,
-            iou=settings.iou,
-            max_det=settings.max_det,
+            sources,
+            settings,
+            device,
             half=False,
             amp_dtype=torch.float32,
             include_decode=False,
