@@ -51,10 +51,9 @@ def agreement_of(
     for call in range(calls):
         ref_raw, ref_found = reference.detect(call)
         raw, mode_found = mode.detect(call)
-        diff = None if diff is None else _max_abs_diff(ref_raw, raw, diff)
-        scale = max(
-            [scale, *(float(t.float().abs().max()) for t in _tensors(ref_raw) if t.numel())]
-        )
+        ref_tensors = _tensors(ref_raw)
+        scale = max([scale, *(float(t.float().abs().max()) for t in ref_tensors if t.numel())])
+        diff = None if diff is None else _max_abs_diff(ref_tensors, _tensors(raw), diff)
         for ours, theirs in zip(ref_found, mode_found, strict=True):
             matched, ref_ties, mode_ties = _matches(ours, theirs)
             ref_total += len(ours.boxes) - ref_ties
@@ -134,10 +133,11 @@ def _tensors(outputs: object) -> list[torch.Tensor]:
     return []
 
 
-def _max_abs_diff(reference: object, mode: object, so_far: float) -> float | None:
-    """The largest absolute difference between the raw outputs, or None when they do not
-    line up (another structure or shape)."""
-    ours, theirs = _tensors(reference), _tensors(mode)
+def _max_abs_diff(
+    ours: list[torch.Tensor], theirs: list[torch.Tensor], so_far: float
+) -> float | None:
+    """The largest absolute difference between the raw outputs' tensors, or None when they do
+    not line up (another structure or shape)."""
     if not ours or len(ours) != len(theirs):
         return None
     for a, b in zip(ours, theirs, strict=True):

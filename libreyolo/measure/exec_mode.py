@@ -30,7 +30,7 @@ from torch import nn
 from libreyolo import defaults
 from libreyolo.config.schema import ExecConfig, ExecMode
 from libreyolo.document.mode import Mode
-from libreyolo.document.model import Compiled, Execution, Exported, GraphCapture
+from libreyolo.document.model import Agreement, Compiled, Execution, Exported, GraphCapture
 from libreyolo.errors import NoProfileError, UsageError
 
 # reduce-overhead records its CUDA graphs in the first calls after compiling: a warmup shorter
@@ -248,8 +248,10 @@ def execution(
     compiled: Compiled | None = None,
     exported: Exported | None = None,
     graph: GraphCapture | None = None,
+    agreement: Agreement | None = None,
 ) -> Execution:
-    """The document's record of how the model ran."""
+    """The document's record of how the model ran (and, inference not eager fp32, how far it
+    agrees with eager fp32)."""
     return Execution(
         name=ExecMode(cfg.name).value,
         channels_last=channels_last,
@@ -257,6 +259,7 @@ def execution(
         compiled=compiled,
         exported=exported,
         graph=graph,
+        agreement=agreement,
     )
 
 

@@ -250,14 +250,12 @@ def _profile_inference(
             host_memory=measured.window.host_memory,
             compute=Compute(math_dtype=dtype, flops=prepared.flops, peaks=peaks, energy=energy),
             notes=notes,
-            execution=msgspec.structs.replace(
-                execution(
-                    settings.exec,
-                    channels_last=prepared.channels_last,
-                    compiled=measured.compiled(settings.exec),
-                    exported=exported,
-                    graph=_graph_capture(prepared.forward),
-                ),
+            execution=execution(
+                settings.exec,
+                channels_last=prepared.channels_last,
+                compiled=measured.compiled(settings.exec),
+                exported=exported,
+                graph=_graph_capture(prepared.forward),
                 agreement=agreement,
             ),
         )

@@ -58,10 +58,12 @@ def measure_trials(
     if num_trials == 1:
         return [collect_trial(cfg, run, on_progress, notes)]
     # libreyolo 1.x's trainer measures in a probe process of its own for each trial already.
-    isolated = cfg.trainer is not None or not cfg.window.repeat_in_process
+    in_probe = cfg.trainer is not None
+    fresh = not in_probe and not cfg.window.repeat_in_process
+    isolated = in_probe or fresh
     trials = []
     for number in range(1, num_trials + 1):
-        if isolated and cfg.trainer is None:
+        if fresh:
             profile = _in_fresh_process(cfg, run, on_progress, notes, number, num_trials)
         else:
             profile = collect_trial(cfg, run, on_progress, notes)
