@@ -239,7 +239,8 @@ def _add_fidelity(p: argparse.ArgumentParser) -> None:
         action="append",
         choices=defaults.TRAIN_VARIANTS,
         help="Opt into one of this package's speed-ups instead of 1.6.0's work (repeatable): "
-        "trimmed_targets pads YOLOv9 targets only to the batch's largest box count",
+        "trimmed_targets pads YOLOv9 targets only to the batch's largest box count; "
+        "foreach_updates makes SGD and the EMA one multi-tensor update each on the CPU too",
     )
 
 

@@ -109,11 +109,22 @@ class ModelEMA:
     """Exponential moving average of every floating state-dict entry (parameters and BN stats).
 
     decay(n) = `decay` x (1 - exp(-n / tau)) after n updates, so early updates follow the model.
+    By default each update does 1.6.0's work (`training/ema.py`): both state dicts walked, then
+    two foreach calls on CUDA and a per-tensor loop elsewhere. `foreach=True` (the
+    `foreach_updates` variant) keeps the tensor lists and makes one `_foreach_lerp_` call.
     """
 
-    def __init__(self, model: nn.Module, decay: float = EMA_DECAY, tau: float = EMA_TAU) -> None:
+    def __init__(
+        self,
+        model: nn.Module,
+        decay: float = EMA_DECAY,
+        tau: float = EMA_TAU,
+        *,
+        foreach: bool = False,
+    ) -> None:
         self.module = copy.deepcopy(model).eval().requires_grad_(False)
         self.decay, self.tau, self.updates = decay, tau, 0
+        self.foreach = foreach
         self._pairs: tuple[int, list[Tensor], list[Tensor]] | None = None
 
     def current_decay(self) -> float:
@@ -122,11 +133,25 @@ class ModelEMA:
 
     @torch.no_grad()
     def update(self, model: nn.Module) -> None:
-        """ema = d * ema + (1 - d) * model, one fused foreach call over all floating entries."""
-        ema, live = self._tensors(model)
-        weight = 1 - self.current_decay()
+        """ema = d * ema + (1 - d) * model over all floating entries."""
+        decay = self.current_decay()
         self.updates += 1
-        torch._foreach_lerp_(ema, live, weight)
+        if self.foreach:
+            ema, live = self._tensors(model)
+            torch._foreach_lerp_(ema, live, 1 - decay)
+            return
+        live_sd = model.state_dict()
+        ema_values, live_values = [], []
+        for key, value in self.module.state_dict().items():
+            if value.dtype.is_floating_point:
+                ema_values.append(value)
+                live_values.append(live_sd[key])
+        if ema_values and ema_values[0].is_cuda:
+            torch._foreach_mul_(ema_values, decay)
+            torch._foreach_add_(ema_values, live_values, alpha=1 - decay)
+        else:
+            for value, live in zip(ema_values, live_values, strict=True):
+                value.mul_(decay).add_(live, alpha=1 - decay)
 
     def _tensors(self, model: nn.Module) -> tuple[list[Tensor], list[Tensor]]:
         # Built once: walking a 2,000-entry state dict every step is measurable host time.
@@ -135,6 +160,22 @@ class ModelEMA:
             keys = [k for k, v in live_sd.items() if v.is_floating_point()]
             self._pairs = (id(model), [ema_sd[k] for k in keys], [live_sd[k] for k in keys])
         return self._pairs[1], self._pairs[2]
+
+
+def sgd(
+    model: nn.Module, lr0: float, momentum: float, weight_decay: float, *, foreach: bool
+) -> torch.optim.SGD:
+    """libreyolo's SGD (nesterov, `param_groups`) as 1.6.0 builds it (`training/optim.py`
+    `build_optimizer`: never fused for SGD, so torch's default implementation: foreach on CUDA,
+    a per-parameter loop on the CPU); `foreach=True` (the `foreach_updates` variant): one
+    multi-tensor update on every device."""
+    return torch.optim.SGD(
+        param_groups(model, weight_decay),
+        lr=lr0,
+        momentum=momentum,
+        nesterov=True,
+        foreach=True if foreach else None,
+    )
 
 
 class StepLosses(Mapping[str, float]):
@@ -226,15 +267,57 @@ def backward_and_update(total: Tensor, step: Optimising, phases: PhaseHook) -> N
             step.ema.update(step.model)
 
 
+FOREACH_UPDATES = "foreach_updates"
+
+
+def foreach_pair(step: Optimising) -> list[VariantPair]:
+    """`foreach_updates` against the SGD step and EMA update as run, unless the step runs the
+    variant already: both on the step's own optimizer and EMA (its momentum buffers), with
+    zero gradients on every parameter (an update's cost does not depend on their values).
+    Changes the weights a little (weight decay): call after the measured steps."""
+    optimizer, ema = step.optimizer, step.ema
+    as_run = [group["foreach"] for group in optimizer.param_groups]
+    if all(flag is True for flag in as_run) and (ema is None or ema.foreach):
+        return []
+    for group in optimizer.param_groups:
+        for param in group["params"]:
+            param.grad = torch.zeros_like(param)
+
+    ema_as_run = ema is not None and ema.foreach
+
+    def use(variant: bool) -> None:
+        for group, flag in zip(optimizer.param_groups, as_run, strict=True):
+            group["foreach"] = True if variant else flag
+        if ema is not None:
+            ema.foreach = variant or ema_as_run
+
+    def update(variant: bool) -> Callable[[], object]:
+        def run() -> object:
+            use(variant)
+            try:
+                optimizer.step()
+                if ema is not None:
+                    ema.update(step.model)
+            finally:
+                use(False)  # the step as it ran, whatever comes after
+            return None
+
+        return run
+
+    part = "the weight update (SGD step and EMA, as 1.6.0 runs them)"
+    return [VariantPair(FOREACH_UPDATES, part, update(False), update(True))]
+
+
 class TrainStep:
     """A YOLOv9 model, its loss, optimiser, AMP and EMA; `step()` runs one optimisation step.
 
     Build the model with `aux=True` for the reference's PGI training (main + 0.25 x aux loss).
     `channels_last` runs the convolutions in NHWC (same values, faster). `target_rows`: the
     target rows per image the loss assigns over (1.6.0's `max_labels`, 300); None trims them to
-    the batch's most crowded image (same values, less work). `warmup_iters` > 0 ramps
-    lr from min(1e-4, lr0) to lr0 and momentum from 0.8 to 0.937 linearly over that many steps; 0
-    (the default) starts at lr0 and 0.937.
+    the batch's most crowded image (same values, less work). `foreach_updates`: SGD and the EMA
+    as one multi-tensor update each on every device (1.6.0 loops per tensor on the CPU).
+    `warmup_iters` > 0 ramps lr from min(1e-4, lr0) to lr0 and momentum from 0.8 to 0.937
+    linearly over that many steps; 0 (the default) starts at lr0 and 0.937.
     """
 
     def __init__(
@@ -250,6 +333,7 @@ class TrainStep:
         warmup_iters: int = 0,
         channels_last: bool = True,
         target_rows: int | None = MAX_LABELS,
+        foreach_updates: bool = False,
         loss: YOLOv9Loss | None = None,
     ) -> None:
         self.device = torch.device(device)
@@ -263,16 +347,8 @@ class TrainStep:
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.amp_effective)
         self.lr0, self.momentum, self.warmup_iters = lr0, momentum, warmup_iters
         self.target_rows = target_rows
-        # foreach: one multi-tensor update instead of a per-parameter loop (CUDA's default already;
-        # on CPU it saves most of the optimizer phase). Not fused, as the reference.
-        self.optimizer = torch.optim.SGD(
-            param_groups(self.model, weight_decay),
-            lr=lr0,
-            momentum=momentum,
-            nesterov=True,
-            foreach=True,
-        )
-        self.ema = ModelEMA(self.model) if ema else None
+        self.optimizer = sgd(self.model, lr0, momentum, weight_decay, foreach=foreach_updates)
+        self.ema = ModelEMA(self.model, foreach=foreach_updates) if ema else None
         self.updates = UpdateRecord()
         self.iteration = 0
         self._apply_schedule()
@@ -296,10 +372,14 @@ class TrainStep:
         return StepLosses({"total": total.detach(), **parts})
 
     def variant_pairs(self, batch: BatchLike) -> list[VariantPair]:
-        """`trimmed_targets` against the rows this step assigns over, unless it trims already:
-        the loss's forward and backward on `batch`, from one forward of the model whose maps
-        are leaves, so the pair differs only in the target rows. Changes BN statistics (a
-        train-mode forward): call after the measured steps."""
+        """The variants this step does not run, each against the part it changes:
+        `trimmed_targets` (unless it trims already), the loss's forward and backward on `batch`
+        from one forward of the model whose maps are leaves, so the pair differs only in the
+        target rows; `foreach_updates` (`foreach_pair`). Changes BN statistics (a train-mode
+        forward) and the weights: call after the measured steps."""
+        return [*self._trimmed_pair(batch), *foreach_pair(self)]
+
+    def _trimmed_pair(self, batch: BatchLike) -> list[VariantPair]:
         if self.target_rows is None:
             return []
         images, trimmed = self._to_device(batch)

@@ -33,7 +33,7 @@ from libreyolo.workload.family import (
     TrainRunner,
 )
 from libreyolo.workload.infer import InferStep
-from libreyolo.workload.train import MAX_LABELS, TrainStep, with_padded_targets
+from libreyolo.workload.train import FOREACH_UPDATES, MAX_LABELS, TrainStep, with_padded_targets
 from libreyolo.workload.yolo9 import checkpoint, predict
 from libreyolo.workload.yolo9.model import FUSE_MODES, SIZES, FuseMode, YOLOv9
 
@@ -124,7 +124,13 @@ class YOLOv9Workload:
             )
         rows = None if trimmed else options.max_labels or MAX_LABELS
         return TrainStep(
-            model, device=device, amp=amp, ema=ema, channels_last=channels_last, target_rows=rows
+            model,
+            device=device,
+            amp=amp,
+            ema=ema,
+            channels_last=channels_last,
+            target_rows=rows,
+            foreach_updates=FOREACH_UPDATES in options.variants,
         )
 
     def train_dataset(

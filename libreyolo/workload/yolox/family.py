@@ -33,6 +33,7 @@ from libreyolo.workload.family import (
     TrainRunner,
 )
 from libreyolo.workload.infer import InferStep
+from libreyolo.workload.train import FOREACH_UPDATES
 from libreyolo.workload.yolo9.checkpoint import size_from_filename
 from libreyolo.workload.yolox import checkpoint, predict
 from libreyolo.workload.yolox.data import MAX_LABELS, YOLOXDataset, collate, xyxy_to_cxcywh
@@ -118,13 +119,20 @@ class YOLOXWorkload:
                 "target rows per image whatever its config says (TrainTransform(max_labels=50))",
                 hint="drop --max-labels for yolox",
             )
-        if options.variants:
+        if "trimmed_targets" in options.variants:
             raise UsageError(
-                f"--variant {sorted(options.variants)[0]}: yolox has no such variant (its targets "
-                f"are 1.6.0's fixed {MAX_LABELS} rows)",
-                hint="drop --variant for yolox",
+                f"--variant trimmed_targets: yolox has no such variant (its targets are 1.6.0's "
+                f"fixed {MAX_LABELS} rows)",
+                hint="drop --variant trimmed_targets for yolox",
             )
-        return YOLOXTrainStep(model, device=device, amp=amp, ema=ema, channels_last=channels_last)
+        return YOLOXTrainStep(
+            model,
+            device=device,
+            amp=amp,
+            ema=ema,
+            channels_last=channels_last,
+            foreach_updates=FOREACH_UPDATES in options.variants,
+        )
 
     def train_dataset(
         self, spec: DatasetSpec, imgsz: int, *, seed: int, cache: bool

@@ -1,10 +1,10 @@
 """One real YOLOX training step as 1.6.0 trains it, split into the phases the profiler times.
 
 Role: hold the model (train mode), YOLOXLoss, SGD (momentum 0.9, nesterov, weight decay 5e-4 on
-conv/linear weights only: 1.6.0's three groups, which `libreyolo.workload.train.param_groups`
-already builds), 1.6.0's "yoloxwarmcos" learning rate set per iteration, AMP (fp16 autocast +
-GradScaler, CUDA only), the EMA copy (decay 0.9998, ramp 1 - exp(-n / 2000)), and run one step
-as `to_device`, `forward` (model + loss), `backward`, `optimizer` inside `phases(name)`, like
+conv/linear weights only: 1.6.0's three groups and implementation, `libreyolo.workload.train.sgd`),
+1.6.0's "yoloxwarmcos" learning rate set per iteration, AMP (fp16 autocast + GradScaler, CUDA
+only), the EMA copy (decay 0.9998, ramp 1 - exp(-n / 2000)), and run one step as `to_device`,
+`forward` (model + loss), `backward`, `optimizer` inside `phases(name)`, like
 `libreyolo.workload.train.TrainStep`.
 
 1.6.0's numbers (training/config.py, models/yolox/trainer.py, training/scheduler.py):
@@ -29,6 +29,7 @@ from torch import Tensor, nn
 
 from libreyolo.document.phases import FORWARD, TO_DEVICE
 from libreyolo.errors import UsageError
+from libreyolo.workload.family import VariantPair
 from libreyolo.workload.hooks import PhaseHook, no_phases
 from libreyolo.workload.train import (
     BatchLike,
@@ -36,7 +37,8 @@ from libreyolo.workload.train import (
     StepLosses,
     UpdateRecord,
     backward_and_update,
-    param_groups,
+    foreach_pair,
+    sgd,
 )
 from libreyolo.workload.yolox.data import MAX_LABELS as YOLOX_MAX_LABELS
 
@@ -131,7 +133,8 @@ class YOLOXTrainStep:
     (e.g. `warmcos_schedule(iters_per_epoch)`) for 1.6.0's per-iteration lr. `warmup_iters` and
     `total_iters` are a shorthand for `WarmCos(total_iters, warmup_iters)` with no plateau.
     `use_l1` builds the default loss with 1.6.0's no-aug L1 term on (a passed `loss` keeps its
-    own); the `use_l1` property flips it later, when mosaic closes. `channels_last` as TrainStep.
+    own); the `use_l1` property flips it later, when mosaic closes. `channels_last` and
+    `foreach_updates` as TrainStep.
     """
 
     target_rows = YOLOX_MAX_LABELS  # the collate's fixed rows per image (1.6.0's, not settable)
@@ -151,6 +154,7 @@ class YOLOXTrainStep:
         schedule: WarmCos | None = None,
         use_l1: bool = False,
         channels_last: bool = True,
+        foreach_updates: bool = False,
         loss: YOLOXLossLike | None = None,
     ) -> None:
         if schedule is not None and total_iters is not None:
@@ -172,18 +176,8 @@ class YOLOXTrainStep:
         self.amp_effective = amp and self.device.type == "cuda"
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.amp_effective)
         self.lr0, self.schedule = lr0, schedule
-        on_cuda = self.device.type == "cuda"
-        # 1.6.0's build_optimizer uses the fused SGD when every parameter is on CUDA; on CPU
-        # foreach, as TrainStep (one multi-tensor update instead of a per-parameter loop).
-        self.optimizer = torch.optim.SGD(
-            param_groups(self.model, weight_decay),
-            lr=lr0,
-            momentum=momentum,
-            nesterov=True,
-            fused=True if on_cuda else None,
-            foreach=None if on_cuda else True,
-        )
-        self.ema = ModelEMA(self.model, decay=EMA_DECAY) if ema else None
+        self.optimizer = sgd(self.model, lr0, momentum, weight_decay, foreach=foreach_updates)
+        self.ema = ModelEMA(self.model, decay=EMA_DECAY, foreach=foreach_updates) if ema else None
         self.updates = UpdateRecord()
         self.iteration = 0
         self._apply_schedule()
@@ -217,6 +211,11 @@ class YOLOXTrainStep:
         self.iteration += 1
         self._apply_schedule()
         return StepLosses({"total": total.detach(), **parts})
+
+    def variant_pairs(self, batch: BatchLike) -> list[VariantPair]:
+        """`foreach_updates` unless the step runs it (`foreach_pair`; its targets are 1.6.0's
+        fixed rows, so nothing to trim). Changes the weights: call after the measured steps."""
+        return foreach_pair(self)
 
     @property
     def lr(self) -> float:
