@@ -304,7 +304,8 @@ def _add_threads(p: argparse.ArgumentParser) -> None:
         "--threads",
         type=positive_int,
         default=defaults.THREADS,
-        help="torch's intra-op CPU threads while measuring (default: torch's own choice)",
+        help="torch's intra-op CPU threads while measuring (default: torch's own choice; "
+        "training lowers it to the CPUs this process may use, as libreyolo 1.6.0 does)",
     )
 
 

@@ -4,15 +4,20 @@ Role: set torch's intra-op thread count for the length of one measurement and pu
 back afterwards (in-process callers: tests, sweeps with `sweep.isolate: false`); say, in one
 line, when the threads a run will use want more CPUs than this process may run on, since they
 then wait for each other and every timing grows; refuse a count so far beyond those CPUs that
-the run would measure the scheduler only. Must not print (the caller's warnings handler shows
-the line) or choose a thread count on its own.
+the run would measure the scheduler only. Without `--threads`, a training run takes the count
+libreyolo 1.6.0's trainer takes (`training/cpu_threads.py`, from `BaseTrainer.train`): torch's
+own, lowered to the CPUs the process may use (its affinity mask and its cgroup CPU quota) unless
+OMP_NUM_THREADS is set. Must not print (the caller's warnings handler shows the line).
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
+import os
 import warnings
 from collections.abc import Iterator
+from pathlib import Path
 
 import torch
 
@@ -25,6 +30,7 @@ from libreyolo.measure.host import usable_cpus
 # it every op starts and joins thousands of OpenMP threads, and a run of under a second takes
 # minutes while measuring nothing but the scheduler.
 MAX_THREADS_PER_CPU = 4
+CGROUP_ROOT = Path("/sys/fs/cgroup")
 
 
 @contextlib.contextmanager
@@ -42,6 +48,43 @@ def intra_op_threads(threads: int | None) -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(previous)
+
+
+def training_threads(notes: list[str], cgroup_root: Path = CGROUP_ROOT) -> int | None:
+    """The intra-op threads 1.6.0's `libreyolo train` would run with here, when that is fewer
+    than torch's own count (a note in `notes` says so); None: torch's own count stands."""
+    if os.environ.get("OMP_NUM_THREADS"):
+        return None  # the user's choice, as 1.6.0 leaves it
+    limits = [usable_cpus(), cpu_quota(cgroup_root)]
+    usable = min(n for n in limits if n is not None)
+    current = torch.get_num_threads()
+    if current <= usable:
+        return None
+    notes.append(
+        f"CPU threads lowered from torch's {current} to {usable}, the CPUs this process may use, "
+        "as libreyolo 1.6.0's trainer does (--threads N to choose)"
+    )
+    return usable
+
+
+def cpu_quota(cgroup_root: Path = CGROUP_ROOT) -> int | None:
+    """The CPUs a cgroup CPU limit lets this process use per period (rounded up), or None when
+    no limit is set or readable (v2 `cpu.max`: "<quota> <period>" or "max <period>"; v1
+    `cpu/cpu.cfs_quota_us` and `cpu.cfs_period_us`, -1 for none)."""
+    with contextlib.suppress(OSError, ValueError):
+        quota, period = (cgroup_root / "cpu.max").read_text().split()[:2]
+        if quota != "max":
+            return _cpus(int(quota), int(period))
+        return None
+    with contextlib.suppress(OSError, ValueError):
+        v1 = cgroup_root / "cpu"
+        quota_us = int((v1 / "cpu.cfs_quota_us").read_text())
+        return _cpus(quota_us, int((v1 / "cpu.cfs_period_us").read_text()))
+    return None
+
+
+def _cpus(quota: int, period: int) -> int | None:
+    return max(1, math.ceil(quota / period)) if quota > 0 and period > 0 else None
 
 
 def check_thread_count(threads: int, num_usable_cpus: int) -> None:

@@ -57,7 +57,7 @@ from libreyolo.measure.memory import AllocatorStats, device_memory, reset_peaks
 from libreyolo.measure.memory_check import check_training
 from libreyolo.measure.phases import PhaseTimer
 from libreyolo.measure.stages import Progress, stage
-from libreyolo.measure.threads import intra_op_threads, warn_if_crowded
+from libreyolo.measure.threads import intra_op_threads, training_threads, warn_if_crowded
 from libreyolo.measure.variant_trials import time_variants
 from libreyolo.measure.window import TraceRecorder, WindowPlan, fit_calibration, plan_window
 from libreyolo.workload.family import TrainOptions
@@ -224,9 +224,11 @@ def profile_training(
     With `into`, measure into that staged set and leave the save and commit to its owner.
     `notes` are the caller's own about this run (e.g. a rounded --imgsz): the profile's list
     starts with them. `cfg.threads` holds for the whole measurement; torch's count is restored
-    after."""
-    with intra_op_threads(cfg.threads):
-        return _profile_training(cfg, on_progress, into, notes)
+    after; without it, the count 1.6.0's trainer would take (`training_threads`)."""
+    opening = list(notes)
+    threads = cfg.threads if cfg.threads is not None else training_threads(opening)
+    with intra_op_threads(threads):
+        return _profile_training(cfg, on_progress, into, opening)
 
 
 def _profile_training(

@@ -3,6 +3,8 @@ line that says when a run's threads crowd the CPUs it may use."""
 
 from __future__ import annotations
 
+import pathlib
+
 import pytest
 import torch
 
@@ -100,3 +102,47 @@ def test_the_thread_cap_follows_the_cpus_this_process_may_use() -> None:
     check_thread_count(16, 4)
     with pytest.raises(UsageError, match="--threads 17 exceeds 4 threads for each of the 4 CPUs"):
         check_thread_count(17, 4)
+
+
+@pytest.mark.parametrize(
+    ("files", "cpus"),
+    [
+        ({"cpu.max": "150000 100000\n"}, 2),  # cgroup v2: 1.5 CPUs a period, rounded up
+        ({"cpu.max": "max 100000\n"}, None),  # v2, no limit (v1 files are then not read)
+        ({"cpu.max": "20000 100000\n"}, 1),  # a fifth of a CPU still runs one thread
+        ({"cpu/cpu.cfs_quota_us": "250000\n", "cpu/cpu.cfs_period_us": "100000\n"}, 3),  # v1
+        ({"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n"}, None),
+        ({"cpu.max": "lots of cpus\n"}, None),  # unreadable: no limit known
+        ({}, None),
+    ],
+)
+def test_the_cgroup_cpu_quota(
+    files: dict[str, str], cpus: int | None, tmp_path: pathlib.Path
+) -> None:
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert threads_module.cpu_quota(tmp_path) == cpus
+
+
+def test_training_takes_the_threads_1_6_0s_trainer_would(
+    two_threads: None, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """torch's own count lowered to the usable CPUs (affinity, then a cgroup quota), never
+    raised, and left alone under OMP_NUM_THREADS."""
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    notes: list[str] = []
+    monkeypatch.setattr(threads_module, "usable_cpus", lambda: 2)
+    assert threads_module.training_threads(notes, tmp_path) is None and notes == []
+    monkeypatch.setattr(threads_module, "usable_cpus", lambda: 1)
+    assert threads_module.training_threads(notes, tmp_path) == 1
+    assert notes == [
+        "CPU threads lowered from torch's 2 to 1, the CPUs this process may use, as libreyolo "
+        "1.6.0's trainer does (--threads N to choose)"
+    ]
+    monkeypatch.setattr(threads_module, "usable_cpus", lambda: 8)
+    (tmp_path / "cpu.max").write_text("100000 100000\n")  # the quota is the tighter limit
+    assert threads_module.training_threads([], tmp_path) == 1
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    assert threads_module.training_threads([], tmp_path) is None
+    assert torch.get_num_threads() == 2  # it only answers; the measurement sets the count

@@ -18,6 +18,7 @@ from libreyolo.document.codec import to_builtins
 from libreyolo.document.model import Profile
 from libreyolo.errors import NoProfileError, ProfileError, UsageError
 from libreyolo.measure import loop
+from libreyolo.measure import threads as threads_module
 from libreyolo.measure.from_config import Note
 from libreyolo.measure.host import HostSampler
 from libreyolo.measure.train import capped_workers, profile_training
@@ -294,6 +295,29 @@ def test_the_variants_are_recorded(checkpoint: Path, data: Path, tmp_path: Path)
     )
     assert (profile.run.max_labels, profile.run.variants) == (None, sorted(variants))
     assert profile.variant_trials == []  # nothing left to try
+
+
+def test_without_threads_training_runs_with_1_6_0s_count_and_says_so(
+    checkpoint: Path,
+    data: Path,
+    tmp_path: Path,
+    two_threads: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import torch
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(threads_module, "usable_cpus", lambda: 1)  # as under `taskset -c 0`
+    profile, _ = profile_training(_settings(checkpoint, data, tmp_path, trace=False))
+    assert profile.environment is not None and profile.environment.num_threads == 1
+    assert profile.notes[0] == (
+        "CPU threads lowered from torch's 2 to 1, the CPUs this process may use, as libreyolo "
+        "1.6.0's trainer does (--threads N to choose)"
+    )
+    assert torch.get_num_threads() == 2  # the caller's count, back
+    chosen, _ = profile_training(_settings(checkpoint, data, tmp_path, threads=2, trace=False))
+    assert chosen.environment is not None and chosen.environment.num_threads == 2
+    assert not any("CPU threads lowered" in note for note in chosen.notes)
 
 
 @pytest.mark.parametrize("flags", [["--variant", "bogus"], ["--max-labels", "0"]])
