@@ -55,8 +55,8 @@ def training_threads(notes: list[str], cgroup_root: Path = CGROUP_ROOT) -> int |
     than torch's own count (a note in `notes` says so); None: torch's own count stands."""
     if os.environ.get("OMP_NUM_THREADS"):
         return None  # the user's choice, as 1.6.0 leaves it
-    limits = [usable_cpus(), cpu_quota(cgroup_root)]
-    usable = min(n for n in limits if n is not None)
+    quota = cpu_quota(cgroup_root)
+    usable = usable_cpus() if quota is None else min(usable_cpus(), quota)
     current = torch.get_num_threads()
     if current <= usable:
         return None

@@ -267,6 +267,8 @@ def backward_and_update(total: Tensor, step: Optimising, phases: PhaseHook) -> N
             step.ema.update(step.model)
 
 
+# The variants (defaults.TRAIN_VARIANTS) a step of this module knows by name.
+TRIMMED_TARGETS = "trimmed_targets"
 FOREACH_UPDATES = "foreach_updates"
 
 
@@ -397,7 +399,7 @@ class TrainStep:
             return run
 
         part = f"the loss, forward and backward, over {self.target_rows} target rows per image"
-        return [VariantPair("trimmed_targets", part, loss_pass(rows), loss_pass(trimmed))]
+        return [VariantPair(TRIMMED_TARGETS, part, loss_pass(rows), loss_pass(trimmed))]
 
     def _to_device(self, batch: BatchLike) -> tuple[Tensor, Tensor]:
         """The batch's images and its targets padded to its most crowded image, on the device."""

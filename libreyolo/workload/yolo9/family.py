@@ -33,7 +33,13 @@ from libreyolo.workload.family import (
     TrainRunner,
 )
 from libreyolo.workload.infer import InferStep
-from libreyolo.workload.train import FOREACH_UPDATES, MAX_LABELS, TrainStep, with_padded_targets
+from libreyolo.workload.train import (
+    FOREACH_UPDATES,
+    MAX_LABELS,
+    TRIMMED_TARGETS,
+    TrainStep,
+    with_padded_targets,
+)
 from libreyolo.workload.yolo9 import checkpoint, predict
 from libreyolo.workload.yolo9.model import FUSE_MODES, SIZES, FuseMode, YOLOv9
 
@@ -115,7 +121,7 @@ class YOLOv9Workload:
         channels_last: bool = True,
         options: TrainOptions = FAITHFUL,
     ) -> TrainRunner:
-        trimmed = "trimmed_targets" in options.variants
+        trimmed = TRIMMED_TARGETS in options.variants
         if trimmed and options.max_labels is not None:
             raise UsageError(
                 f"--max-labels {options.max_labels} and --variant trimmed_targets: trimmed "

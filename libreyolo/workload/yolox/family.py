@@ -33,7 +33,7 @@ from libreyolo.workload.family import (
     TrainRunner,
 )
 from libreyolo.workload.infer import InferStep
-from libreyolo.workload.train import FOREACH_UPDATES
+from libreyolo.workload.train import FOREACH_UPDATES, TRIMMED_TARGETS
 from libreyolo.workload.yolo9.checkpoint import size_from_filename
 from libreyolo.workload.yolox import checkpoint, predict
 from libreyolo.workload.yolox.data import MAX_LABELS, YOLOXDataset, collate, xyxy_to_cxcywh
@@ -119,7 +119,7 @@ class YOLOXWorkload:
                 "target rows per image whatever its config says (TrainTransform(max_labels=50))",
                 hint="drop --max-labels for yolox",
             )
-        if "trimmed_targets" in options.variants:
+        if TRIMMED_TARGETS in options.variants:
             raise UsageError(
                 f"--variant trimmed_targets: yolox has no such variant (its targets are 1.6.0's "
                 f"fixed {MAX_LABELS} rows)",
