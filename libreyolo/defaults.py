@@ -41,6 +41,8 @@ AMP = True
 # The built-in step does 1.6.0's work per iteration; each of this package's speed-ups is a named
 # variant a run opts into (`--variant`), measured as a lever on a faithful run.
 MAX_LABELS: int | None = None  # rows per image of YOLOv9 targets; None: 1.6.0's own (300)
+CHECKPOINT_CONFIG = True  # a 1.6.0 checkpoint's training config fills the keys left unset
+OPTIMIZERS = ("sgd", "adam", "adamw")  # 1.6.0's `optimizer` key
 # trimmed_targets: rows only to the batch's largest box count; foreach_updates: SGD and the EMA
 # as one multi-tensor update each on every device (1.6.0 loops per tensor on the CPU)
 TRAIN_VARIANTS = ("trimmed_targets", "foreach_updates")

@@ -29,6 +29,8 @@ COMPRESSED = ".xz"
 # weights file", so they measure a checkpoint users actually have rather than one made here.
 YOLO9T = "libreyolo_v1_checkpoints/LibreYOLO9t_nc80_seed0.pt"
 YOLOX_N = "libreyolo_v1_yolox/LibreYOLOXn_nc80_seed0.pt"
+# A `last.pt` 1.6.0's own trainer wrote: its `config` holds the training keys it ran with.
+YOLOX_N_TRAINED = "libreyolo_v1_trained/LibreYOLOXn_trained_by_1.6.0.pt"
 _CHUNK_BYTES = 1 << 20
 
 

@@ -220,6 +220,7 @@ def _add_run(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
     _add_exec(p, defaults.TRAIN_EXEC_MODES)
     _add_threads(p)
     _add_fidelity(p)
+    _add_train_keys(p)
     _add_trainer(p)
     _show_defaults(p)
 
@@ -244,6 +245,48 @@ def _add_fidelity(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_train_keys(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--mosaic",
+        metavar="P",
+        type=probability,
+        help="libreyolo 1.6.0's mosaic: the probability an image is a mosaic of four "
+        "(default: the checkpoint's training config, else 1.6.0's for the family)",
+    )
+    p.add_argument(
+        "--mixup",
+        metavar="P",
+        type=probability,
+        help="libreyolo 1.6.0's mixup: the probability a mosaic gets a MixUp partner (YOLOX)",
+    )
+    p.add_argument(
+        "--optimizer",
+        choices=defaults.OPTIMIZERS,
+        help="libreyolo 1.6.0's optimizer (default: the checkpoint's, else sgd)",
+    )
+    p.add_argument(
+        "--ema",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="libreyolo 1.6.0's ema: keep the EMA copy of the weights (default: the "
+        "checkpoint's, else on)",
+    )
+    p.add_argument(
+        "--no-aug-phase",
+        action="store_true",
+        help="Measure a step of 1.6.0's last no_aug_epochs: mosaic and MixUp off (YOLOX adds "
+        "its L1 loss)",
+    )
+    p.add_argument(
+        "--checkpoint-config",
+        action=argparse.BooleanOptionalAction,
+        default=defaults.CHECKPOINT_CONFIG,
+        help="Take the training keys you do not set from the training config a 1.6.0 "
+        "checkpoint carries (off: 1.6.0's defaults, as a new `libreyolo train model=...` "
+        "without resume)",
+    )
+
+
 def _add_trainer(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--trainer",
@@ -258,8 +301,9 @@ def _add_trainer(p: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         action="append",
         type=train_word,
-        help="With --trainer: one more setting for libreyolo train, in its own syntax "
-        "(repeatable: --train-arg mosaic=0.0 --train-arg optimizer=adamw)",
+        help="One more libreyolo 1.6.0 training key, in its own syntax (repeatable: "
+        "--train-arg mosaic=0.0 --train-arg optimizer=adamw); the built-in step takes the "
+        "keys that change a step's work and refuses those it cannot do",
     )
     p.add_argument(
         "--trainer-timeout",

@@ -54,6 +54,12 @@ FLAG_KEYS: dict[str, str] = {
     "trainer_timeout": "trainer_timeout_s",
     "max_labels": "max_labels",
     "variant": "variants",
+    "mosaic": "train.mosaic_prob",
+    "mixup": "train.mixup_prob",
+    "optimizer": "train.optimizer",
+    "ema": "train.ema",
+    "no_aug_phase": "train.no_aug_phase",
+    "checkpoint_config": "checkpoint_config",
 }
 
 # Flag values that are positional arguments, not options.

@@ -178,6 +178,33 @@ class TuneConfig:
 
 
 @dataclass(frozen=True)
+class TrainKeysConfig:
+    """libreyolo 1.6.0's training keys for the built-in step, in its config's names (None: the
+    training config the checkpoint carries, else 1.6.0's default for the family). They change
+    the work of a step: the augmentation rates and ranges, the optimizer and its settings, the
+    EMA. Every other 1.6.0 key goes in `train_args` as `key=value`. `no_aug_phase`: measure a
+    step of 1.6.0's last `no_aug_epochs` (mosaic and MixUp off; YOLOX adds its L1 loss)."""
+
+    mosaic_prob: float | None = None
+    mixup_prob: float | None = None
+    hsv_prob: float | None = None
+    flip_prob: float | None = None
+    degrees: float | None = None
+    translate: float | None = None
+    shear: float | None = None
+    mosaic_scale: list[float] | None = None
+    mixup_scale: list[float] | None = None
+    optimizer: str | None = None
+    lr0: float | None = None
+    momentum: float | None = None
+    weight_decay: float | None = None
+    nesterov: bool | None = None
+    ema: bool | None = None
+    ema_decay: float | None = None
+    no_aug_phase: bool = False
+
+
+@dataclass(frozen=True)
 class ProfileConfig:
     """One resolved profile run. `batch` -1 means auto-fit (training on CUDA only)."""
 
@@ -211,6 +238,10 @@ class ProfileConfig:
     # and the speed-ups this run opts into (names in defaults.TRAIN_VARIANTS; none: 1.6.0's work).
     max_labels: int | None = defaults.MAX_LABELS
     variants: list[str] = field(default_factory=list)
+    # run: 1.6.0's training keys (with `train_args`, for the built-in step and the trainer), and
+    # whether a 1.6.0 checkpoint's own training config fills the keys left unset.
+    train: TrainKeysConfig = field(default_factory=TrainKeysConfig)
+    checkpoint_config: bool = defaults.CHECKPOINT_CONFIG
     trainer_timeout_s: float = defaults.TRAINER_TIMEOUT_S
 
 

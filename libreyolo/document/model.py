@@ -103,6 +103,11 @@ class RunInfo(msgspec.Struct, frozen=True, kw_only=True):
     # package's speed-ups the run opted into (`--variant`; empty: 1.6.0's work per step).
     max_labels: int | None = None
     variants: list[str] = msgspec.field(default_factory=list)
+    # Training, built-in step: libreyolo 1.6.0's training keys the step ran with (its config's
+    # names: augmentation rates and ranges, optimizer, EMA; empty: not recorded), and those
+    # taken from the training config the checkpoint carries (`--weights` of a 1.6.0 trainer).
+    train_keys: dict[str, Any] = msgspec.field(default_factory=dict)
+    adopted_keys: list[str] = msgspec.field(default_factory=list)
     # The process that measured (the trainer probe's, with `trainer`); None in older files.
     pid: int | None = None
     # `--repeat` of two or more: true when each trial ran in a fresh process of its own, false

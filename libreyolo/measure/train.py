@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from libreyolo import defaults
 from libreyolo.config.compose import as_plain_dict
 from libreyolo.config.schema import ExecMode, ProfileConfig
 from libreyolo.document.mode import Mode
@@ -58,9 +57,9 @@ from libreyolo.measure.memory_check import check_training
 from libreyolo.measure.phases import PhaseTimer
 from libreyolo.measure.stages import Progress, stage
 from libreyolo.measure.threads import intra_op_threads, training_threads, warn_if_crowded
+from libreyolo.measure.train_options import RunOptions, check_variants, run_options, user_keys
 from libreyolo.measure.variant_trials import time_variants
 from libreyolo.measure.window import TraceRecorder, WindowPlan, fit_calibration, plan_window
-from libreyolo.workload.family import TrainOptions
 
 if TYPE_CHECKING:
     from torch.utils.data import DataLoader, Dataset
@@ -94,8 +93,9 @@ def _fit_batch(
             )
         if workload.describe(model).nc != limits.nc:
             workload.reset_classes(model, limits.nc, dict(enumerate(limits.names)))
+        chosen = run_options(settings, workload.name, weights_path=weights_file(settings))
         trainer = workload.train_step(
-            model, device=device, amp=settings.amp, ema=True, options=train_options(settings)
+            model, device=device, amp=settings.amp, ema=True, options=chosen.options
         )
         boxes = limits.boxes_per_image
         return lambda batch: trainer.step(
@@ -105,20 +105,17 @@ def _fit_batch(
     return autobatch(make_step, memory or CudaMemory(device), limits.cap)
 
 
-def train_options(settings: ProfileConfig) -> TrainOptions:
-    """The run's departures from 1.6.0's step (`--max-labels`, `--variant`), checked."""
-    unknown = sorted(set(settings.variants) - set(defaults.TRAIN_VARIANTS))
-    if unknown:
-        raise UsageError(
-            f"unknown variant {unknown[0]!r}",
-            hint=f"one of: {', '.join(defaults.TRAIN_VARIANTS)}",
-        )
-    if settings.max_labels is not None and settings.max_labels < 1:
-        raise UsageError(f"--max-labels must be 1 or more; got {settings.max_labels}")
-    return TrainOptions(settings.max_labels, frozenset(settings.variants))
+def weights_file(settings: ProfileConfig) -> str | None:
+    """The checkpoint file `--weights` names (cached or local), or None (random init)."""
+    from libreyolo.workload.weights import resolve_weights
+
+    path = resolve_weights(settings.model.weights, download=False).path
+    return os.fspath(path) if path is not None else None
 
 
 def _validate(s: ProfileConfig, device: torch.device) -> None:
+    from libreyolo.workload.api import workload_of
+
     if s.mode.measures is not Mode.TRAIN:  # a caller's slip: the profile would record another mode
         raise ValueError(f"profile_training measures mode run; the config says {s.mode}")
     if s.batch == -1 and device.type != "cuda":
@@ -127,7 +124,9 @@ def _validate(s: ProfileConfig, device: torch.device) -> None:
             hint="pass an explicit --batch, e.g. --batch 16",
         )
     check_exec(s.exec, Mode.TRAIN, s.window.warmup)
-    train_options(s)  # a bad --variant or --max-labels is refused before anything loads
+    # A bad --variant, --max-labels or 1.6.0 key is refused before anything loads.
+    check_variants(s)
+    user_keys(s, workload_of(s.model.weights, s.model.family).name)
     if s.batch < 1 and s.batch != -1:
         raise UsageError(f"--batch must be 1 or more (or -1 for AutoBatch); got {s.batch}")
     if s.dataset.workers < 0:
@@ -343,6 +342,7 @@ class _TrainingInputs:
     num_images: int
     available: int  # whole batches in one epoch
     weight_notes: list[str]
+    options: RunOptions  # the step's 1.6.0 keys and departures, resolved against the file
 
 
 def _load(
@@ -367,9 +367,10 @@ def _load(
         )
         memory_before = reset_peaks(device)
         described = workload.describe(model)
+        chosen = run_options(settings, workload.name, weights_path=weights_file(settings))
     with stage("build data", on_progress, hint="check the dataset YAML, images and labels"):
         dataset = workload.train_dataset(
-            spec, settings.imgsz, seed=SEED, cache=settings.dataset.cache
+            spec, settings.imgsz, seed=SEED, cache=settings.dataset.cache, options=chosen.options
         )
     return _TrainingInputs(
         workload=workload,
@@ -383,7 +384,8 @@ def _load(
         dataset=dataset,
         num_images=len(dataset),  # type: ignore[arg-type]
         available=batches_available(dataset, batch),  # type: ignore[arg-type]
-        weight_notes=weight_notes,
+        weight_notes=[*weight_notes, *chosen.notes],
+        options=chosen,
     )
 
 
@@ -420,7 +422,7 @@ def _trainer(
             device=device,
             amp=settings.amp,
             channels_last=channels_last,
-            options=train_options(settings),
+            options=loaded.options.options,
         )
     return trainer, channels_last
 
@@ -551,6 +553,8 @@ def _run_info(
         # records none.
         max_labels=getattr(trainer, "target_rows", None),
         variants=sorted(settings.variants),
+        train_keys=loaded.options.resolved.keys.as_dict(),
+        adopted_keys=list(loaded.options.resolved.adopted),
     )
 
 

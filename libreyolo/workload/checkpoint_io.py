@@ -67,6 +67,19 @@ def read_checkpoint(path: str | os.PathLike[str]) -> dict[str, object]:
     return obj
 
 
+def training_config(path: str | os.PathLike[str]) -> dict[str, object] | None:
+    """The training config a libreyolo 1.x trainer's checkpoint carries (its `config`, as
+    `TrainConfig.to_dict()` wrote it), or None for a file without one (released weights)."""
+    config = read_checkpoint(path).get("config")
+    if config is None:
+        return None
+    if not isinstance(config, dict):
+        raise CheckpointError(
+            f"{path}: its training config is a {type(config).__name__}, not a mapping"
+        )
+    return config
+
+
 def _numpy_globals() -> list[Any]:
     """Plain numpy arrays and scalars: trainer files keep the numpy RNG state in `rng_state`."""
     import numpy as np  # only here: reading v1.0 model files never needs it

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from libreyolo.workload.data.dataset_config import DatasetSpec
     from libreyolo.workload.hooks import PhaseHook
+    from libreyolo.workload.train_keys import TrainKeys
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,12 +45,20 @@ class TrainOptions:
 
     `max_labels`: 1.6.0's key, the target rows per image (None: the family's 1.6.0 default).
     `variants`: this package's speed-ups the run opts into (`defaults.TRAIN_VARIANTS`); none
-    means 1.6.0's work per step. A family refuses (UsageError) an option it cannot honour, so
+    means 1.6.0's work per step. `keys`: 1.6.0's training keys, resolved
+    (`train_keys.resolve`). A family refuses (UsageError) an option it cannot honour, so
     a profile never records a setting that did not take effect.
     """
 
     max_labels: int | None = None
     variants: frozenset[str] = frozenset()
+    keys: TrainKeys | None = None  # 1.6.0's training keys (None: the family's 1.6.0 defaults)
+
+    def keys_for(self, family: str) -> TrainKeys:
+        """The keys the step runs with: `keys`, else `family`'s 1.6.0 defaults."""
+        from libreyolo.workload.train_keys import family_keys
+
+        return self.keys if self.keys is not None else family_keys(family)
 
 
 FAITHFUL = TrainOptions()  # 1.6.0's step: its max_labels, none of this package's variants
@@ -193,9 +202,16 @@ class Workload(Protocol):
         ...
 
     def train_dataset(
-        self, spec: DatasetSpec, imgsz: int, *, seed: int, cache: bool
+        self,
+        spec: DatasetSpec,
+        imgsz: int,
+        *,
+        seed: int,
+        cache: bool,
+        options: TrainOptions = FAITHFUL,
     ) -> Dataset[Any]:
-        """The family's training data: the dataset with its augmentations at `imgsz`."""
+        """The family's training data: the dataset with its augmentations at `imgsz`, as
+        `options.keys` set them (rates, ranges, the no-augmentation phase)."""
         ...
 
     def collate(self, samples: list[Any]) -> Any:

@@ -22,6 +22,7 @@ import torch
 from torch import Tensor, nn
 
 from libreyolo.document.phases import BACKWARD, FORWARD, OPTIMIZER, STEP_PHASES, TO_DEVICE
+from libreyolo.errors import UsageError
 from libreyolo.workload.data.loader import Batch
 from libreyolo.workload.family import VariantPair
 from libreyolo.workload.hooks import PhaseHook, no_phases
@@ -162,20 +163,31 @@ class ModelEMA:
         return self._pairs[1], self._pairs[2]
 
 
-def sgd(
-    model: nn.Module, lr0: float, momentum: float, weight_decay: float, *, foreach: bool
-) -> torch.optim.SGD:
-    """libreyolo's SGD (nesterov, `param_groups`) as 1.6.0 builds it (`training/optim.py`
-    `build_optimizer`: never fused for SGD, so torch's default implementation: foreach on CUDA,
-    a per-parameter loop on the CPU); `foreach=True` (the `foreach_updates` variant): one
-    multi-tensor update on every device."""
-    return torch.optim.SGD(
-        param_groups(model, weight_decay),
-        lr=lr0,
-        momentum=momentum,
-        nesterov=True,
-        foreach=True if foreach else None,
-    )
+def build_optimizer(
+    model: nn.Module,
+    name: str = "sgd",
+    *,
+    lr0: float = LR0,
+    momentum: float = MOMENTUM,
+    weight_decay: float = WEIGHT_DECAY,
+    nesterov: bool = True,
+    foreach: bool = False,
+) -> torch.optim.Optimizer:
+    """1.6.0's optimizer `name` over `param_groups`, built as its `build_optimizer`
+    (`training/optim.py`) builds it: SGD never fused (`_FUSED_UNSAFE`), so torch's default, a
+    per-parameter loop on the CPU and foreach on CUDA; Adam and AdamW (lr only, torch's betas)
+    fused when every parameter is on CUDA. `foreach=True` (the `foreach_updates` variant): one
+    multi-tensor update on every device where the optimizer is not fused."""
+    groups = param_groups(model, weight_decay)
+    chosen = True if foreach else None
+    if name == "sgd":
+        return torch.optim.SGD(groups, lr=lr0, momentum=momentum, nesterov=nesterov, foreach=chosen)
+    adam = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW}.get(name)
+    if adam is None:
+        raise UsageError(f"optimizer {name!r}: libreyolo 1.6.0 has sgd, adam and adamw")
+    if all(p.is_cuda for p in model.parameters()):
+        return adam(groups, lr=lr0, fused=True)
+    return adam(groups, lr=lr0, foreach=chosen)
 
 
 class StepLosses(Mapping[str, float]):
@@ -279,7 +291,8 @@ def foreach_pair(step: Optimising) -> list[VariantPair]:
     Changes the weights a little (weight decay): call after the measured steps."""
     optimizer, ema = step.optimizer, step.ema
     as_run = [group["foreach"] for group in optimizer.param_groups]
-    if all(flag is True for flag in as_run) and (ema is None or ema.foreach):
+    fused = any(group.get("fused") for group in optimizer.param_groups)
+    if (fused or all(flag is True for flag in as_run)) and (ema is None or ema.foreach):
         return []
     for group in optimizer.param_groups:
         for param in group["params"]:
@@ -289,7 +302,7 @@ def foreach_pair(step: Optimising) -> list[VariantPair]:
 
     def use(variant: bool) -> None:
         for group, flag in zip(optimizer.param_groups, as_run, strict=True):
-            group["foreach"] = True if variant else flag
+            group["foreach"] = True if variant and not fused else flag
         if ema is not None:
             ema.foreach = variant or ema_as_run
 
@@ -306,7 +319,9 @@ def foreach_pair(step: Optimising) -> list[VariantPair]:
 
         return run
 
-    part = "the weight update (SGD step and EMA, as 1.6.0 runs them)"
+    kind = type(optimizer).__name__
+    updates = f"{kind} step and EMA" if ema else f"{kind} step"
+    part = f"the weight update ({updates}, as 1.6.0 runs them)"
     return [VariantPair(FOREACH_UPDATES, part, update(False), update(True))]
 
 
@@ -319,7 +334,8 @@ class TrainStep:
     the batch's most crowded image (same values, less work). `foreach_updates`: SGD and the EMA
     as one multi-tensor update each on every device (1.6.0 loops per tensor on the CPU).
     `warmup_iters` > 0 ramps lr from min(1e-4, lr0) to lr0 and momentum from 0.8 to 0.937
-    linearly over that many steps; 0 (the default) starts at lr0 and 0.937.
+    linearly over that many steps; 0 (the default) starts at lr0 and 0.937. `optimizer`,
+    `nesterov` and `ema_decay` are 1.6.0's keys (`build_optimizer`).
     """
 
     def __init__(
@@ -332,6 +348,9 @@ class TrainStep:
         lr0: float = LR0,
         momentum: float = MOMENTUM,
         weight_decay: float = WEIGHT_DECAY,
+        nesterov: bool = True,
+        optimizer: str = "sgd",
+        ema_decay: float = EMA_DECAY,
         warmup_iters: int = 0,
         channels_last: bool = True,
         target_rows: int | None = MAX_LABELS,
@@ -349,8 +368,16 @@ class TrainStep:
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.amp_effective)
         self.lr0, self.momentum, self.warmup_iters = lr0, momentum, warmup_iters
         self.target_rows = target_rows
-        self.optimizer = sgd(self.model, lr0, momentum, weight_decay, foreach=foreach_updates)
-        self.ema = ModelEMA(self.model, foreach=foreach_updates) if ema else None
+        self.optimizer = build_optimizer(
+            self.model,
+            optimizer,
+            lr0=lr0,
+            momentum=momentum,
+            weight_decay=weight_decay,
+            nesterov=nesterov,
+            foreach=foreach_updates,
+        )
+        self.ema = ModelEMA(self.model, ema_decay, foreach=foreach_updates) if ema else None
         self.updates = UpdateRecord()
         self.iteration = 0
         self._apply_schedule()
@@ -424,4 +451,5 @@ class TrainStep:
         start = min(WARMUP_LR_START, self.lr0)
         for group in self.optimizer.param_groups:
             group["lr"] = start + (self.lr0 - start) * frac
-            group["momentum"] = WARMUP_MOMENTUM + (self.momentum - WARMUP_MOMENTUM) * frac
+            if "momentum" in group:  # SGD's; Adam's betas stay
+                group["momentum"] = WARMUP_MOMENTUM + (self.momentum - WARMUP_MOMENTUM) * frac

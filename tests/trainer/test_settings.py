@@ -10,7 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from libreyolo.config.schema import ExecConfig, ExecMode, ModelConfig, ProfileConfig, mode_defaults
+from libreyolo.config.schema import (
+    ExecConfig,
+    ExecMode,
+    ModelConfig,
+    ProfileConfig,
+    TrainKeysConfig,
+    mode_defaults,
+)
 from libreyolo.errors import MissingFileError, TrainerError
 from libreyolo.measure.trainer.settings import (
     TrainerCommand,
@@ -108,6 +115,18 @@ def test_the_flags_become_1x_words_then_the_train_args(tmp_path: Path) -> None:
     assert not any(w.startswith("max_labels=") for w in train_words(_cfg(), "coco8.yaml"))
 
 
+def test_the_training_key_flags_become_1x_words() -> None:
+    keys = TrainKeysConfig(mosaic_prob=0.5, optimizer="adamw", ema=False, mosaic_scale=[0.6, 1.4])
+    words = train_words(_cfg(train=keys, train_args=["hsv_prob=0.5"]), "coco8.yaml")
+    assert words[-5:] == (
+        "mosaic_prob=0.5",
+        "mosaic_scale=0.6,1.4",
+        "optimizer=adamw",
+        "ema=false",
+        "hsv_prob=0.5",
+    )
+
+
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
@@ -122,6 +141,9 @@ def test_the_flags_become_1x_words_then_the_train_args(tmp_path: Path) -> None:
         ({"train_args": ["project=/tmp/x"]}, "the profiler sets project= itself"),
         ({"train_args": ["profile_then_stop=false"]}, "the profiler sets"),
         ({"train_args": ["mosaic=0", "mosaic=1"]}, "given twice"),
+        ({"train_args": ["mosaic=0", "mosaic_prob=1"]}, "given twice"),
+        ({"train": TrainKeysConfig(mosaic_prob=0.5), "train_args": ["mosaic=0"]}, "given twice"),
+        ({"train": TrainKeysConfig(no_aug_phase=True)}, "--no-aug-phase picks the phase"),
         ({"train_args": ["not a word"]}, "must be KEY=VALUE"),
     ],
 )

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import os
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from libreyolo.config.schema import ExecMode, ModeOption, ProfileConfig
 from libreyolo.errors import MissingFileError, TrainerError
+from libreyolo.workload.train_keys import ALIASES, words_of
 
 # 1.x keys the flags of `profile run` set: given as --train-arg they would fight the flag.
 FLAG_FOR_KEY = {
@@ -128,8 +129,14 @@ def check_trainer_config(cfg: ProfileConfig) -> None:
                 hint="give 1.x's own setting with --train-arg KEY=VALUE (e.g. compile=true), "
                 "or name the size in --weights",
             )
+    if cfg.train.no_aug_phase:
+        raise TrainerError(
+            "--no-aug-phase picks the phase of the built-in step; 1.x's trainer starts at epoch 1",
+            hint="give 1.x's own keys instead, e.g. --train-arg epochs=1 --train-arg "
+            "no_aug_epochs=1",
+        )
     device_word(cfg.device.name)
-    seen: set[str] = set()
+    seen: set[str] = set(typed_train_keys(cfg))
     for word in cfg.train_args:
         key = word.split("=", 1)[0]
         if "=" not in word or not key.isidentifier():
@@ -141,9 +148,18 @@ def check_trainer_config(cfg: ProfileConfig) -> None:
             )
         if key in PROBE_KEYS:
             raise TrainerError(f"--train-arg {word}: the profiler sets {key}= itself")
-        if key in seen:
-            raise TrainerError(f"--train-arg {key}= is given twice")
-        seen.add(key)
+        if key in seen or ALIASES.get(key) in seen:
+            raise TrainerError(f"--train-arg {key}= is given twice (or also by a flag)")
+        seen.add(ALIASES.get(key, key))
+
+
+def typed_train_keys(cfg: ProfileConfig) -> dict[str, object]:
+    """The 1.x keys set as `train.*` (`--mosaic`, `--optimizer`, ...), in 1.x's field names."""
+    return {
+        f.name: getattr(cfg.train, f.name)
+        for f in fields(cfg.train)
+        if f.name != "no_aug_phase" and getattr(cfg.train, f.name) is not None
+    }
 
 
 def device_word(device: str) -> str:
@@ -181,6 +197,7 @@ def train_words(cfg: ProfileConfig, data: str) -> tuple[str, ...]:
         words.append("cache=ram")
     if cfg.max_labels is not None:
         words.append(f"max_labels={cfg.max_labels}")
+    words += words_of(typed_train_keys(cfg))
     return (*words, *cfg.train_args)
 
 

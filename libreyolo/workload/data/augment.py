@@ -16,13 +16,16 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass, replace
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import torch
 from PIL import Image
 
 from libreyolo.errors import UsageError
 from libreyolo.workload.letterbox import PAD_VALUE, Letterbox, PadMode
+
+if TYPE_CHECKING:
+    from libreyolo.workload.train_keys import TrainKeys
 
 __all__ = [
     "AugmentConfig",
@@ -34,6 +37,7 @@ __all__ = [
     "mixup",
     "mosaic",
     "random_affine",
+    "with_keys",
 ]
 
 _FILL = (PAD_VALUE, PAD_VALUE, PAD_VALUE)
@@ -109,6 +113,25 @@ class AugmentConfig:
             or (self.hsv and self.hsv_prob > 0)
             or (self.flip and self.flip_prob > 0)
         )
+
+
+def with_keys(base: AugmentConfig, keys: TrainKeys) -> AugmentConfig:
+    """`base` (a family's pipeline) with 1.6.0's augmentation keys: the rates, the affine's
+    ranges, the mosaic and MixUp scales; mosaic (and so MixUp) closed in the no-augmentation
+    phase. A switch stays on at rate 0, so the draws are 1.6.0's (it draws, then skips)."""
+    return replace(
+        base,
+        mosaic=base.mosaic and not keys.no_aug_phase,
+        mosaic_prob=keys.mosaic_prob,
+        mixup_prob=keys.mixup_prob,
+        hsv_prob=keys.hsv_prob,
+        flip_prob=keys.flip_prob,
+        degrees=keys.degrees,
+        translate=keys.translate,
+        shear=keys.shear,
+        scale_range=keys.mosaic_scale,
+        mixup_scale=keys.mixup_scale,
+    )
 
 
 def augment_tiles(tiles: list[Tile], size: int, cfg: AugmentConfig, rng: random.Random) -> Tile:

@@ -19,7 +19,7 @@ from torch.utils.data import Dataset
 
 from libreyolo.errors import CheckpointError, UsageError
 from libreyolo.workload.checkpoint_io import state_dict_of
-from libreyolo.workload.data.augment import AugmentConfig
+from libreyolo.workload.data.augment import AugmentConfig, with_keys
 from libreyolo.workload.data.dataset import YoloDataset
 from libreyolo.workload.data.dataset_config import DatasetSpec
 from libreyolo.workload.data.loader import Batch, collate
@@ -128,21 +128,35 @@ class YOLOv9Workload:
                 "targets have as many rows as the batch's most crowded image",
                 hint="give one of them",
             )
-        rows = None if trimmed else options.max_labels or MAX_LABELS
+        keys = options.keys_for(self.name)
+        rows = None if trimmed else options.max_labels or keys.max_labels or MAX_LABELS
         return TrainStep(
             model,
             device=device,
             amp=amp,
-            ema=ema,
+            ema=ema and keys.ema,
+            lr0=keys.lr0,
+            momentum=keys.momentum,
+            weight_decay=keys.weight_decay,
+            nesterov=keys.nesterov,
+            optimizer=keys.optimizer,
+            ema_decay=keys.ema_decay,
             channels_last=channels_last,
             target_rows=rows,
             foreach_updates=FOREACH_UPDATES in options.variants,
         )
 
     def train_dataset(
-        self, spec: DatasetSpec, imgsz: int, *, seed: int, cache: bool
+        self,
+        spec: DatasetSpec,
+        imgsz: int,
+        *,
+        seed: int,
+        cache: bool,
+        options: TrainOptions = FAITHFUL,
     ) -> Dataset[Any]:
-        return YoloDataset(spec, imgsz, AugmentConfig(), seed=seed, cache=cache)
+        augment = with_keys(AugmentConfig(), options.keys_for(self.name))
+        return YoloDataset(spec, imgsz, augment, seed=seed, cache=cache)
 
     def collate(self, samples: list[Any]) -> Batch:
         return with_padded_targets(collate(samples))

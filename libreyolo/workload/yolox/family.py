@@ -21,6 +21,7 @@ from torch.utils.data import Dataset
 
 from libreyolo.errors import CheckpointError, UsageError
 from libreyolo.workload.checkpoint_io import state_dict_of
+from libreyolo.workload.data.augment import with_keys
 from libreyolo.workload.data.dataset_config import DatasetSpec
 from libreyolo.workload.data.loader import Batch
 from libreyolo.workload.data.probe import grid_boxes
@@ -36,7 +37,13 @@ from libreyolo.workload.infer import InferStep
 from libreyolo.workload.train import FOREACH_UPDATES, TRIMMED_TARGETS
 from libreyolo.workload.yolo9.checkpoint import size_from_filename
 from libreyolo.workload.yolox import checkpoint, predict
-from libreyolo.workload.yolox.data import MAX_LABELS, YOLOXDataset, collate, xyxy_to_cxcywh
+from libreyolo.workload.yolox.data import (
+    MAX_LABELS,
+    YOLOX_AUGMENT,
+    YOLOXDataset,
+    collate,
+    xyxy_to_cxcywh,
+)
 from libreyolo.workload.yolox.model import SIZES, YOLOX
 from libreyolo.workload.yolox.train import YOLOXTrainStep
 
@@ -125,19 +132,34 @@ class YOLOXWorkload:
                 f"fixed {MAX_LABELS} rows)",
                 hint="drop --variant trimmed_targets for yolox",
             )
+        keys = options.keys_for(self.name)
         return YOLOXTrainStep(
             model,
             device=device,
             amp=amp,
-            ema=ema,
+            ema=ema and keys.ema,
+            lr0=keys.lr0,
+            momentum=keys.momentum,
+            weight_decay=keys.weight_decay,
+            nesterov=keys.nesterov,
+            optimizer=keys.optimizer,
+            ema_decay=keys.ema_decay,
+            use_l1=keys.no_aug_phase,  # 1.6.0 turns the L1 term on with its no-aug epochs
             channels_last=channels_last,
             foreach_updates=FOREACH_UPDATES in options.variants,
         )
 
     def train_dataset(
-        self, spec: DatasetSpec, imgsz: int, *, seed: int, cache: bool
+        self,
+        spec: DatasetSpec,
+        imgsz: int,
+        *,
+        seed: int,
+        cache: bool,
+        options: TrainOptions = FAITHFUL,
     ) -> Dataset[Any]:
-        return YOLOXDataset(spec, imgsz, seed=seed, cache=cache)
+        augment = with_keys(YOLOX_AUGMENT, options.keys_for(self.name))
+        return YOLOXDataset(spec, imgsz, augment, seed=seed, cache=cache)
 
     def collate(self, samples: list[Any]) -> Batch:
         return collate(samples)

@@ -37,8 +37,8 @@ from libreyolo.workload.train import (
     StepLosses,
     UpdateRecord,
     backward_and_update,
+    build_optimizer,
     foreach_pair,
-    sgd,
 )
 from libreyolo.workload.yolox.data import MAX_LABELS as YOLOX_MAX_LABELS
 
@@ -149,6 +149,9 @@ class YOLOXTrainStep:
         lr0: float = LR0,
         momentum: float = MOMENTUM,
         weight_decay: float = WEIGHT_DECAY,
+        nesterov: bool = True,
+        optimizer: str = "sgd",
+        ema_decay: float = EMA_DECAY,
         warmup_iters: int = 0,
         total_iters: int | None = None,
         schedule: WarmCos | None = None,
@@ -176,8 +179,16 @@ class YOLOXTrainStep:
         self.amp_effective = amp and self.device.type == "cuda"
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.amp_effective)
         self.lr0, self.schedule = lr0, schedule
-        self.optimizer = sgd(self.model, lr0, momentum, weight_decay, foreach=foreach_updates)
-        self.ema = ModelEMA(self.model, decay=EMA_DECAY, foreach=foreach_updates) if ema else None
+        self.optimizer = build_optimizer(
+            self.model,
+            optimizer,
+            lr0=lr0,
+            momentum=momentum,
+            weight_decay=weight_decay,
+            nesterov=nesterov,
+            foreach=foreach_updates,
+        )
+        self.ema = ModelEMA(self.model, ema_decay, foreach=foreach_updates) if ema else None
         self.updates = UpdateRecord()
         self.iteration = 0
         self._apply_schedule()
