@@ -32,6 +32,10 @@ OTHER_CONCEPTS = {
     # import ours, and names the phases 1.x's trainer reports through its hooks
     ("probe/trainer_probe.py", "dataload"),
     ("probe/trainer_probe.py", "optimizer"),
+    # libreyolo 1.6.0's `optimizer` training key (sgd, adam, adamw)
+    ("config/overrides.py", "optimizer"),
+    ("workload/train_keys.py", "optimizer"),
+    ("workload/v16_train_config.py", "optimizer"),
 }
 
 

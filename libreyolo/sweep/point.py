@@ -58,6 +58,7 @@ from libreyolo.config.schema import (
     ModeOption,
     ProfileConfig,
     SweepConfig,
+    TrainKeysConfig,
     TuneConfig,
     TuneGoal,
     WindowConfig,
@@ -107,6 +108,7 @@ _NESTED: dict[str, type[Any]] = {
     "exec": ExecConfig,
     "sweep": SweepConfig,
     "tune": TuneConfig,
+    "train": TrainKeysConfig,
 }
 
 
