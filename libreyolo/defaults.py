@@ -44,8 +44,9 @@ MAX_LABELS: int | None = None  # rows per image of YOLOv9 targets; None: 1.6.0's
 CHECKPOINT_CONFIG = True  # a 1.6.0 checkpoint's training config fills the keys left unset
 OPTIMIZERS = ("sgd", "adam", "adamw")  # 1.6.0's `optimizer` key
 # trimmed_targets: rows only to the batch's largest box count; foreach_updates: SGD and the EMA
-# as one multi-tensor update each on every device (1.6.0 loops per tensor on the CPU)
-TRAIN_VARIANTS = ("trimmed_targets", "foreach_updates")
+# as one multi-tensor update each on every device (1.6.0 loops per tensor on the CPU);
+# channels_last: weights and inputs NHWC (1.6.0 trains NCHW)
+TRAIN_VARIANTS = ("trimmed_targets", "foreach_updates", "channels_last")
 
 # `profile infer`: an inference call (conf/mode/infer.yaml sets batch, imgsz and warmup).
 INFER_BATCH = 1
@@ -69,7 +70,7 @@ TRAIN_EXEC_MODES = ("eager", "compile")  # a training step has no export or dire
 COMPILE_MODE = "default"
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
 COMPILE_BACKEND = "inductor"  # torch.compile's backend (aot_eager, eager: debugging, tests)
-CHANNELS_LAST: bool | None = None  # None: the path's own (training and --fuse full: NHWC)
+CHANNELS_LAST: bool | None = None  # None: the path's own (--fuse full: NHWC; training: NCHW)
 ONNX_OPSET = 17
 # Agreement with eager fp32 (recall and precision of the detections) below which no execution
 # mode or precision is called faster (`compare --min-agreement`, the execution verdict).

@@ -6,8 +6,8 @@ evidence. A GPU `compute` verdict (busy ≥ GPU_BUSY_FOR_MFU) at an MFU under LO
 headline peak says so ("GPU busy 95 % but at 6.1 % of its bf16 datasheet peak: small kernels,
 not saturated math") and leads with the levers that give the math units more work per kernel,
 only those not already in effect (AMP when the math ran in fp32 or tf32, TF32 when in fp32,
-channels-last when an inference ran without it). CPU profiles get the evidence only (a CPU's
-"busy" is not measured the same way); the bound label never changes.
+channels-last when a step or an inference ran without it). CPU profiles get the evidence only (a
+CPU's "busy" is not measured the same way); the bound label never changes.
 
 Must not: decide the bound, or touch a contended verdict (its numbers are inflated: `decide`
 keeps it as it is).
@@ -40,10 +40,12 @@ def _pct(share: float) -> str:
 
 
 def _channels_last_in_effect(profile: Profile) -> bool:
-    """Training steps always run channels-last; an inference did when yolo9's full fusion
-    took effect. A family without fusion modes (yolox) has no channels-last path to offer."""
+    """A training step ran channels-last when its execution record says so (1.6.0's NCHW by
+    default; files without a record predate that and ran NHWC); an inference did when yolo9's
+    full fusion took effect. A family without fusion modes (yolox) has no inference
+    channels-last path to offer."""
     if profile.kind != Mode.INFER:
-        return True
+        return profile.execution is None or profile.execution.channels_last
     if profile.run.family not in (None, "yolo9"):
         return True
     model = profile.run.config.get("model")
@@ -58,7 +60,8 @@ def mfu_levers(profile: Profile, math_dtype: str | None) -> list[str]:
         "larger --imgsz where accuracy wants it (larger convolutions)",
     ]
     if not _channels_last_in_effect(profile):
-        levers.append("channels-last (infer --fuse full)")
+        how = "infer --fuse full" if profile.kind == Mode.INFER else "run --variant channels_last"
+        levers.append(f"channels-last ({how})")
     if math_dtype in ("fp32", "tf32"):
         levers.append("AMP (infer --half)" if profile.kind == Mode.INFER else "AMP (run --amp)")
     if math_dtype == "fp32":

@@ -241,7 +241,8 @@ def _add_fidelity(p: argparse.ArgumentParser) -> None:
         choices=defaults.TRAIN_VARIANTS,
         help="Opt into one of this package's speed-ups instead of 1.6.0's work (repeatable): "
         "trimmed_targets pads YOLOv9 targets only to the batch's largest box count; "
-        "foreach_updates makes SGD and the EMA one multi-tensor update each on the CPU too",
+        "foreach_updates makes SGD and the EMA one multi-tensor update each on the CPU too; "
+        "channels_last trains NHWC (1.6.0: NCHW)",
     )
 
 
@@ -338,8 +339,8 @@ def _add_exec(p: argparse.ArgumentParser, modes: tuple[str, ...]) -> None:
         "--channels-last",
         action=argparse.BooleanOptionalAction,
         default=defaults.CHANNELS_LAST,
-        help="Weights (and so convolutions) in NHWC; default: the path's own (training and "
-        "--fuse full: on)",
+        help="Weights (and so convolutions) in NHWC; default: the path's own (--fuse full: on; "
+        "training: off, as libreyolo 1.6.0; on is --variant channels_last)",
     )
 
 

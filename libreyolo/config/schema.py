@@ -110,7 +110,8 @@ class ExecConfig:
     `compile_backend` and `dynamic`), `cudagraphs` (the forward captured as one CUDA graph;
     inference on CUDA) or `onnxruntime` (the fused model exported to ONNX at `opset`, run by
     ONNX Runtime on the device's execution provider; inference). `channels_last` None: the
-    path's own layout (training, and inference with `--fuse full`, run NHWC)."""
+    path's own layout (inference with `--fuse full` runs NHWC; training runs 1.6.0's NCHW, and
+    true there is the `channels_last` variant)."""
 
     name: ExecMode = _EXEC
     compile_mode: str = defaults.COMPILE_MODE  # one of defaults.COMPILE_MODES

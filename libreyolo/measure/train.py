@@ -57,7 +57,14 @@ from libreyolo.measure.memory_check import check_training
 from libreyolo.measure.phases import PhaseTimer
 from libreyolo.measure.stages import Progress, stage
 from libreyolo.measure.threads import intra_op_threads, training_threads, warn_if_crowded
-from libreyolo.measure.train_options import RunOptions, check_variants, run_options, user_keys
+from libreyolo.measure.train_options import (
+    RunOptions,
+    check_variants,
+    recorded_variants,
+    run_options,
+    training_channels_last,
+    user_keys,
+)
 from libreyolo.measure.variant_trials import time_variants
 from libreyolo.measure.window import TraceRecorder, WindowPlan, fit_calibration, plan_window
 
@@ -95,7 +102,12 @@ def _fit_batch(
             workload.reset_classes(model, limits.nc, dict(enumerate(limits.names)))
         chosen = run_options(settings, workload.name, weights_path=weights_file(settings))
         trainer = workload.train_step(
-            model, device=device, amp=settings.amp, ema=True, options=chosen.options
+            model,
+            device=device,
+            amp=settings.amp,
+            ema=True,
+            channels_last=training_channels_last(settings),
+            options=chosen.options,
         )
         boxes = limits.boxes_per_image
         return lambda batch: trainer.step(
@@ -109,7 +121,10 @@ def weights_file(settings: ProfileConfig) -> str | None:
     """The checkpoint file `--weights` names (cached or local), or None (random init)."""
     from libreyolo.workload.weights import resolve_weights
 
-    path = resolve_weights(settings.model.weights, download=False).path
+    try:
+        path = resolve_weights(settings.model.weights, download=False).path
+    except UsageError:  # what the model's load accepted resolves; nothing else has a config
+        return None
     return os.fspath(path) if path is not None else None
 
 
@@ -416,7 +431,7 @@ def _trainer(
         if loaded.nc != spec.nc:
             loaded.workload.reset_classes(loaded.model, spec.nc, dict(enumerate(spec.names)))
             notes.append(f"class layers reset from the checkpoint's classes to {spec.nc}")
-        channels_last = settings.exec.channels_last is not False  # the step's own: NHWC
+        channels_last = training_channels_last(settings)  # 1.6.0's NCHW unless opted in
         trainer = loaded.workload.train_step(
             loaded.model,
             device=device,
@@ -552,7 +567,7 @@ def _run_info(
         # A runner that does not say how many rows it assigns over (a third-party family's)
         # records none.
         max_labels=getattr(trainer, "target_rows", None),
-        variants=sorted(settings.variants),
+        variants=recorded_variants(settings),
         train_keys=loaded.options.resolved.keys.as_dict(),
         adopted_keys=list(loaded.options.resolved.adopted),
     )

@@ -45,6 +45,18 @@ def check_variants(settings: ProfileConfig) -> None:
         raise UsageError(f"--max-labels must be 1 or more; got {settings.max_labels}")
 
 
+def training_channels_last(settings: ProfileConfig) -> bool:
+    """Whether the step runs NHWC: `--variant channels_last` or `--channels-last` (the same
+    speed-up; 1.6.0 trains NCHW, the default)."""
+    return settings.exec.channels_last is True or "channels_last" in settings.variants
+
+
+def recorded_variants(settings: ProfileConfig) -> list[str]:
+    """The speed-ups the run opted into, `--channels-last` as the variant it is."""
+    nhwc = {"channels_last"} if training_channels_last(settings) else set()
+    return sorted(set(settings.variants) | nhwc)
+
+
 def user_keys(settings: ProfileConfig, family: str) -> dict[str, Any]:
     """The 1.6.0 keys the user set, as config fields: `train.*` then `train_args` words (a key
     in both is a UsageError: which one would be measured?), with `--max-labels`."""

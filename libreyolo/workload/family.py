@@ -193,7 +193,7 @@ class Workload(Protocol):
         device: torch.device,
         amp: bool,
         ema: bool = True,
-        channels_last: bool = True,
+        channels_last: bool = False,
         options: TrainOptions = FAITHFUL,
     ) -> TrainRunner:
         """The training step of `model` with the family's loss, optimiser, AMP path and EMA;

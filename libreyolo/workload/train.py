@@ -282,6 +282,7 @@ def backward_and_update(total: Tensor, step: Optimising, phases: PhaseHook) -> N
 # The variants (defaults.TRAIN_VARIANTS) a step of this module knows by name.
 TRIMMED_TARGETS = "trimmed_targets"
 FOREACH_UPDATES = "foreach_updates"
+CHANNELS_LAST = "channels_last"
 
 
 def foreach_pair(step: Optimising) -> list[VariantPair]:
@@ -325,11 +326,40 @@ def foreach_pair(step: Optimising) -> list[VariantPair]:
     return [VariantPair(FOREACH_UPDATES, part, update(False), update(True))]
 
 
+def layout_pair(
+    model: nn.Module,
+    memory_format: torch.memory_format,
+    images: Tensor,
+    loss_of: Callable[[nn.Module, Tensor], Tensor],
+) -> list[VariantPair]:
+    """`channels_last` against the NCHW forward and backward a step runs (1.6.0's layout),
+    unless it runs NHWC already or is compiled (its graph is for one layout): `loss_of(net, x)`
+    is the step's forward with its loss, run on the step's model and on an NHWC copy of it, each
+    with its images in its layout; gradients are dropped after each pass. Changes BN statistics:
+    call after the measured steps."""
+    if memory_format == torch.channels_last or hasattr(model, "_orig_mod"):
+        return []
+    nhwc = copy.deepcopy(model).to(memory_format=torch.channels_last)
+    nhwc_images = images.contiguous(memory_format=torch.channels_last)
+
+    def passes(net: nn.Module, x: Tensor) -> Callable[[], object]:
+        def run() -> object:
+            loss_of(net, x).backward()
+            net.zero_grad(set_to_none=True)
+            return None
+
+        return run
+
+    part = "the forward and backward with the loss, NCHW as 1.6.0 runs them"
+    return [VariantPair(CHANNELS_LAST, part, passes(model, images), passes(nhwc, nhwc_images))]
+
+
 class TrainStep:
     """A YOLOv9 model, its loss, optimiser, AMP and EMA; `step()` runs one optimisation step.
 
     Build the model with `aux=True` for the reference's PGI training (main + 0.25 x aux loss).
-    `channels_last` runs the convolutions in NHWC (same values, faster). `target_rows`: the
+    `channels_last` runs the convolutions in NHWC (the `channels_last` variant: same values,
+    often faster; 1.6.0 trains NCHW). `target_rows`: the
     target rows per image the loss assigns over (1.6.0's `max_labels`, 300); None trims them to
     the batch's most crowded image (same values, less work). `foreach_updates`: SGD and the EMA
     as one multi-tensor update each on every device (1.6.0 loops per tensor on the CPU).
@@ -352,13 +382,13 @@ class TrainStep:
         optimizer: str = "sgd",
         ema_decay: float = EMA_DECAY,
         warmup_iters: int = 0,
-        channels_last: bool = True,
+        channels_last: bool = False,
         target_rows: int | None = MAX_LABELS,
         foreach_updates: bool = False,
         loss: YOLOv9Loss | None = None,
     ) -> None:
         self.device = torch.device(device)
-        # NHWC convolutions: ~15% faster CPU steps (oneDNN) and the layout cuDNN prefers under AMP.
+        # NHWC (a variant): faster CPU steps (oneDNN) and the layout cuDNN prefers under AMP.
         self.memory_format = torch.channels_last if channels_last else torch.contiguous_format
         self.model = model.to(self.device).to(memory_format=self.memory_format).train()
         nc, strides = int(getattr(model, "nc", 80)), getattr(model, "strides", (8, 16, 32))
@@ -404,9 +434,21 @@ class TrainStep:
         """The variants this step does not run, each against the part it changes:
         `trimmed_targets` (unless it trims already), the loss's forward and backward on `batch`
         from one forward of the model whose maps are leaves, so the pair differs only in the
-        target rows; `foreach_updates` (`foreach_pair`). Changes BN statistics (a train-mode
-        forward) and the weights: call after the measured steps."""
-        return [*self._trimmed_pair(batch), *foreach_pair(self)]
+        target rows; `channels_last` (`layout_pair`, unless it runs NHWC); `foreach_updates`
+        (`foreach_pair`). Changes BN statistics (a train-mode forward) and the weights: call
+        after the measured steps."""
+        return [*self._trimmed_pair(batch), *self._layout_pair(batch), *foreach_pair(self)]
+
+    def _layout_pair(self, batch: BatchLike) -> list[VariantPair]:
+        images, trimmed = self._to_device(batch)
+        targets = fit_rows(trimmed, self.target_rows)
+        size = (images.shape[2], images.shape[3])
+
+        def loss_of(net: nn.Module, x: Tensor) -> Tensor:
+            with torch.autocast(self.device.type, torch.float16, enabled=self.amp_effective):
+                return self.loss(net(x), targets, size)[0]
+
+        return layout_pair(self.model, self.memory_format, images, loss_of)
 
     def _trimmed_pair(self, batch: BatchLike) -> list[VariantPair]:
         if self.target_rows is None:

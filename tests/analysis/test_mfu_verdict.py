@@ -9,7 +9,7 @@ import pytest
 
 from libreyolo.analysis.mfu_verdict import GPU_BUSY_FOR_MFU, LOW_MFU, mfu_levers
 from libreyolo.analysis.verdict import LEVERS
-from libreyolo.document.model import Host, Profile, RunInfo
+from libreyolo.document.model import Execution, Host, Profile, RunInfo
 from tests.compute_profiles import cpu_profile, forward_flops, gpu_profile
 
 BATCH = "larger --batch (more work per kernel)"
@@ -88,3 +88,15 @@ def test_inference_levers_leave_out_what_ran(
 ) -> None:
     profile = _inference(gpu_profile(), **run)
     assert mfu_levers(profile, dtype) == [BATCH, IMGSZ, *expected]
+
+
+def test_a_training_step_that_ran_nchw_names_the_channels_last_variant() -> None:
+    nchw = Execution(name="eager", channels_last=False, torch="2.11.0")
+    profile = msgspec.structs.replace(gpu_profile(), execution=nchw)
+    assert mfu_levers(profile, "fp16") == [
+        BATCH,
+        IMGSZ,
+        "channels-last (run --variant channels_last)",
+    ]
+    nhwc = msgspec.structs.replace(nchw, channels_last=True)
+    assert mfu_levers(msgspec.structs.replace(profile, execution=nhwc), "fp16") == [BATCH, IMGSZ]

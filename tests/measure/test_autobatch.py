@@ -32,6 +32,7 @@ from libreyolo.workload.data import synthetic
 from libreyolo.workload.data.dataset import max_label_rows
 from libreyolo.workload.data.loader import batches_available
 from libreyolo.workload.family import TrainOptions
+from libreyolo.workload.train_keys import resolve
 from tests.configs import configured
 
 GB = 1_000_000_000
@@ -204,6 +205,8 @@ def test_max_label_rows_counts_non_blank_rows(tmp_path: Path) -> None:
 class FakeWorkload:
     """Records how the probe built and stepped its model."""
 
+    name = "yolo9"  # the family whose 1.6.0 training keys the probe resolves
+
     def __init__(self, fake: FakeDevice) -> None:
         self.fake = fake
         self.calls: dict[str, Any] = {}
@@ -215,9 +218,21 @@ class FakeWorkload:
         self.calls["reset_classes"] = (nc, names)
 
     def train_step(
-        self, model: nn.Module, *, device: torch.device, amp: bool, ema: bool, options: Any
+        self,
+        model: nn.Module,
+        *,
+        device: torch.device,
+        amp: bool,
+        ema: bool,
+        channels_last: bool,
+        options: Any,
     ) -> Any:
-        self.calls["train_step"] = {"amp": amp, "ema": ema, "options": options}
+        self.calls["train_step"] = {
+            "amp": amp,
+            "ema": ema,
+            "channels_last": channels_last,
+            "options": options,
+        }
         fake = self.fake
 
         class Step:
@@ -254,7 +269,8 @@ def test_the_probe_is_the_measured_step(tmp_path: Path, monkeypatch: pytest.Monk
     assert workload.calls["train_step"] == {
         "amp": True,
         "ema": True,
-        "options": TrainOptions(max_labels=100),
+        "channels_last": False,  # 1.6.0's NCHW, as the run's step
+        "options": TrainOptions(max_labels=100, keys=resolve("yolo9", {"max_labels": 100}).keys),
     }
     assert workload.calls["reset_classes"] == (2, {0: "a", 1: "b"})
     assert {c[3] for c in workload.calls["probe_batch"]} == {MOSAIC_TILES * 3}

@@ -13,7 +13,7 @@ import pytest
 
 from libreyolo.boundary.output import Output
 from libreyolo.cli.main import main
-from libreyolo.config.schema import ProfileConfig
+from libreyolo.config.schema import ExecConfig, ProfileConfig
 from libreyolo.document.codec import to_builtins
 from libreyolo.document.model import Profile
 from libreyolo.errors import NoProfileError, ProfileError, UsageError
@@ -81,14 +81,17 @@ def test_training_profile_is_complete(
     assert (profile.run.family, profile.run.random_init) == ("yolo9", False)
     assert (profile.run.max_labels, profile.run.variants) == (300, [])  # 1.6.0's work per step
     # The speed-ups it did not use, each timed after the window on the part it changes.
-    trimmed, foreach = profile.variant_trials
+    trimmed, layout, foreach = profile.variant_trials
     assert (trimmed.variant, trimmed.repeats) == ("trimmed_targets", 3)
     assert trimmed.part == "the loss, forward and backward, over 300 target rows per image"
+    assert (layout.variant, layout.repeats) == ("channels_last", 3)
+    assert layout.part == "the forward and backward with the loss, NCHW as 1.6.0 runs them"
+    assert profile.execution is not None and profile.execution.channels_last is False
     assert (foreach.variant, foreach.repeats) == ("foreach_updates", 3)
     assert foreach.part == "the weight update (SGD step and EMA, as 1.6.0 runs them)"
     step_ms = profile.metrics["step_ms"]
     assert isinstance(step_ms, float) and profile.verdict is not None
-    for trial in (trimmed, foreach):
+    for trial in (trimmed, layout, foreach):
         assert trial.as_run_ms > 0 and trial.variant_ms > 0
         named = [lever for lever in profile.verdict.levers if f"--variant {trial.variant}" in lever]
         saved_ms = trial.as_run_ms - trial.variant_ms
@@ -289,12 +292,22 @@ def test_a_bad_training_option_is_refused_before_a_profile_is_written(
 
 
 def test_the_variants_are_recorded(checkpoint: Path, data: Path, tmp_path: Path) -> None:
-    variants = ["trimmed_targets", "foreach_updates"]
+    variants = ["trimmed_targets", "foreach_updates", "channels_last"]
     profile, _ = profile_training(
         _settings(checkpoint, data, tmp_path, variants=variants, trace=False)
     )
     assert (profile.run.max_labels, profile.run.variants) == (None, sorted(variants))
     assert profile.variant_trials == []  # nothing left to try
+    assert profile.execution is not None and profile.execution.channels_last is True
+
+
+def test_channels_last_flag_is_the_variant(checkpoint: Path, data: Path, tmp_path: Path) -> None:
+    settings = _settings(checkpoint, data, tmp_path, trace=False)
+    settings = dataclasses.replace(settings, exec=ExecConfig(channels_last=True))
+    profile, _ = profile_training(settings)
+    assert profile.run.variants == ["channels_last"]
+    assert profile.execution is not None and profile.execution.channels_last is True
+    assert "channels_last" not in {t.variant for t in profile.variant_trials}
 
 
 def test_without_threads_training_runs_with_1_6_0s_count_and_says_so(

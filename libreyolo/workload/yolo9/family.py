@@ -34,6 +34,7 @@ from libreyolo.workload.family import (
 )
 from libreyolo.workload.infer import InferStep
 from libreyolo.workload.train import (
+    CHANNELS_LAST,
     FOREACH_UPDATES,
     MAX_LABELS,
     TRIMMED_TARGETS,
@@ -118,7 +119,7 @@ class YOLOv9Workload:
         device: torch.device,
         amp: bool,
         ema: bool = True,
-        channels_last: bool = True,
+        channels_last: bool = False,
         options: TrainOptions = FAITHFUL,
     ) -> TrainRunner:
         trimmed = TRIMMED_TARGETS in options.variants
@@ -141,7 +142,7 @@ class YOLOv9Workload:
             nesterov=keys.nesterov,
             optimizer=keys.optimizer,
             ema_decay=keys.ema_decay,
-            channels_last=channels_last,
+            channels_last=channels_last or CHANNELS_LAST in options.variants,
             target_rows=rows,
             foreach_updates=FOREACH_UPDATES in options.variants,
         )

@@ -34,7 +34,7 @@ from libreyolo.workload.family import (
     TrainRunner,
 )
 from libreyolo.workload.infer import InferStep
-from libreyolo.workload.train import FOREACH_UPDATES, TRIMMED_TARGETS
+from libreyolo.workload.train import CHANNELS_LAST, FOREACH_UPDATES, TRIMMED_TARGETS
 from libreyolo.workload.yolo9.checkpoint import size_from_filename
 from libreyolo.workload.yolox import checkpoint, predict
 from libreyolo.workload.yolox.data import (
@@ -117,7 +117,7 @@ class YOLOXWorkload:
         device: torch.device,
         amp: bool,
         ema: bool = True,
-        channels_last: bool = True,
+        channels_last: bool = False,
         options: TrainOptions = FAITHFUL,
     ) -> TrainRunner:
         if options.max_labels not in (None, MAX_LABELS):
@@ -145,7 +145,7 @@ class YOLOXWorkload:
             optimizer=keys.optimizer,
             ema_decay=keys.ema_decay,
             use_l1=keys.no_aug_phase,  # 1.6.0 turns the L1 term on with its no-aug epochs
-            channels_last=channels_last,
+            channels_last=channels_last or CHANNELS_LAST in options.variants,
             foreach_updates=FOREACH_UPDATES in options.variants,
         )
 

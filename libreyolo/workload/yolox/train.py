@@ -39,6 +39,7 @@ from libreyolo.workload.train import (
     backward_and_update,
     build_optimizer,
     foreach_pair,
+    layout_pair,
 )
 from libreyolo.workload.yolox.data import MAX_LABELS as YOLOX_MAX_LABELS
 
@@ -156,7 +157,7 @@ class YOLOXTrainStep:
         total_iters: int | None = None,
         schedule: WarmCos | None = None,
         use_l1: bool = False,
-        channels_last: bool = True,
+        channels_last: bool = False,
         foreach_updates: bool = False,
         loss: YOLOXLossLike | None = None,
     ) -> None:
@@ -224,9 +225,17 @@ class YOLOXTrainStep:
         return StepLosses({"total": total.detach(), **parts})
 
     def variant_pairs(self, batch: BatchLike) -> list[VariantPair]:
-        """`foreach_updates` unless the step runs it (`foreach_pair`; its targets are 1.6.0's
-        fixed rows, so nothing to trim). Changes the weights: call after the measured steps."""
-        return foreach_pair(self)
+        """`channels_last` unless the step runs NHWC (`layout_pair`) and `foreach_updates`
+        unless it runs it (`foreach_pair`); its targets are 1.6.0's fixed rows, so nothing to
+        trim. Changes BN statistics and the weights: call after the measured steps."""
+        images = batch.images.to(self.device, memory_format=self.memory_format)
+        targets = batch.targets.to(self.device)
+
+        def loss_of(net: nn.Module, x: Tensor) -> Tensor:
+            with torch.autocast(self.device.type, torch.float16, enabled=self.amp_effective):
+                return self.loss(net(x), targets)[0]
+
+        return [*layout_pair(self.model, self.memory_format, images, loss_of), *foreach_pair(self)]
 
     @property
     def lr(self) -> float:
