@@ -39,6 +39,7 @@ WARMUP_MOMENTUM = 0.8
 EMA_DECAY = 0.9999
 EMA_TAU = 2000.0  # updates over which the EMA decay ramps up (1 - e^-1 of the way at tau)
 MAX_LABELS = 300  # 1.6.0's YOLO9Config.max_labels: target rows per image its loss assigns over
+AUX_WEIGHT = 0.25  # 1.6.0's YOLO9Config.aux_weight: the PGI aux head's share of the loss
 
 
 class BatchLike(Protocol):
@@ -384,6 +385,7 @@ class TrainStep:
         warmup_iters: int = 0,
         channels_last: bool = False,
         target_rows: int | None = MAX_LABELS,
+        aux_weight: float = AUX_WEIGHT,
         foreach_updates: bool = False,
         loss: YOLOv9Loss | None = None,
     ) -> None:
@@ -392,7 +394,9 @@ class TrainStep:
         self.memory_format = torch.channels_last if channels_last else torch.contiguous_format
         self.model = model.to(self.device).to(memory_format=self.memory_format).train()
         nc, strides = int(getattr(model, "nc", 80)), getattr(model, "strides", (8, 16, 32))
-        self.loss = loss or YOLOv9Loss(nc, strides, int(getattr(model, "reg_max", 16)))
+        self.loss = loss or YOLOv9Loss(
+            nc, strides, int(getattr(model, "reg_max", 16)), aux_weight=aux_weight
+        )
         # AMP only on CUDA, as the reference: on CPU a plain fp32 step with a disabled scaler.
         self.amp_effective = amp and self.device.type == "cuda"
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.amp_effective)

@@ -2,13 +2,13 @@
 
 Role: the one place that knows which of 1.6.0's `libreyolo train` keys change the work of one
 training step (`HONOURED`: the augmentation rates and ranges, the optimizer and its settings,
-the EMA, YOLOv9's `max_labels`), which change nothing a step does (`NO_STEP_EFFECT`: epochs, the
-lr schedule, validation, where files go), which `profile run` sets with its own flags
-(`FLAG_KEYS`), and which the built-in step cannot do (everything else 1.6.0 knows: accepted only
-at the family's default). `parse_word` reads a `key=value` word as 1.6.0's CLI does (its
-aliases `mosaic`, `mixup`, `fliplr`); `resolve` merges what the user set, the training config a
-checkpoint carries and the family's 1.6.0 defaults (`v16_train_config`) into `TrainKeys`, with
-what it adopted and what it left out, in words.
+the EMA, YOLOv9's `max_labels` and `aux_weight`), which change nothing a step does
+(`NO_STEP_EFFECT`: epochs, the lr schedule, validation, where files go), which `profile run`
+sets with its own flags (`FLAG_KEYS`), and which the built-in step cannot do (everything else
+1.6.0 knows: accepted only at the family's default). `parse_word` reads a `key=value` word as
+1.6.0's CLI does (its aliases `mosaic`, `mixup`, `fliplr`); `resolve` merges what the user set,
+the training config a checkpoint carries and the family's 1.6.0 defaults (`v16_train_config`)
+into `TrainKeys`, with what it adopted and what it left out, in words.
 
 Must not: import torch, read files, or build anything (a bad value is one UsageError line).
 """
@@ -126,6 +126,7 @@ HONOURED: dict[str, Callable[[Any], str | None]] = {
     "ema": lambda value: None,
     "ema_decay": _open_unit,
     "max_labels": _max_labels,
+    "aux_weight": _non_negative,
 }
 
 
@@ -154,6 +155,7 @@ class TrainKeys:
     ema: bool
     ema_decay: float
     max_labels: int | None  # YOLOv9's target rows per image; None where the family has none
+    aux_weight: float | None  # YOLOv9's PGI aux head loss weight (0: no aux branch); else None
     no_aug_phase: bool = False  # ours: a step of 1.6.0's last `no_aug_epochs` (mosaic off)
 
     def as_dict(self) -> dict[str, Any]:
@@ -242,8 +244,8 @@ def resolve(
             ignored.append(f"{name}={show_value(value)}")
     if ignored:
         notes.append(f"no effect on one training step, so not measured: {', '.join(ignored)}")
-    if "max_labels" not in values:
-        values["max_labels"] = None
+    for name in HONOURED:
+        values.setdefault(name, None)  # a key the family does not have (YOLOX's max_labels)
     for name in ("mosaic_scale", "mixup_scale"):
         values[name] = tuple(values[name])
     return Resolved(TrainKeys(**values, no_aug_phase=no_aug_phase), adopted, notes)

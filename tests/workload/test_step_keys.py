@@ -121,3 +121,24 @@ def test_the_foreach_variant_is_not_offered_for_a_fused_optimizer() -> None:
     assert pairs[0].part == "the weight update (AdamW step and EMA, as 1.6.0 runs them)"
     pairs[0].with_variant()
     assert all(g["foreach"] is None for g in step.optimizer.param_groups)  # type: ignore[attr-defined]
+
+
+def test_a_yolov9_loaded_for_inference_trains_with_1_6_0s_pgi_branch() -> None:
+    """1.6.0 attaches PGI to every new YOLOv9 run (aux_weight 0.25); a checkpoint's model is
+    loaded without it, so the step attaches it: the trained convolutions are 1.6.0's."""
+    from tests.fixture_files import YOLO9T, fixture_file
+
+    model = YOLO9.load(fixture_file(YOLO9T), size=None, device=CPU)
+    assert model.aux is None  # type: ignore[union-attr]
+    convs = sum(isinstance(m, torch.nn.Conv2d) for m in model.modules())
+    step = YOLO9.train_step(model, device=CPU, amp=False)
+    assert model.aux is not None and model.aux_head is not None  # type: ignore[union-attr]
+    assert (convs, sum(isinstance(m, torch.nn.Conv2d) for m in model.modules())) == (227, 303)
+    assert step.loss.aux_weight == 0.25  # type: ignore[attr-defined]
+    trained = {id(p) for g in step.optimizer.param_groups for p in g["params"]}  # type: ignore[attr-defined]
+    assert all(id(p) in trained for p in model.aux_head.parameters())  # type: ignore[union-attr]
+    outputs = model(YOLO9.probe_batch(1, 64, 80).images)
+    assert outputs.aux is not None  # type: ignore[union-attr]
+    # aux_weight=0: the main head only, as 1.6.0 trains then
+    YOLO9.train_step(model, device=CPU, amp=False, options=_options("yolo9", aux_weight=0.0))
+    assert model.aux is None and model.aux_head is None  # type: ignore[union-attr]

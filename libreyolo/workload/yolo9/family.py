@@ -34,6 +34,7 @@ from libreyolo.workload.family import (
 )
 from libreyolo.workload.infer import InferStep
 from libreyolo.workload.train import (
+    AUX_WEIGHT,
     CHANNELS_LAST,
     FOREACH_UPDATES,
     MAX_LABELS,
@@ -131,6 +132,9 @@ class YOLOv9Workload:
             )
         keys = options.keys_for(self.name)
         rows = None if trimmed else options.max_labels or keys.max_labels or MAX_LABELS
+        aux_weight = AUX_WEIGHT if keys.aux_weight is None else keys.aux_weight
+        if isinstance(model, YOLOv9):  # 1.6.0 trains with PGI unless aux_weight is 0
+            model.set_aux(aux_weight > 0)
         return TrainStep(
             model,
             device=device,
@@ -144,6 +148,7 @@ class YOLOv9Workload:
             ema_decay=keys.ema_decay,
             channels_last=channels_last or CHANNELS_LAST in options.variants,
             target_rows=rows,
+            aux_weight=aux_weight,
             foreach_updates=FOREACH_UPDATES in options.variants,
         )
 

@@ -350,6 +350,21 @@ class YOLOv9(nn.Module):
             xyxy = torch.cat((centres - lt, centres + rb), 1) * stride.T
             return torch.cat((xyxy, cls.sigmoid()), 1)
 
+    def set_aux(self, enabled: bool) -> None:
+        """Attach the PGI branch (aux neck and head, freshly initialised, as 1.6.0's
+        `enable_aux` does before a new training run; one already there is kept) or drop it
+        (1.6.0's `aux_weight=0`: the main head only)."""
+        if not enabled:
+            self.aux = self.aux_head = None
+            return
+        if self.aux is not None and self.aux_head is not None:
+            return
+        spec = SIZES[self.size]
+        ch = (spec.b3[0], spec.b4, spec.b5)
+        like = next(self.head.parameters())
+        self.aux = AuxNeck(spec).to(like.device, like.dtype)
+        self.aux_head = DDetect(self.nc, ch, self.head.cls_width).to(like.device, like.dtype)
+
     def reset_classes(self, nc: int, names: dict[int, str] | None = None) -> None:
         """Fine-tuning to nc classes: fresh last class layers, towers keep their width."""
         heads = [h for h in (self.head, self.aux_head) if h is not None]
