@@ -29,6 +29,7 @@ from libreyolo.analysis.diff import PhaseTest, ProfileDiff, diff_profiles, with_
 from libreyolo.analysis.exec_compare import disagreement, exec_warnings
 from libreyolo.analysis.gate import Gate, gate_metric, regression_gate, require_trials
 from libreyolo.analysis.result_kind import ResultKind
+from libreyolo.analysis.trainer_gap import TrainerGap, trainer_gap
 from libreyolo.defaults import MIN_AGREEMENT
 from libreyolo.document.health_names import SUSPECT
 from libreyolo.document.mode import Mode
@@ -86,6 +87,8 @@ class Comparison:
     contended: Delta
     compute: ComputeDeltas
     diff: ProfileDiff | None = None
+    # The built-in step beside libreyolo 1.x's own trainer (one side `--trainer`), per part.
+    trainer_gap: TrainerGap | None = None
 
     @property
     def failed_gates(self) -> tuple[tuple[str | None, Gate], ...]:
@@ -300,4 +303,5 @@ def compare(
         contended=delta("contended"),
         compute=compute_deltas(before, after),
         diff=with_phase_tests(diff_profiles(before, after, top), _phase_test(before, after)),
+        trainer_gap=trainer_gap(before, after),
     )

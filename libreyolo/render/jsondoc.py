@@ -16,6 +16,7 @@ from libreyolo.document.mode import Mode
 from libreyolo.document.phases import FORWARD, POSTPROCESS, PREPROCESS
 from libreyolo.render.compute_json import compute_json
 from libreyolo.render.diff_json import diff_json
+from libreyolo.render.trainer_gap_view import trainer_gap_json
 
 if TYPE_CHECKING:  # result types only; importing them would cost every reader start-up time
     from libreyolo.analysis.compare import Comparison, Delta, ShareDelta, Significance
@@ -252,6 +253,7 @@ def _(result: Comparison, source: ReadFrom) -> Any:
         "compute": _compute_deltas(result.compute),
         "warnings": list(result.warnings),
         "changes": diff_json(result.diff) if result.diff else None,
+        "trainer_gap": trainer_gap_json(result.trainer_gap) if result.trainer_gap else None,
     }
 
 

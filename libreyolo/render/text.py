@@ -19,6 +19,7 @@ from libreyolo.render.compute_text import compare_compute_lines
 from libreyolo.render.diff_text import diff_lines
 from libreyolo.render.safe import safe_text, short_name
 from libreyolo.render.summary_text import note_lines, quiet_verdict_line, summary_lines
+from libreyolo.render.trainer_gap_view import trainer_gap_lines
 from libreyolo.render.units import (
     fmt_count,
     fmt_or_unknown,
@@ -197,6 +198,8 @@ def _(result: Comparison) -> Lines:
             f"CPU wait       {fmt_share(wait.before)} -> {fmt_share(wait.after)}{_points(wait)}"
         )
     lines += [f"warning: {safe_text(w)}" for w in result.warnings]
+    if result.trainer_gap is not None:
+        lines += trainer_gap_lines(result.trainer_gap)
     if result.diff is not None:
         lines += diff_lines(result.diff)
     if result.gate is not None:
