@@ -9,7 +9,8 @@ unsynced step, the bare ones for training). The table prints both sides' median 
 median of the rounds' ratios (each round runs the two back to back, so the ratio cancels the
 host's drift between rounds) and each side's phase shares (dataload, forward with the loss,
 backward, optimizer with EMA, of the step); the target is that ratio within ±5 % and shares
-within 5 points. libreyolo 1.6.0 lives in its own
+within 5 points. `--builtin` holds this package's own step (`profile run` without `--trainer`)
+to the trainer instead: within ±15 % and 15 points (issue 42). libreyolo 1.6.0 lives in its own
 environment (never a dependency):
 
     python3 -m venv .venv-v1 && .venv-v1/bin/pip install torch==2.14.1 \\
@@ -40,6 +41,7 @@ from tests.fixture_files import YOLO9T, fixture_file
 TIMER = Path(__file__).resolve().parent / "v1_step_timer.py"
 PHASES = ("dataload", "forward", "backward", "optimizer")
 FAMILIES = {"yolo9t": lambda: str(fixture_file(YOLO9T)), "yoloxs": lambda: "yolox-s"}
+BUILTIN_NAMES = {"yolox-s": "LibreYOLOXs.pt"}
 
 
 def _words(data: Path, weights: str, batch: int, imgsz: int) -> list[str]:
@@ -69,16 +71,22 @@ def _reference(python: str, words: list[str], steps: int, warmup: int, threads: 
     return {"img_per_s": batch * 1000.0 / step, "shares": shares}
 
 
-def _profiled(python: str, words: list[str], steps: int, warmup: int, threads: int) -> dict:
-    """`profile run --trainer` with the same settings: its img/s and synced phase shares."""
+def _profiled(
+    python: str, words: list[str], steps: int, warmup: int, threads: int, *, builtin: bool
+) -> dict:
+    """`profile run --trainer` (or, `builtin`, this package's own step: no `--trainer`) with
+    the same settings: its img/s and synced phase shares."""
     settings = dict(w.split("=", 1) for w in words)
+    trainer = [] if builtin else ["--trainer", python, "--train-arg", "pretrained=false"]
+    if builtin:  # 1.x's name for a model it builds; ours, random init, costs the same
+        settings["model"] = BUILTIN_NAMES.get(settings["model"], settings["model"])
     with tempfile.TemporaryDirectory() as tmp:
         argv = [
-            sys.executable, "-m", "libreyolo", "profile", "run", settings["data"],
-            "--trainer", python, "--weights", settings["model"], "--batch", settings["batch"],
+            sys.executable, "-m", "libreyolo", "profile", "run", settings["data"], *trainer,
+            "--weights", settings["model"], "--batch", settings["batch"],
             "--imgsz", settings["imgsz"], "--device", "cpu", "--workers", "0",
             "--warmup", str(warmup), "--steps", str(steps), "--threads", str(threads),
-            "--train-arg", "pretrained=false", "--project", tmp, "--json",
+            "--project", tmp, "--json",
         ]  # fmt: skip
         subprocess.run(argv, check=True, capture_output=True)
         profile = json.loads((Path(tmp) / "run" / "profile.json").read_text())
@@ -103,7 +111,14 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument(
+        "--builtin",
+        action="store_true",
+        help="hold this package's own step (no --trainer) to the trainer: ±15 %% and 15 points",
+    )
     args = parser.parse_args()
+    # --trainer adds only the probe's overhead; the built-in step is another implementation
+    ratio_bound, share_bound = (0.15, 15.0) if args.builtin else (0.05, 5.0)
     batches = [int(b) for b in args.batches.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
         # the probe's window: warmup + steps + bare (half the steps) batches in one epoch
@@ -120,7 +135,7 @@ def main() -> None:
                     for index in range(args.rounds):  # alternated: both see the same host
                         common = (args.v1, words, args.steps, args.warmup, args.threads)
                         refs.append(_reference(*common))
-                        profs.append(_profiled(*common))
+                        profs.append(_profiled(*common, builtin=args.builtin))
                         # each round as it ends (stderr): a run stopped by a time limit keeps them
                         print(
                             f"{family} {imgsz} b{batch} round {index + 1}: "
@@ -142,7 +157,7 @@ def main() -> None:
                         k: statistics.median(p["shares"][k] for p in profs) for k in PHASES
                     }
                     worst = max(abs(ref_shares[k] - prof_shares[k]) for k in PHASES) * 100
-                    ok = abs(ratio - 1) <= 0.05 and worst <= 5
+                    ok = abs(ratio - 1) <= ratio_bound and worst <= share_bound
                     failures += not ok
                     shares = "/".join(f"{ref_shares[k] * 100:.0f}" for k in PHASES)
                     shares += " vs " + "/".join(f"{prof_shares[k] * 100:.0f}" for k in PHASES)
@@ -154,7 +169,8 @@ def main() -> None:
                         f"{worst:.1f} pt) {'ok' if ok else 'MISS'}",
                         flush=True,
                     )
-        print("PASS" if failures == 0 else f"FAIL: {failures} rows outside ±5 % / 5 points")
+        bounds = f"±{ratio_bound * 100:.0f} % / {share_bound:.0f} points"
+        print("PASS" if failures == 0 else f"FAIL: {failures} rows outside {bounds}")
 
 
 if __name__ == "__main__":
