@@ -158,10 +158,19 @@ def _ends_with_eoi(path: Path) -> bool:
         return fh.read(2) == b"\xff\xd9"
 
 
-def _decode(path: Path) -> Image.Image:
+def _decode(path: Path, longest: int | None = None) -> Image.Image:
+    """The image as RGB (EXIF orientation ignored, as 1.6.0). `longest`: the longer side the
+    caller resizes to; a JPEG is then decoded at the smallest DCT scale (1/2, 1/4, 1/8) that
+    still covers it, so the pair costs about what 1.6.0's OpenCV decode and INTER_LINEAR resize
+    do (a full Pillow decode plus its antialiased resize cost 2.6x that: docs/workload-parity.md
+    row 4)."""
     try:
         with Image.open(path) as image:
-            return image.convert("RGB")  # forces a full decode; EXIF orientation ignored (1.6.0)
+            if longest is not None and image.format == "JPEG":
+                w, h = image.size
+                r = longest / max(w, h)
+                image.draft("RGB", (max(1, round(w * r)), max(1, round(h * r))))
+            return image.convert("RGB")  # forces a full decode
     except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as err:
         raise _BadImageError(f"corrupt image ({err})") from None
 
@@ -293,7 +302,7 @@ class YoloDataset(Dataset[Sample]):
         cached = self._cached.get(item.path)
         if cached is not None:
             return cached
-        image = _decode(item.path)
+        image = _decode(item.path, self.imgsz)
         w, h = image.size
         r = self.imgsz / max(w, h)
         if r != 1:
