@@ -34,12 +34,10 @@ FAMILY_DEFAULTS: dict[str, dict[str, Any]] = {
 ALIASES = {"mosaic": "mosaic_prob", "mixup": "mixup_prob", "fliplr": "flip_prob"}
 # Keys 1.6.0's CLI takes that are not config fields (`val=false` is `eval_interval=0`).
 CLI_ONLY = frozenset({"pretrained", "val", "lr_drop", "task"})
-# Keys `profile run` sets with its own flags: a word would fight the flag.
-FLAG_KEYS = {
+# Keys `profile run` sets with its own flags, for 1.x's trainer too: a word would fight the flag.
+TRAINER_FLAG_KEYS = {
     "data": "DATA",
-    "data_dir": "DATA",
     "model": "--weights",
-    "size": "--size",
     "batch": "--batch",
     "imgsz": "--imgsz",
     "device": "--device",
@@ -47,6 +45,12 @@ FLAG_KEYS = {
     "amp": "--amp / --no-amp",
     "cache": "--cache",
     "max_labels": "--max-labels",
+}
+# The built-in step's: also the size and how it runs (1.x's trainer takes `compile=` itself).
+FLAG_KEYS = {
+    **TRAINER_FLAG_KEYS,
+    "data_dir": "DATA",
+    "size": "--size",
     "compile": "--exec compile",
 }
 # Keys whose value changes nothing one step does: the run's length and schedule, validation,
@@ -157,6 +161,18 @@ class TrainKeys:
     max_labels: int | None  # YOLOv9's target rows per image; None where the family has none
     aux_weight: float | None  # YOLOv9's PGI aux head loss weight (0: no aux branch); else None
     no_aug_phase: bool = False  # ours: a step of 1.6.0's last `no_aug_epochs` (mosaic off)
+
+    def update_settings(self) -> dict[str, Any]:
+        """The optimizer and EMA keys as a family's step takes them (`TrainStep` and
+        `YOLOXTrainStep` keyword arguments)."""
+        return {
+            "optimizer": self.optimizer,
+            "lr0": self.lr0,
+            "momentum": self.momentum,
+            "weight_decay": self.weight_decay,
+            "nesterov": self.nesterov,
+            "ema_decay": self.ema_decay,
+        }
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready values (pairs as lists), in field order."""

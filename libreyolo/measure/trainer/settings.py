@@ -17,20 +17,10 @@ from pathlib import Path
 
 from libreyolo.config.schema import ExecMode, ModeOption, ProfileConfig
 from libreyolo.errors import MissingFileError, TrainerError
-from libreyolo.workload.train_keys import ALIASES, words_of
+from libreyolo.workload.train_keys import ALIASES, TRAINER_FLAG_KEYS, words_of
 
 # 1.x keys the flags of `profile run` set: given as --train-arg they would fight the flag.
-FLAG_FOR_KEY = {
-    "data": "DATA",
-    "model": "--weights",
-    "batch": "--batch",
-    "imgsz": "--imgsz",
-    "device": "--device",
-    "workers": "--workers",
-    "amp": "--amp / --no-amp",
-    "cache": "--cache",
-    "max_labels": "--max-labels",
-}
+FLAG_FOR_KEY = TRAINER_FLAG_KEYS
 # 1.x keys the probe owns: where the run writes, its profiler and how it stops.
 PROBE_KEYS = frozenset(
     {

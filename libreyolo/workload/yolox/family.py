@@ -138,12 +138,7 @@ class YOLOXWorkload:
             device=device,
             amp=amp,
             ema=ema and keys.ema,
-            lr0=keys.lr0,
-            momentum=keys.momentum,
-            weight_decay=keys.weight_decay,
-            nesterov=keys.nesterov,
-            optimizer=keys.optimizer,
-            ema_decay=keys.ema_decay,
+            **keys.update_settings(),
             use_l1=keys.no_aug_phase,  # 1.6.0 turns the L1 term on with its no-aug epochs
             channels_last=channels_last or CHANNELS_LAST in options.variants,
             foreach_updates=FOREACH_UPDATES in options.variants,
