@@ -204,6 +204,14 @@ class TrainKeysConfig:
     ema_decay: float | None = None
     no_aug_phase: bool = False
 
+    def given(self) -> dict[str, Any]:
+        """The 1.6.0 keys set here (not None), by name; `no_aug_phase` is ours, not a key."""
+        return {
+            name: value
+            for name, value in vars(self).items()
+            if name != "no_aug_phase" and value is not None
+        }
+
 
 @dataclass(frozen=True)
 class ProfileConfig:

@@ -11,11 +11,11 @@ Must not: build a model or a dataset, or decide anything a family decides (`trai
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 from libreyolo import defaults
-from libreyolo.config.schema import ProfileConfig, TrainKeysConfig
+from libreyolo.config.schema import ProfileConfig
 from libreyolo.errors import UsageError
 from libreyolo.workload.family import TrainOptions
 from libreyolo.workload.train_keys import Resolved, parse_words, resolve, show_value
@@ -60,11 +60,7 @@ def recorded_variants(settings: ProfileConfig) -> list[str]:
 def user_keys(settings: ProfileConfig, family: str) -> dict[str, Any]:
     """The 1.6.0 keys the user set, as config fields: `train.*` then `train_args` words (a key
     in both is a UsageError: which one would be measured?), with `--max-labels`."""
-    typed = {
-        f.name: getattr(settings.train, f.name)
-        for f in fields(TrainKeysConfig)
-        if f.name != "no_aug_phase" and getattr(settings.train, f.name) is not None
-    }
+    typed = settings.train.given()
     words = parse_words(settings.train_args, family)
     both = sorted(set(typed) & set(words))
     if both:

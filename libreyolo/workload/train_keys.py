@@ -267,7 +267,7 @@ def resolve(
     return Resolved(TrainKeys(**values, no_aug_phase=no_aug_phase), adopted, notes)
 
 
-def check_user_key(name: str, family: str) -> None:
+def _check_user_key(name: str) -> None:
     """UsageError unless `name` (a config field) may be set for the built-in step."""
     if name in FLAG_KEYS:
         raise UsageError(
@@ -283,7 +283,7 @@ def _defaults(family: str) -> dict[str, Any]:
 def _check_known(key: str, family: str) -> str:
     name = canonical(key)
     if name in known_keys(family):
-        check_user_key(name, family)
+        _check_user_key(name)
         return name
     close = difflib.get_close_matches(key, sorted(known_keys(family)), n=1)
     raise UsageError(

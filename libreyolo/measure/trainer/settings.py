@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import os
 import shlex
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 from libreyolo.config.schema import ExecMode, ModeOption, ProfileConfig
 from libreyolo.errors import MissingFileError, TrainerError
 from libreyolo.workload.train_keys import ALIASES, TRAINER_FLAG_KEYS, words_of
 
-# 1.x keys the flags of `profile run` set: given as --train-arg they would fight the flag.
-FLAG_FOR_KEY = TRAINER_FLAG_KEYS
 # 1.x keys the probe owns: where the run writes, its profiler and how it stops.
 PROBE_KEYS = frozenset(
     {
@@ -126,30 +124,22 @@ def check_trainer_config(cfg: ProfileConfig) -> None:
             "no_aug_epochs=1",
         )
     device_word(cfg.device.name)
-    seen: set[str] = set(typed_train_keys(cfg))
+    seen: set[str] = set(cfg.train.given())  # 1.x's field names, as ALIASES maps words
     for word in cfg.train_args:
         key = word.split("=", 1)[0]
         if "=" not in word or not key.isidentifier():
             raise TrainerError(f"--train-arg {word!r}: must be KEY=VALUE, e.g. mosaic=0.0")
-        if key in FLAG_FOR_KEY:
+        if key in TRAINER_FLAG_KEYS:  # given as --train-arg they would fight the flag
             raise TrainerError(
-                f"--train-arg {word}: {key}= is set by {FLAG_FOR_KEY[key]}",
-                hint=f"use {FLAG_FOR_KEY[key]}",
+                f"--train-arg {word}: {key}= is set by {TRAINER_FLAG_KEYS[key]}",
+                hint=f"use {TRAINER_FLAG_KEYS[key]}",
             )
         if key in PROBE_KEYS:
             raise TrainerError(f"--train-arg {word}: the profiler sets {key}= itself")
-        if key in seen or ALIASES.get(key) in seen:
+        name = ALIASES.get(key, key)
+        if name in seen:
             raise TrainerError(f"--train-arg {key}= is given twice (or also by a flag)")
-        seen.add(ALIASES.get(key, key))
-
-
-def typed_train_keys(cfg: ProfileConfig) -> dict[str, object]:
-    """The 1.x keys set as `train.*` (`--mosaic`, `--optimizer`, ...), in 1.x's field names."""
-    return {
-        f.name: getattr(cfg.train, f.name)
-        for f in fields(cfg.train)
-        if f.name != "no_aug_phase" and getattr(cfg.train, f.name) is not None
-    }
+        seen.add(name)
 
 
 def device_word(device: str) -> str:
@@ -187,7 +177,7 @@ def train_words(cfg: ProfileConfig, data: str) -> tuple[str, ...]:
         words.append("cache=ram")
     if cfg.max_labels is not None:
         words.append(f"max_labels={cfg.max_labels}")
-    words += words_of(typed_train_keys(cfg))
+    words += words_of(cfg.train.given())  # `--mosaic`, `--optimizer`, ... in 1.x's names
     return (*words, *cfg.train_args)
 
 
