@@ -284,6 +284,7 @@ def backward_and_update(total: Tensor, step: Optimising, phases: PhaseHook) -> N
 TRIMMED_TARGETS = "trimmed_targets"
 FOREACH_UPDATES = "foreach_updates"
 CHANNELS_LAST = "channels_last"
+VECTORISED_ASSIGNER = "vectorised_assigner"
 
 
 def foreach_pair(step: Optimising) -> list[VariantPair]:
@@ -362,8 +363,10 @@ class TrainStep:
     `channels_last` runs the convolutions in NHWC (the `channels_last` variant: same values,
     often faster; 1.6.0 trains NCHW). `target_rows`: the
     target rows per image the loss assigns over (1.6.0's `max_labels`, 300); None trims them to
-    the batch's most crowded image (same values, less work). `foreach_updates`: SGD and the EMA
-    as one multi-tensor update each on every device (1.6.0 loops per tensor on the CPU).
+    the batch's most crowded image (same values, less work). `vectorised_assigner`: the loss's
+    cheaper arithmetic for the same values (`YOLOv9Loss(vectorised=True)`). `foreach_updates`:
+    SGD and the EMA as one multi-tensor update each on every device (1.6.0 loops per tensor on
+    the CPU).
     `warmup_iters` > 0 ramps lr from min(1e-4, lr0) to lr0 and momentum from 0.8 to 0.937
     linearly over that many steps; 0 (the default) starts at lr0 and 0.937. `optimizer`,
     `nesterov` and `ema_decay` are 1.6.0's keys (`build_optimizer`).
@@ -387,6 +390,7 @@ class TrainStep:
         target_rows: int | None = MAX_LABELS,
         aux_weight: float = AUX_WEIGHT,
         foreach_updates: bool = False,
+        vectorised_assigner: bool = False,
         loss: YOLOv9Loss | None = None,
     ) -> None:
         self.device = torch.device(device)
@@ -395,7 +399,11 @@ class TrainStep:
         self.model = model.to(self.device).to(memory_format=self.memory_format).train()
         nc, strides = int(getattr(model, "nc", 80)), getattr(model, "strides", (8, 16, 32))
         self.loss = loss or YOLOv9Loss(
-            nc, strides, int(getattr(model, "reg_max", 16)), aux_weight=aux_weight
+            nc,
+            strides,
+            int(getattr(model, "reg_max", 16)),
+            aux_weight=aux_weight,
+            vectorised=vectorised_assigner,
         )
         # AMP only on CUDA, as the reference: on CPU a plain fp32 step with a disabled scaler.
         self.amp_effective = amp and self.device.type == "cuda"
@@ -436,12 +444,13 @@ class TrainStep:
 
     def variant_pairs(self, batch: BatchLike) -> list[VariantPair]:
         """The variants this step does not run, each against the part it changes:
-        `trimmed_targets` (unless it trims already), the loss's forward and backward on `batch`
-        from one forward of the model whose maps are leaves, so the pair differs only in the
-        target rows; `channels_last` (`layout_pair`, unless it runs NHWC); `foreach_updates`
+        `trimmed_targets` (unless it trims already) and `vectorised_assigner` (unless it runs
+        it), the loss's forward and backward on `batch` from one forward of the model whose maps
+        are leaves, so a pair differs only in the target rows or the loss's arithmetic;
+        `channels_last` (`layout_pair`, unless it runs NHWC); `foreach_updates`
         (`foreach_pair`). Changes BN statistics (a train-mode forward) and the weights: call
         after the measured steps."""
-        return [*self._trimmed_pair(batch), *self._layout_pair(batch), *foreach_pair(self)]
+        return [*self._loss_pairs(batch), *self._layout_pair(batch), *foreach_pair(self)]
 
     def _layout_pair(self, batch: BatchLike) -> list[VariantPair]:
         images, trimmed = self._to_device(batch)
@@ -454,8 +463,10 @@ class TrainStep:
 
         return layout_pair(self.model, self.memory_format, images, loss_of)
 
-    def _trimmed_pair(self, batch: BatchLike) -> list[VariantPair]:
-        if self.target_rows is None:
+    def _loss_pairs(self, batch: BatchLike) -> list[VariantPair]:
+        trim = self.target_rows is not None
+        vectorise = not self.loss.vectorised
+        if not (trim or vectorise):
             return []
         images, trimmed = self._to_device(batch)
         rows = fit_rows(trimmed, self.target_rows)
@@ -463,16 +474,27 @@ class TrainStep:
         autocast = torch.autocast(self.device.type, torch.float16, enabled=self.amp_effective)
         with autocast:  # with grad, as the step runs it: a compiled model keeps its graph
             leaves = _as_leaves(self.model(images))  # the model's own graph is dropped here
+        vectorised = copy.copy(self.loss)
+        vectorised.vectorised = True
 
-        def loss_pass(targets: Tensor) -> Callable[[], object]:
+        def loss_pass(loss: YOLOv9Loss, targets: Tensor) -> Callable[[], object]:
             def run() -> object:
-                total, _ = self.loss(leaves, targets, size)
+                total, _ = loss(leaves, targets, size)
                 return torch.autograd.grad(total, [*leaves.main, *(leaves.aux or [])])
 
             return run
 
-        part = f"the loss, forward and backward, over {self.target_rows} target rows per image"
-        return [VariantPair(TRIMMED_TARGETS, part, loss_pass(rows), loss_pass(trimmed))]
+        as_run = loss_pass(self.loss, rows)
+        pairs = []
+        if trim:
+            part = f"the loss, forward and backward, over {self.target_rows} target rows per image"
+            pairs.append(VariantPair(TRIMMED_TARGETS, part, as_run, loss_pass(self.loss, trimmed)))
+        if vectorise:
+            part = "the loss, forward and backward, with 1.6.0's assigner arithmetic"
+            pairs.append(
+                VariantPair(VECTORISED_ASSIGNER, part, as_run, loss_pass(vectorised, rows))
+            )
+        return pairs
 
     def _to_device(self, batch: BatchLike) -> tuple[Tensor, Tensor]:
         """The batch's images and its targets padded to its most crowded image, on the device."""

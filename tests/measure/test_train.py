@@ -81,9 +81,11 @@ def test_training_profile_is_complete(
     assert (profile.run.family, profile.run.random_init) == ("yolo9", False)
     assert (profile.run.max_labels, profile.run.variants) == (300, [])  # 1.6.0's work per step
     # The speed-ups it did not use, each timed after the window on the part it changes.
-    trimmed, layout, foreach = profile.variant_trials
+    trimmed, assigner, layout, foreach = profile.variant_trials
     assert (trimmed.variant, trimmed.repeats) == ("trimmed_targets", 3)
     assert trimmed.part == "the loss, forward and backward, over 300 target rows per image"
+    assert (assigner.variant, assigner.repeats) == ("vectorised_assigner", 3)
+    assert assigner.part == "the loss, forward and backward, with 1.6.0's assigner arithmetic"
     assert (layout.variant, layout.repeats) == ("channels_last", 3)
     assert layout.part == "the forward and backward with the loss, NCHW as 1.6.0 runs them"
     assert profile.execution is not None and profile.execution.channels_last is False
@@ -91,7 +93,7 @@ def test_training_profile_is_complete(
     assert foreach.part == "the weight update (SGD step and EMA, as 1.6.0 runs them)"
     step_ms = profile.metrics["step_ms"]
     assert isinstance(step_ms, float) and profile.verdict is not None
-    for trial in (trimmed, layout, foreach):
+    for trial in (trimmed, assigner, layout, foreach):
         assert trial.as_run_ms > 0 and trial.variant_ms > 0
         named = [lever for lever in profile.verdict.levers if f"--variant {trial.variant}" in lever]
         saved_ms = trial.as_run_ms - trial.variant_ms
@@ -292,7 +294,7 @@ def test_a_bad_training_option_is_refused_before_a_profile_is_written(
 
 
 def test_the_variants_are_recorded(checkpoint: Path, data: Path, tmp_path: Path) -> None:
-    variants = ["trimmed_targets", "foreach_updates", "channels_last"]
+    variants = ["trimmed_targets", "vectorised_assigner", "foreach_updates", "channels_last"]
     profile, _ = profile_training(
         _settings(checkpoint, data, tmp_path, variants=variants, trace=False)
     )

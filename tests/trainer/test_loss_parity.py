@@ -1,6 +1,7 @@
 """The built-in YOLOv9 loss gives libreyolo 1.6.0's values and gradients: the same head maps and
 boxes through 1.6.0's own `YOLO9Loss` (in its environment, its files unedited) and through ours,
-with 1.6.0's 300 target rows per image and with the `trimmed_targets` variant's rows."""
+with 1.6.0's 300 target rows per image and arithmetic, and with the `trimmed_targets` and
+`vectorised_assigner` variants."""
 
 from __future__ import annotations
 
@@ -66,14 +67,17 @@ def _v1_losses(tmp_path: Path, maps: list[torch.Tensor], rows: torch.Tensor) -> 
     return torch.load(result)
 
 
-@pytest.mark.parametrize("variant", ["max_labels", "trimmed_targets"])
+@pytest.mark.parametrize(
+    "variant", ["max_labels", "trimmed_targets", "vectorised_assigner", "both variants"]
+)
 def test_our_loss_gives_1_6_0s_values(tmp_path: Path, variant: str) -> None:
     maps, rows = _batch()
     theirs = _v1_losses(tmp_path, maps, rows)
     trimmed = pad_targets(rows, 2)
-    targets = fit_rows(trimmed, 300) if variant == "max_labels" else trimmed
+    targets = trimmed if "trimmed" in variant or "both" in variant else fit_rows(trimmed, 300)
     leaves = [m.clone().requires_grad_(True) for m in maps]
-    total, parts = YOLOv9Loss(NC, STRIDES, REG_MAX)(leaves, targets, IMGSZ)
+    vectorised = "vectorised" in variant or "both" in variant
+    total, parts = YOLOv9Loss(NC, STRIDES, REG_MAX, vectorised=vectorised)(leaves, targets, IMGSZ)
     assert theirs["total_loss"].item() > 0
     torch.testing.assert_close(total, theirs["total_loss"], rtol=1e-4, atol=1e-5)
     for name in ("box", "dfl", "cls"):

@@ -12,8 +12,11 @@ from libreyolo.workload.yolo9.loss import (
     YOLOv9Loss,
     assign,
     candidate_mask,
+    candidate_mask_by_sides,
     ciou,
+    dfl_cross_entropy,
     dfl_loss,
+    fit_rows,
     pad_targets,
 )
 from libreyolo.workload.yolo9.model import TrainOutput, make_anchors
@@ -275,3 +278,61 @@ def test_maps_that_do_not_fit_are_refused() -> None:
         loss(random_maps(1, 64, 64), ROWS[:0], (64, 96))
     with pytest.raises(ValueError, match="expected"):
         YOLOv9Loss(NC + 1)(random_maps(1, 64, 64), ROWS[:0])
+
+
+# -- 1.6.0's arithmetic and the vectorised_assigner variant's: the same values ------------------
+
+
+def test_both_candidate_masks_agree() -> None:
+    points, stride = grid(128, 96)
+    gt = fit_rows(pad_targets(ROWS, 2), 7)  # with padding rows
+    gt = torch.cat((gt, padded((-1, 0, 0, 96, 128)).expand(2, 1, 5)), 1)  # a padding row's box
+    by_sides = candidate_mask_by_sides(gt, points, stride, 16)
+    assert by_sides.any() and torch.equal(by_sides, candidate_mask(gt, points, stride, 16))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_both_assigners_agree(seed: int) -> None:
+    g = torch.Generator().manual_seed(seed)
+    points, stride = grid(128, 96)
+    gt = fit_rows(pad_targets(ROWS, 2), 9)
+    centres = (points * stride).repeat(1, 2)
+    boxes = (
+        centres
+        + torch.randn(2, points.shape[0], 4, generator=g) * 12
+        + torch.tensor([-10.0, -10.0, 10.0, 10.0])
+    )  # boxes near each anchor: many overlap several targets, so duplicates get settled
+    logits = torch.randn(2, points.shape[0], NC, generator=g)
+    mask = candidate_mask(gt, points, stride, 16)
+    fast = assign(logits, boxes, gt, mask, vectorised=True)
+    as_1_6_0 = assign(logits, boxes, gt, mask, vectorised=False)
+    assert fast.positive.sum() > 10
+    for ours, theirs in zip(fast, as_1_6_0, strict=True):
+        torch.testing.assert_close(ours, theirs, rtol=0, atol=0)
+
+
+def test_dfl_cross_entropy_is_dfl_loss() -> None:
+    g = torch.Generator().manual_seed(3)
+    logits = torch.randn(5, 4, 16, generator=g)
+    target = torch.rand(5, 4, generator=g) * 14.99
+    torch.testing.assert_close(
+        dfl_cross_entropy(logits, target), dfl_loss(logits.log_softmax(-1), target)
+    )
+
+
+@pytest.mark.parametrize("rows", [ROWS, ROWS[:0]], ids=["boxes", "no boxes"])
+def test_both_arithmetics_give_the_same_loss_and_gradients(rows: Tensor) -> None:
+    targets = fit_rows(pad_targets(rows, 2), 300)
+    results = []
+    for vectorised in (False, True):
+        main, aux = random_maps(2, 128, 96, seed=4), random_maps(2, 128, 96, seed=5)
+        loss = YOLOv9Loss(NC, STRIDES, 16, vectorised=vectorised)
+        total, parts = loss(TrainOutput(main, aux), targets, (128, 96))
+        results.append((total, parts, torch.autograd.grad(total, [*main, *aux])))
+    (total, parts, grads), (fast_total, fast_parts, fast_grads) = results
+    torch.testing.assert_close(total, fast_total)
+    for name in ("box", "dfl", "cls", "num_fg"):
+        torch.testing.assert_close(parts[name], fast_parts[name])
+    for grad, fast_grad in zip(grads, fast_grads, strict=True):
+        torch.testing.assert_close(grad, fast_grad)
+    assert (parts["num_fg"] > 0) == (rows.shape[0] > 0)

@@ -62,7 +62,10 @@ def test_the_step_assigns_over_1_6_0s_rows_unless_trimmed() -> None:
     assert YOLO9.train_step(model, device=torch.device("cpu"), amp=False, options=fewer)
     trimmed = TrainOptions(variants=frozenset({"trimmed_targets"}))
     step = YOLO9.train_step(model, device=torch.device("cpu"), amp=False, options=trimmed)
-    assert step.target_rows is None
+    assert step.target_rows is None and not step.loss.vectorised  # 1.6.0's arithmetic
+    vectorised = TrainOptions(variants=frozenset({"vectorised_assigner"}))
+    step = YOLO9.train_step(model, device=torch.device("cpu"), amp=False, options=vectorised)
+    assert step.target_rows == 300 and step.loss.vectorised
 
 
 def test_the_step_feeds_the_loss_its_rows(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -91,4 +94,7 @@ def test_options_a_family_cannot_honour_are_refused() -> None:
     trimmed = TrainOptions(variants=frozenset({"trimmed_targets"}))
     with pytest.raises(UsageError, match="yolox has no such variant"):
         YOLOX.train_step(yolox, device=torch.device("cpu"), amp=False, options=trimmed)
+    vectorised = TrainOptions(variants=frozenset({"vectorised_assigner"}))
+    with pytest.raises(UsageError, match="vectorised_assigner: yolox has no such variant"):
+        YOLOX.train_step(yolox, device=torch.device("cpu"), amp=False, options=vectorised)
     assert YOLOX.train_step(yolox, device=torch.device("cpu"), amp=False).target_rows == 50

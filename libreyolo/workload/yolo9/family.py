@@ -39,6 +39,7 @@ from libreyolo.workload.train import (
     FOREACH_UPDATES,
     MAX_LABELS,
     TRIMMED_TARGETS,
+    VECTORISED_ASSIGNER,
     TrainStep,
     with_padded_targets,
 )
@@ -145,6 +146,7 @@ class YOLOv9Workload:
             target_rows=rows,
             aux_weight=aux_weight,
             foreach_updates=FOREACH_UPDATES in options.variants,
+            vectorised_assigner=VECTORISED_ASSIGNER in options.variants,
         )
 
     def train_dataset(

@@ -9,13 +9,19 @@ all anchors and classes, CIoU and DFL on the assigned ones, weighted box 7.5, DF
 
 Targets come padded per image to 1.6.0's `max_labels` (300) rows, as its transforms make them
 (`fit_rows`), or, as the `trimmed_targets` variant, only to the batch's largest real count: the
-same values at a fraction of the assigner's cost. Two changes keep the reference's values but
-not its cost: the candidate mask (a function of targets and
-anchors only) is built once and shared by both heads; the box and DFL terms run densely over all
-anchors with zero weight where nothing is assigned, instead of gathering positives by boolean mask.
+same values at a fraction of the assigner's cost.
 
-Must not: step an optimiser, move tensors between devices, or sync with the host (`.item()`,
-boolean indexing). The one sync left is grouping raw (N, 6) rows into a padded tensor, whose width
+By default the arithmetic has 1.6.0's shape too, so a step costs what the user's trainer pays:
+each head builds its own candidate mask from the four side distances stacked and divided by the
+stride; an anchor claimed twice is settled by `argmax` over the targets; the class targets are a
+one-hot scaled in full; the box and DFL terms run on the positives gathered by boolean mask
+(a host sync on CUDA, as 1.6.0's). The `vectorised_assigner` variant keeps the values but not
+that cost: one candidate mask shared by both heads, reductions over targets by `amax`/`amin`
+(argmax over a middle dim is far slower on the CPU), the class targets scattered directly, and
+the box and DFL terms dense over all anchors with zero weight off the positives: no host sync.
+
+Must not: step an optimiser or move tensors between devices. The vectorised path must not sync
+with the host either; its one sync is grouping raw (N, 6) rows into a padded tensor, whose width
 is a host integer: `pad_targets` does it on the CPU rows before the copy when the caller lets it.
 """
 
@@ -112,6 +118,17 @@ def candidate_mask(gt: Tensor, points: Tensor, stride: Tensor, reg_max: int) -> 
     return inside & (gt[..., :1] >= 0)
 
 
+def candidate_mask_by_sides(gt: Tensor, points: Tensor, stride: Tensor, reg_max: int) -> Tensor:
+    """`candidate_mask`'s values with 1.6.0's work: the four side distances of every (target,
+    anchor) pair in one (B, T, A, 4) tensor, divided by the stride, reduced by `amin`/`amax`.
+    Padding rows (class < 0) match nothing."""
+    centres = points * stride  # (A, 2) pixels
+    top_left, bottom_right = gt[:, :, None, 1:3], gt[:, :, None, 3:5]  # (B, T, 1, 2)
+    sides = torch.cat((centres - top_left, bottom_right - centres), -1) / stride  # (B, T, A, 4)
+    inside = (sides.amin(-1) >= 0) & (sides.amax(-1) <= reg_max - DFL_MARGIN)
+    return inside & (gt[..., :1] >= 0)
+
+
 class TaskAlignedAssignment(NamedTuple):
     """Per-anchor targets of one head: soft class scores, GT boxes, positive-anchor weights."""
 
@@ -130,13 +147,15 @@ def assign(
     topk: int = 10,
     alpha: float = 0.5,
     beta: float = 6.0,
+    vectorised: bool = True,
 ) -> TaskAlignedAssignment:
     """Task-aligned assignment on detached predictions: score = IoU**beta * prob**alpha, the top
     `topk` candidates per target, a target left without one gets its best anchor, and an anchor
     claimed twice keeps the target it overlaps most.
 
     `cls_logits` (B, A, nc), `boxes` (B, A, 4) predicted xyxy in pixels, `gt` (B, T, 5) padded
-    targets in pixels, `candidates` from `candidate_mask`.
+    targets in pixels, `candidates` from `candidate_mask`. `vectorised=False`: the same values
+    by 1.6.0's operations (sigmoid of every logit, argmax over targets, a full one-hot).
     """
     b, a, _ = cls_logits.shape
     t = gt.shape[1]
@@ -149,8 +168,11 @@ def assign(
     gt_cls = gt[..., 0].long().clamp(min=0)
     gt_box = gt[..., 1:]
     iou = ciou(gt_box[:, :, None], boxes[:, None]).clamp(0, 1)  # (B, T, A)
-    logit = cls_logits.transpose(1, 2).gather(1, gt_cls[..., None].expand(b, t, a))
-    prob = logit.float().sigmoid()  # the predicted probability of each GT's class, (B, T, A)
+    # the predicted probability of each GT's class, (B, T, A)
+    if vectorised:
+        prob = cls_logits.transpose(1, 2).gather(1, gt_cls[..., None].expand(b, t, a)).sigmoid()
+    else:
+        prob = cls_logits.sigmoid().transpose(1, 2).gather(1, gt_cls[..., None].expand(b, t, a))
     align = iou.pow(beta) * prob.pow(alpha) * real
     # Top-k among candidates; entries whose score is 0 (fewer than k candidates) are not kept.
     values, index = (align * candidates).topk(min(topk, a), dim=-1)
@@ -164,16 +186,28 @@ def assign(
     # argmax). Reductions over T use sum/amax/amin: argmax/any over dim 1 are ~100x slower on CPU.
     rank = torch.arange(t, device=gt.device)[None, :, None]  # (1, T, 1)
     claimed = iou * chosen
-    best_gt = torch.where(claimed == claimed.amax(1, keepdim=True), rank, t).amin(1, keepdim=True)
-    chosen = torch.where(chosen.sum(1, keepdim=True) > 1, rank == best_gt, chosen)
-    positive = chosen.sum(1) > 0
-    gt_index = (chosen * rank).sum(1)  # (B, A): the one GT per positive anchor (0 elsewhere)
+    twice = chosen.sum(1, keepdim=True) > 1
+    if vectorised:
+        best_gt = torch.where(claimed == claimed.amax(1, keepdim=True), rank, t)
+        chosen = torch.where(twice, rank == best_gt.amin(1, keepdim=True), chosen)
+        positive = chosen.sum(1) > 0
+        gt_index = (chosen * rank).sum(1)  # (B, A): the one GT per positive anchor (0 elsewhere)
+    else:
+        best = torch.zeros_like(chosen).scatter_(1, claimed.argmax(1, keepdim=True), True)
+        chosen = torch.where(twice, best, chosen)
+        positive = chosen.any(1)
+        gt_index = chosen.to(torch.uint8).argmax(1)
     # Soft targets: alignment / the GT's best alignment x the GT's best IoU, over chosen pairs.
     align, iou = align * chosen, iou * chosen
     scale = align / (align.amax(-1, keepdim=True) + NORM_EPS) * iou.amax(-1, keepdim=True)
     weight = scale.gather(1, gt_index[:, None]).squeeze(1) * positive
-    cls = torch.zeros_like(cls_logits, dtype=weight.dtype)
-    cls.scatter_(-1, gt_cls.gather(1, gt_index)[..., None], weight[..., None])
+    assigned_cls = gt_cls.gather(1, gt_index)[..., None]  # (B, A, 1)
+    if vectorised:
+        cls = torch.zeros_like(cls_logits, dtype=weight.dtype)
+        cls.scatter_(-1, assigned_cls, weight[..., None])
+    else:
+        one_hot = torch.zeros_like(cls_logits, dtype=torch.bool).scatter_(-1, assigned_cls, True)
+        cls = one_hot * weight[..., None] * positive[..., None]
     box = gt_box.gather(1, gt_index[..., None].expand(b, a, 4))
     return TaskAlignedAssignment(cls, box, weight, positive)
 
@@ -189,6 +223,16 @@ def dfl_loss(log_probs: Tensor, target: Tensor) -> Tensor:
     nll_left = -log_probs.gather(-1, index).squeeze(-1)
     nll_right = -log_probs.gather(-1, index + 1).squeeze(-1)
     return (nll_left * (left + 1 - target) + nll_right * (target - left)).mean(-1)
+
+
+def dfl_cross_entropy(logits: Tensor, target: Tensor) -> Tensor:
+    """`dfl_loss`'s values from raw bin logits (P, 4, reg_max) of gathered anchors, by 1.6.0's
+    operations: one cross-entropy per neighbouring bin. `target` (P, 4); returns (P,)."""
+    flat, distance = logits.reshape(-1, logits.shape[-1]), target.reshape(-1)
+    left = distance.floor()
+    nll_left = F.cross_entropy(flat, left.long(), reduction="none")
+    nll_right = F.cross_entropy(flat, left.long() + 1, reduction="none")
+    return (nll_left * (left + 1 - distance) + nll_right * (distance - left)).view(-1, 4).mean(-1)
 
 
 class HeadLoss(NamedTuple):
@@ -211,6 +255,9 @@ class YOLOv9Loss:
     * `imgsz` (H, W): optional; when given, the map sizes are checked against it.
     * `total`: scalar with graph. `parts`: detached `box`, `dfl`, `cls` (weighted, main + aux
       combined; they sum to `total`) and `num_fg` (positive anchors per image, main head).
+
+    `vectorised`: the `vectorised_assigner` variant's arithmetic (same values, less work, no
+    host sync); by default 1.6.0's (see the module docstring).
     """
 
     def __init__(
@@ -226,8 +273,10 @@ class YOLOv9Loss:
         dfl_weight: float = 1.5,
         cls_weight: float = 0.5,
         aux_weight: float = 0.25,
+        vectorised: bool = False,
     ) -> None:
         self.nc, self.strides, self.reg_max = nc, tuple(strides), reg_max
+        self.vectorised = vectorised
         self.topk, self.alpha, self.beta = topk, alpha, beta
         self.weights = (box_weight, dfl_weight, cls_weight)
         self.aux_weight = aux_weight
@@ -248,7 +297,10 @@ class YOLOv9Loss:
         # The loss runs in fp32 even inside an fp16 autocast region (softmax/matmul/IoU precision).
         with torch.autocast(main[0].device.type, enabled=False):
             points, stride = self.grid(main)
-            candidates = candidate_mask(gt, points, stride, self.reg_max)
+            # one mask for both heads (vectorised); per head, as 1.6.0, otherwise
+            candidates = (
+                candidate_mask(gt, points, stride, self.reg_max) if self.vectorised else None
+            )
             head = self.head_loss(main, gt, candidates)
             terms = [head.box, head.dfl, head.cls]
             if aux is not None:
@@ -271,19 +323,26 @@ class YOLOv9Loss:
             self._grid[key] = make_anchors(shapes, self.strides)
         return self._grid[key]
 
-    def head_loss(self, maps: Sequence[Tensor], gt: Tensor, candidates: Tensor) -> HeadLoss:
-        """Unweighted terms of one head's raw maps against padded pixel targets."""
+    def head_loss(
+        self, maps: Sequence[Tensor], gt: Tensor, candidates: Tensor | None = None
+    ) -> HeadLoss:
+        """Unweighted terms of one head's raw maps against padded pixel targets; `candidates`
+        None: this head builds its own mask, as 1.6.0's loss does."""
         b, r = maps[0].shape[0], self.reg_max
         points, stride = self.grid(maps)
+        if candidates is None:
+            candidates = candidate_mask_by_sides(gt, points, stride, r)
         # (B, A, C) anchors-major: a free view of channels-last maps, one copy of NCHW ones.
         flat = torch.cat(
             [m.float().permute(0, 2, 3, 1).reshape(b, -1, m.shape[1]) for m in maps], 1
         )
         box_logits, cls_logits = torch.split(flat, [4 * r, self.nc], -1)
-        # One log-softmax serves the DFL term and (exponentiated) the expected distances.
-        log_probs = box_logits.reshape(b, -1, 4, r).log_softmax(-1)
-        bins = torch.arange(r, device=log_probs.device, dtype=log_probs.dtype)
-        dist = log_probs.exp() @ bins  # (B, A, 4) expected distance per side, in cells
+        bin_logits = box_logits.reshape(b, -1, 4, r)
+        bins = torch.arange(r, device=flat.device, dtype=flat.dtype)
+        # Vectorised: one log-softmax serves the DFL term and (exponentiated) the distances.
+        log_probs = bin_logits.log_softmax(-1) if self.vectorised else None
+        probs = log_probs.exp() if log_probs is not None else bin_logits.softmax(-1)
+        dist = probs @ bins  # (B, A, 4) expected distance per side, in cells
         pred = torch.cat((points - dist[..., :2], points + dist[..., 2:]), -1)  # xyxy in cells
         found = assign(
             cls_logits.detach(),
@@ -293,13 +352,23 @@ class YOLOv9Loss:
             topk=self.topk,
             alpha=self.alpha,
             beta=self.beta,
+            vectorised=self.vectorised,
         )
         norm = found.cls.sum().clamp(min=1)  # cls_norm; a tensor, so no host sync
         cls = F.binary_cross_entropy_with_logits(cls_logits, found.cls, reduction="sum") / norm
         target = found.boxes / stride  # box and DFL terms work in grid cells
-        box = ((1 - ciou(pred, target)) * found.weight).sum() / norm
         sides = torch.cat((points - target[..., :2], target[..., 2:] - points), -1)
-        dfl = (dfl_loss(log_probs, sides.clamp(0, r - DFL_MARGIN)) * found.weight).sum() / norm
+        sides = sides.clamp(0, r - DFL_MARGIN)
+        if log_probs is not None:  # dense, zero weight off the positives
+            box = ((1 - ciou(pred, target)) * found.weight).sum() / norm
+            dfl = (dfl_loss(log_probs, sides) * found.weight).sum() / norm
+        elif bool(found.positive.any()):  # the positives gathered, as 1.6.0 (a host sync)
+            picked, weight = found.positive, found.weight[found.positive]
+            box = ((1 - ciou(pred[picked], target[picked])) * weight).sum() / norm
+            nll = dfl_cross_entropy(bin_logits[picked], sides[picked])
+            dfl = (nll * weight).sum() / norm
+        else:
+            box, dfl = pred.sum() * 0.0, bin_logits.sum() * 0.0
         return HeadLoss(box, dfl, cls, found.positive.sum().detach())
 
     def _check(self, maps: Sequence[Tensor], imgsz: tuple[int, int] | None) -> None:

@@ -34,7 +34,12 @@ from libreyolo.workload.family import (
     TrainRunner,
 )
 from libreyolo.workload.infer import InferStep
-from libreyolo.workload.train import CHANNELS_LAST, FOREACH_UPDATES, TRIMMED_TARGETS
+from libreyolo.workload.train import (
+    CHANNELS_LAST,
+    FOREACH_UPDATES,
+    TRIMMED_TARGETS,
+    VECTORISED_ASSIGNER,
+)
 from libreyolo.workload.yolo9.checkpoint import size_from_filename
 from libreyolo.workload.yolox import checkpoint, predict
 from libreyolo.workload.yolox.data import (
@@ -131,6 +136,12 @@ class YOLOXWorkload:
                 f"--variant trimmed_targets: yolox has no such variant (its targets are 1.6.0's "
                 f"fixed {MAX_LABELS} rows)",
                 hint="drop --variant trimmed_targets for yolox",
+            )
+        if VECTORISED_ASSIGNER in options.variants:
+            raise UsageError(
+                "--variant vectorised_assigner: yolox has no such variant (its SimOTA assigner "
+                "is 1.6.0's, per image)",
+                hint="drop --variant vectorised_assigner for yolox",
             )
         keys = options.keys_for(self.name)
         return YOLOXTrainStep(
