@@ -9,9 +9,10 @@ unsynced step, the bare ones for training). The table prints both sides' median 
 median of the rounds' ratios (each round runs the two back to back, so the ratio cancels the
 host's drift between rounds) and each side's phase shares (dataload, forward with the loss,
 backward, optimizer with EMA, of the step); the target is that ratio within ±5 % and shares
-within 5 points. `--builtin` holds this package's own step (`profile run` without `--trainer`)
-to the trainer instead: within ±15 % and 15 points (issue 42). libreyolo 1.6.0 lives in its own
-environment (never a dependency):
+within 5 points, and the same best batch (highest median img/s) on both sides. `--builtin`
+holds this package's own step (`profile run` without `--trainer`) to the trainer instead: within
+±15 % and 15 points (issue 42). libreyolo 1.6.0 lives in its own environment (never a
+dependency):
 
     python3 -m venv .venv-v1 && .venv-v1/bin/pip install torch==2.14.1 \\
         torchvision==0.29.1 libreyolo==1.6.0
@@ -132,6 +133,7 @@ def main() -> None:
         for family in args.families.split(","):
             weights = FAMILIES[family]()
             for imgsz in (int(s) for s in args.imgsz.split(",")):
+                best: dict[str, tuple[float, int]] = {}  # side: (median img/s, batch)
                 for batch in batches:
                     words = _words(data, weights, batch, imgsz)
                     refs, profs = [], []
@@ -153,6 +155,8 @@ def main() -> None:
                     ratio = statistics.median(
                         p["img_per_s"] / r["img_per_s"] for r, p in zip(refs, profs, strict=True)
                     )
+                    for side, value in (("trainer", ref), ("profile", prof)):
+                        best[side] = max(best.get(side, (0.0, 0)), (value, batch))
                     ref_shares = {
                         k: statistics.median(r["shares"][k] for r in refs) for k in PHASES
                     }
@@ -172,6 +176,14 @@ def main() -> None:
                         f"{worst:.1f} pt) {'ok' if ok else 'MISS'}",
                         flush=True,
                     )
+                # the question the tool answers: both sides must pick the same batch
+                same = best["trainer"][1] == best["profile"][1]
+                failures += not same
+                print(
+                    f"{family:<7} {imgsz:>5}  best batch: trainer {best['trainer'][1]}, "
+                    f"profile {best['profile'][1]} {'ok' if same else 'MISS'}",
+                    flush=True,
+                )
         bounds = f"±{ratio_bound * 100:.0f} % / {share_bound:.0f} points"
         print("PASS" if failures == 0 else f"FAIL: {failures} rows outside {bounds}")
 
