@@ -167,7 +167,9 @@ def test_yolo9t_loss_goes_down_on_synthetic_data() -> None:
 
 
 def test_training_on_the_synthetic_dataset_lowers_the_loss(tmp_path) -> None:
-    """The whole path a profiled `run` takes: YAML -> dataset -> loader -> 20 phased steps."""
+    """The whole path a profiled `run` takes: YAML -> dataset -> loader -> 32 phased steps (8
+    passes over the split: at 20 the last pass sat 0.93x the first with 1.6.0's arithmetic and
+    0.90x with the vectorised one, too near the bar for a random-init model)."""
     torch.manual_seed(0)
     yaml_path = make_synthetic(tmp_path, num_train=8, num_val=2, imgsz=256, seed=3)
     dataset = YoloDataset(load_dataset_yaml(yaml_path), 256, AugmentConfig.none(), seed=0)
@@ -175,11 +177,11 @@ def test_training_on_the_synthetic_dataset_lowers_the_loss(tmp_path) -> None:
     step = TrainStep(YOLOv9("t", dataset.spec.nc, aux=True), ema=False, target_rows=None)
     seen: list[str] = []
     totals = []
-    while len(totals) < 20:
+    while len(totals) < 32:
         for batch in loader:
             seen.append(",".join(batch.paths))
             totals.append(step.step(batch, phases=lambda name: contextlib.nullcontext())["total"])
-            if len(totals) == 20:
+            if len(totals) == 32:
                 break
     assert len(set(seen)) == 4  # every image of the split was used
     first, last = sum(totals[:4]) / 4, sum(totals[-4:]) / 4  # one pass over the split each
