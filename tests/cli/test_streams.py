@@ -18,7 +18,7 @@ from tests.conftest import ROOT
 from tests.fixture_files import YOLO9T, fixture_file
 
 PROFILE = ROOT / "tests" / "fixtures" / "docs" / "train_yolo9t_cpu.profile.json"
-SUMMARY_HEAD = "model LibreYOLO9t (yolo9)  |  5.61 img/s  |  step 1426.27 ms"
+SUMMARY_HEAD = "model LibreYOLO9t (yolo9)  |  5.61 img/s  |  step 1425.52 ms"
 CLOSED_LINE = "cannot write the result to stdout: the stream was closed when the command started"
 
 
