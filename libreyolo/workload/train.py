@@ -474,8 +474,6 @@ class TrainStep:
         autocast = torch.autocast(self.device.type, torch.float16, enabled=self.amp_effective)
         with autocast:  # with grad, as the step runs it: a compiled model keeps its graph
             leaves = _as_leaves(self.model(images))  # the model's own graph is dropped here
-        vectorised = copy.copy(self.loss)
-        vectorised.vectorised = True
 
         def loss_pass(loss: YOLOv9Loss, targets: Tensor) -> Callable[[], object]:
             def run() -> object:
@@ -490,6 +488,8 @@ class TrainStep:
             part = f"the loss, forward and backward, over {self.target_rows} target rows per image"
             pairs.append(VariantPair(TRIMMED_TARGETS, part, as_run, loss_pass(self.loss, trimmed)))
         if vectorise:
+            vectorised = copy.copy(self.loss)  # shares the anchor grid; only the arithmetic differs
+            vectorised.vectorised = True
             part = "the loss, forward and backward, with 1.6.0's assigner arithmetic"
             pairs.append(
                 VariantPair(VECTORISED_ASSIGNER, part, as_run, loss_pass(vectorised, rows))
