@@ -36,6 +36,34 @@ def test_both_sides_run_alternated_after_one_untimed_pass_each() -> None:
     assert trial.as_run_ms >= 0 and trial.variant_ms >= 0
 
 
+def test_pairs_sharing_their_part_as_run_time_it_once_per_round() -> None:
+    calls: list[str] = []
+
+    def loss_as_run() -> None:  # one callable in two pairs, as a runner shares it
+        calls.append("loss")
+
+    def layout_as_run() -> None:
+        calls.append("nchw")
+
+    class Shared:
+        def variant_pairs(self, batch: object) -> list[VariantPair]:
+            return [
+                VariantPair("trimmed_targets", "the loss", loss_as_run,
+                            lambda: calls.append("trimmed")),
+                VariantPair("channels_last", "the passes", layout_as_run,
+                            lambda: calls.append("nhwc")),
+                VariantPair("vectorised_assigner", "the loss", loss_as_run,
+                            lambda: calls.append("vectorised")),
+            ]  # fmt: skip
+
+    trials = time_variants(Shared(), lambda: "batch", CPU, [])
+    loss_round, layout_round = ["loss", "trimmed", "vectorised"], ["nchw", "nhwc"]
+    assert calls == loss_round * (REPEATS + 1) + layout_round * (REPEATS + 1)
+    variants = [t.variant for t in trials]
+    assert variants == ["trimmed_targets", "vectorised_assigner", "channels_last"]
+    assert trials[0].as_run_ms == trials[1].as_run_ms  # one median of the shared part
+
+
 def test_a_runner_without_pairs_draws_no_batch() -> None:
     def no_batch() -> object:
         raise AssertionError("a batch was drawn for a runner with no variant pairs")
