@@ -18,6 +18,10 @@ dependency):
         torchvision==0.29.1 libreyolo==1.6.0
     python scripts/bench_vs_trainer.py --v1 .venv-v1/bin/python --batches 1,4,16 --rounds 3
 
+`--keep-freed-memory` runs both sides with glibc told never to return freed memory to the kernel
+(`MALLOC_MMAP_MAX_=0`, a trim threshold of 64 GiB): a control for the host's page-fault cost,
+which at YOLOv9-t 320 px batch 32 is half of either side's step and drifts 2x between runs.
+
 Weights: YOLOv9-t from the 1.6.0 checkpoint fixture, YOLOX-s built by 1.x from its name; both
 with `pretrained=false` (no download; a step costs the same with any weights). Data: the
 built-in synthetic set, drawn big enough for the largest batch's window.
@@ -43,6 +47,9 @@ TIMER = Path(__file__).resolve().parent / "v1_step_timer.py"
 PHASES = ("dataload", "forward", "backward", "optimizer")
 FAMILIES = {"yolo9t": lambda: str(fixture_file(YOLO9T)), "yoloxs": lambda: "yolox-s"}
 BUILTIN_NAMES = {"yolox-s": "LibreYOLOXs.pt"}
+# glibc: no mmap'd blocks (each >32 MB tensor would be unmapped at its free and faulted in again
+# at the next step) and no trimming of the heap's top
+KEEP_FREED_MEMORY = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(64 << 30)}
 
 
 def _words(data: Path, weights: str, batch: int, imgsz: int) -> list[str]:
@@ -120,7 +127,14 @@ def main() -> None:
         action="store_true",
         help="hold this package's own step (no --trainer) to the trainer: ±15 %% and 15 points",
     )
+    parser.add_argument(
+        "--keep-freed-memory",
+        action="store_true",
+        help="both sides with glibc keeping freed memory (no per-step page faults): a control",
+    )
     args = parser.parse_args()
+    if args.keep_freed_memory:  # inherited by both sides' processes and their children
+        os.environ.update(KEEP_FREED_MEMORY)
     # --trainer adds only the probe's overhead; the built-in step is another implementation
     ratio_bound, share_bound = (0.15, 15.0) if args.builtin else (0.05, 5.0)
     batches = [int(b) for b in args.batches.split(",")]
