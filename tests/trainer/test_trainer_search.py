@@ -76,8 +76,14 @@ def test_on_a_busy_host_the_search_writes_no_answer(tmp_path: Path) -> None:
         "threads=1",
         mode="run",
     )
-    # a busy loop shares CPU 0 with the whole search: its steps wait for the CPU half the time
-    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=_on_cpu0)]
+    # The fake trainer's step at 64 px is 2 ms of CPU, over before the scheduler takes CPU 0
+    # from a waking probe (one CI run in five measured no wait at all): at 320 px it is tens of
+    # ms, and two busy loops share CPU 0 with the whole search, so its steps wait for the CPU.
+    argv[argv.index("imgsz=64")] = "imgsz=320"
+    hogs = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=_on_cpu0)
+        for _ in range(2)
+    ]
     try:
         done = subprocess.run(
             argv, capture_output=True, text=True, timeout=600, check=False, preexec_fn=_on_cpu0
