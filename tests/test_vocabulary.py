@@ -26,6 +26,10 @@ PHASE_WORDS = {
 OTHER_CONCEPTS = {
     ("kineto/classify.py", "optimizer"),
     ("analysis/opclass.py", "optimizer"),
+    # the optimizer's state, a category of a training step's tensor memory
+    ("analysis/tensor_memory.py", "optimizer"),
+    ("document/model.py", "optimizer"),
+    ("measure/tensor_memory.py", "optimizer"),
     ("workload/yolo9/predict.py", "preprocess"),
     ("workload/yolo9/predict.py", "postprocess"),
     # the trainer probe, a separate program run by libreyolo 1.x's interpreter: it cannot

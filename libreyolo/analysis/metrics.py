@@ -19,6 +19,7 @@ from libreyolo.analysis.contention import host_metrics
 from libreyolo.analysis.device_memory import window_memory
 from libreyolo.analysis.efficiency import efficiency_metrics
 from libreyolo.analysis.execution import execution_metrics
+from libreyolo.analysis.tensor_memory import tensor_memory_metrics
 from libreyolo.document.mode import Mode
 from libreyolo.document.model import HostMemory, Memory, Profile, Scalar, TraceAnalysis
 from libreyolo.document.phases import DATALOAD, FORWARD, INFER_STAGES, POSTPROCESS, PREPROCESS
@@ -235,6 +236,7 @@ def compute_metrics(profile: Profile, *, bound: str) -> dict[str, Scalar]:
         metrics |= _phase_metrics(trace)
     metrics |= _memory_metrics(window_memory(profile), trace)
     metrics |= _host_memory_metrics(profile.host_memory)
+    metrics |= tensor_memory_metrics(profile.tensor_memory)
     if profile.kind == Mode.INFER:
         metrics |= _inference_metrics(profile, img_per_s)
     metrics |= efficiency_metrics(profile.compute, img_per_s)

@@ -21,6 +21,7 @@ class ResultKind(StrEnum):
     KERNELS = "kernels"
     OPS = "ops"
     PHASES = "phases"
+    MEMORY = "memory"  # a training step's tensor memory by category
     COMPARE = "compare"
     WHAT_IF = "what-if"
     SWEEP = "sweep"

@@ -28,6 +28,8 @@ from libreyolo.analysis.run_view import (
     trial_rows,
     trial_spread,
 )
+from libreyolo.analysis.tensor_memory import TensorMemoryView
+from libreyolo.analysis.tensor_memory import memory_view as tensor_view
 from libreyolo.document.mode import Mode
 from libreyolo.document.model import Execution, Profile, Scalar, TraceHealth, Verdict
 from libreyolo.document.phases import FORWARD, POSTPROCESS, PREPROCESS
@@ -98,6 +100,7 @@ class Summary(msgspec.Struct, frozen=True):
     trials: tuple[TrialRow, ...]
     trial_spread: tuple[TrialSpread, ...]
     memory: MemoryView | None
+    tensors: TensorMemoryView | None  # a training step's tensors by category, where tracked
     compute: ComputeView  # FLOPs, achieved FLOP/s, peaks, MFU, energy (None parts: unknown)
     execution: Execution | None  # how the model ran; None in files that predate the record
 
@@ -247,6 +250,7 @@ def summarize(profile: Profile) -> Summary:
         trials=trials,
         trial_spread=trial_spread(trials),
         memory=memory_view(profile),
+        tensors=None if profile.tensor_memory is None else tensor_view(profile, origin=""),
         compute=compute_view(profile),
         execution=profile.execution,
     )

@@ -84,6 +84,13 @@ def ops(args: argparse.Namespace) -> CommandResult:
     return top_ops(_profile(args, args.trace), top=args.top, phase=args.phase), args.trace
 
 
+def memory(args: argparse.Namespace) -> CommandResult:
+    from libreyolo.analysis.tensor_memory import memory_view
+
+    view = memory_view(_profile(args, args.trace), origin=args.trace, top=args.top)
+    return view, args.trace
+
+
 def compare(args: argparse.Namespace) -> CommandResult:
     from libreyolo.analysis.compare import compare as compare_profiles
 

@@ -51,6 +51,10 @@ SUBCOMMANDS: tuple[tuple[str, str], ...] = (
     ),
     ("kernels", "Drill to individual GPU kernels, the bottom of the analysis."),
     ("ops", "Framework view: aten/autograd ops by CPU time (host-launch culprits)."),
+    (
+        "memory",
+        "What fills a training step's memory: tensors by category and by block, at the peak.",
+    ),
     ("compare", "Diff two profiles: did the change help? (the optimise-loop closer)."),
     ("what-if", "Estimate a change's payoff BEFORE editing code (rough projection)."),
     (
@@ -523,6 +527,14 @@ def _add_ops(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
     p.add_argument("--phase", help="Restrict to a phase (forward/backward/...)")
 
 
+def _add_memory(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
+    p = _add(sub, "memory", commands.memory, common)
+    p.add_argument("trace", help="Path to a training profile.json")
+    p.add_argument(
+        "--top", type=non_negative_int, default=10, help="Show the top N blocks by activations"
+    )
+
+
 def _add_compare(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
     p = _add(sub, "compare", commands.compare, common)
     p.add_argument("before", help="Baseline profile.json / profile_trace.json, or a sweep folder")
@@ -627,6 +639,7 @@ _READERS: dict[str, Builder] = {
     "phases": _add_phases,
     "kernels": _add_kernels,
     "ops": _add_ops,
+    "memory": _add_memory,
     "compare": _add_compare,
     "what-if": _add_what_if,
     "report": _add_report,

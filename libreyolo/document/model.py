@@ -185,6 +185,46 @@ class HostMemory(msgspec.Struct, frozen=True, kw_only=True):
     peak_rss_bytes: int | None = None
 
 
+# `TensorMemory.categories`, in the order readers list them.
+TENSOR_CATEGORIES = (
+    "params",
+    "buffers",
+    "grads",
+    "optimizer",
+    "ema",
+    "inputs",
+    "activations",
+    "temporaries",
+)
+
+
+class BlockMemory(msgspec.Struct, frozen=True, kw_only=True):
+    """The activations one block of the model (its name cut to two parts, e.g.
+    "backbone.elan1"; "(loss)" for the loss's) holds at the step's tensor peak."""
+
+    name: str
+    bytes: int
+
+
+class TensorMemory(msgspec.Struct, frozen=True, kw_only=True):
+    """Tensor memory by category over one training step after the window (untimed; the
+    step's tensors only: the allocator's slack, the interpreter and the loader are not in it).
+
+    `categories` holds every category's bytes at the step's peak: params, buffers, grads,
+    optimizer (its state), ema (the EMA copy's weights), inputs (the batch), activations (what
+    the forward and the loss made and autograd keeps) and temporaries (what the backward and
+    the optimizer made besides gradients); they sum to `peak_bytes`. `phase_at_peak` is the
+    step's phase at the peak (forward, backward or optimizer)."""
+
+    peak_bytes: int
+    categories: dict[str, int]
+    phase_at_peak: str
+    top_blocks: list[BlockMemory] = msgspec.field(default_factory=list)  # largest first
+    batch: int  # the images of the tracked step (the run's batch)
+    imgsz: int
+    track_ms: float  # the tracked step's own wall time, outside the window
+
+
 # How `Flops` counts (torch.utils.flop_counter, the convention of the YOLO authors' tables).
 FLOP_CONVENTION = (
     "2 FLOPs per multiply-add; convolutions, matmul, addmm, bmm and attention counted "
@@ -576,6 +616,9 @@ class Profile(msgspec.Struct, frozen=True, kw_only=True):
     # The measuring process's peak resident memory over the window; null where it could not
     # be measured (the run's notes say why) and in files that predate it.
     host_memory: HostMemory | None = None
+    # Tensor memory by category over one training step after the window; null for inference,
+    # where it could not be tracked (the notes say why), and in files that predate it.
+    tensor_memory: TensorMemory | None = None
     # FLOPs per image, the device's peaks and energy; null in files that predate it and in
     # bare traces (nothing says what model or device they ran).
     compute: Compute | None = None

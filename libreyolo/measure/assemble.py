@@ -33,6 +33,7 @@ from libreyolo.document.model import (
     Profile,
     RunInfo,
     Samples,
+    TensorMemory,
     Tool,
     TraceAnalysis,
     VariantTrial,
@@ -150,6 +151,7 @@ def assemble_profile(
     environment: Environment | None = None,
     variant_trials: Sequence[VariantTrial] = (),
     trace_kept: bool = False,
+    tensor_memory: TensorMemory | None = None,
 ) -> Profile:
     """The finalized profile (metrics, verdict) of one measurement; `device_memory` is the
     allocator's record of the window (`measure.memory.device_memory`), kept with or without a
@@ -160,7 +162,8 @@ def assemble_profile(
     of them, shown by every reader with or without a trace). `environment`: where another
     process measured (the trainer probe's report); None: this process's. `variant_trials`:
     the speed-ups the run did not use, timed after the window (`measure.variant_trials`).
-    `trace_kept`: the set holds the recorded trace although it was not analysed."""
+    `trace_kept`: the set holds the recorded trace although it was not analysed.
+    `tensor_memory`: a training step's tensors by category (`measure.tensor_memory`)."""
     return finalize(
         Profile(
             kind=kind,
@@ -174,6 +177,7 @@ def assemble_profile(
             trace=trace,
             device_memory=device_memory,
             host_memory=host_memory,
+            tensor_memory=tensor_memory,
             compute=compute,
             execution=execution,
             notes=list(notes),

@@ -33,7 +33,7 @@ import torch
 from libreyolo.config.compose import as_plain_dict
 from libreyolo.config.schema import ExecMode, ProfileConfig
 from libreyolo.document.mode import Mode
-from libreyolo.document.model import Compute, Flops, Profile, RunInfo, Samples
+from libreyolo.document.model import Compute, Flops, Profile, RunInfo, Samples, TensorMemory
 from libreyolo.document.phases import DATALOAD, TRAIN_PHASES
 from libreyolo.errors import NoProfileError, UsageError
 from libreyolo.measure.artifacts import TRACE_NAME, StagedRun, set_dir
@@ -56,6 +56,7 @@ from libreyolo.measure.memory import AllocatorStats, device_memory, reset_peaks
 from libreyolo.measure.memory_check import check_training
 from libreyolo.measure.phases import PhaseTimer
 from libreyolo.measure.stages import Progress, stage
+from libreyolo.measure.tensor_memory import track_step
 from libreyolo.measure.threads import intra_op_threads, training_threads, warn_if_crowded
 from libreyolo.measure.train_options import (
     RunOptions,
@@ -291,6 +292,8 @@ def _profile_training(
         )
         with stage("time variants", on_progress, hint="a family's variant pairs failed: report it"):
             trials = time_variants(trainer, lambda: _first_batch(loaded), device, notes)
+        with stage("track memory", on_progress, hint="report it; --exec eager tracks it"):
+            tensors = _tensor_memory(settings, trainer, loaded, notes)
         window = measured.window
         energy = window_energy(window.energy, batch * plan.num_unsynced)  # the metered images
         profile = assemble_profile(
@@ -308,8 +311,23 @@ def _profile_training(
             notes=notes,
             execution=ran,
             variant_trials=trials,
+            tensor_memory=tensors,
         )
         return profile, conclude(run, profile, commit=into is None)
+
+
+def _tensor_memory(
+    settings: ProfileConfig, trainer: TrainRunner, loaded: _TrainingInputs, notes: list[str]
+) -> TensorMemory | None:
+    """One more step, untimed, with its tensors counted by category; None (and a note) where
+    they cannot be: a compiled step's kernels run outside the dispatcher that counts them."""
+    if ExecMode(settings.exec.name) is not ExecMode.eager:
+        notes.append(
+            f"tensor memory by category not tracked under --exec {settings.exec.name} "
+            "(compiled kernels bypass the tracker); --exec eager tracks it"
+        )
+        return None
+    return track_step(trainer, _first_batch(loaded), imgsz=settings.imgsz, num_images=loaded.batch)
 
 
 def _first_batch(loaded: _TrainingInputs) -> object:

@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # result types only; importing them would cost every reader s
     from libreyolo.analysis.summary import Summary
     from libreyolo.analysis.sweep import SweepView
     from libreyolo.analysis.sweep_compare import SweepComparison
+    from libreyolo.analysis.tensor_memory import TensorMemoryView
     from libreyolo.analysis.tracked import LoggedRuns
     from libreyolo.analysis.whatif import Projection
     from libreyolo.render.html.written import ReportWritten
@@ -129,6 +130,32 @@ def _(result: OpTable, source: ReadFrom) -> Any:
         "phase": result.phase,
         "inclusive_only": result.inclusive_only,
         "ops": rows,
+    }
+
+
+@_view(ResultKind.MEMORY)
+def _(result: TensorMemoryView, source: ReadFrom) -> Any:
+    return {"trace": source, **_tensor_memory(result)}
+
+
+def _tensor_memory(result: TensorMemoryView) -> JsonObject:
+    return {
+        "peak_mb": result.peak_mb,
+        "phase_at_peak": result.phase_at_peak,
+        "batch": result.batch,
+        "imgsz": result.imgsz,
+        "largest": result.largest,
+        "lever": result.lever,
+        "categories": [
+            {"category": row.category, "mb": row.mb, "share": round(row.share, 4)}
+            for row in result.categories
+        ],
+        "blocks": [
+            {"block": row.block, "mb": row.mb, "share": round(row.share, 4)}
+            for row in result.blocks
+        ],
+        "peak_rss_mb": result.peak_rss_mb,
+        "track_ms": result.track_ms,
     }
 
 
@@ -401,6 +428,7 @@ def _(result: Summary, source: ReadFrom) -> Any:
             t.metric: {"mean": t.mean, "sd": t.sd, "n": t.n} for t in result.trial_spread
         },
         "memory": None if result.memory is None else _memory(result.memory),
+        "tensor_memory": None if result.tensors is None else _tensor_memory(result.tensors),
         "compute": compute_json(result.compute),
         "execution": None if result.execution is None else to_plain(result.execution),
     }

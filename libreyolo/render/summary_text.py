@@ -13,6 +13,7 @@ from libreyolo.document.health_names import SHARES
 from libreyolo.document.phases import FORWARD, POSTPROCESS, PREPROCESS
 from libreyolo.render.compute_text import compute_lines
 from libreyolo.render.exec_text import exec_lines
+from libreyolo.render.memory_text import split_line
 from libreyolo.render.safe import safe_text, short_name
 from libreyolo.render.units import bar, fmt_or_unknown, fmt_share, fmt_value
 
@@ -229,6 +230,17 @@ def _host_memory_lines(s: Summary) -> list[str]:
     ]
 
 
+def _tensor_lines(s: Summary) -> list[str]:
+    """A training step's tensors at their peak by category, and the lever the largest names."""
+    view = s.tensors
+    if view is None:
+        return []
+    lines = [f"tensors  {split_line(view.peak_mb, view.categories)}"]
+    if view.lever:
+        lines.append(f"         {view.largest}, the largest: {view.lever}")
+    return lines
+
+
 def summary_lines(s: Summary) -> list[str]:
     """Every line of the summary view, in order."""
     lines: list[str] = [_headline(s), *_trainer_lines(s), *_inference_lines(s)]
@@ -236,6 +248,7 @@ def summary_lines(s: Summary) -> list[str]:
     lines += exec_lines(s.execution)
     lines += [*_device_lines(s), *_host_lines(s)]
     lines += _host_memory_lines(s)
+    lines += _tensor_lines(s)
     if s.metrics.get("memory_pressure"):
         lines.append(MEMORY_PRESSURE_LINE)
     if s.metrics.get("contended"):

@@ -17,6 +17,7 @@ from libreyolo.analysis.result_kind import ResultKind, kind_of
 from libreyolo.document.mode import Mode
 from libreyolo.render.compute_text import compare_compute_lines
 from libreyolo.render.diff_text import diff_lines
+from libreyolo.render.memory_text import memory_lines
 from libreyolo.render.safe import safe_text, short_name
 from libreyolo.render.summary_text import note_lines, quiet_verdict_line, summary_lines
 from libreyolo.render.trainer_gap_view import trainer_gap_lines
@@ -38,6 +39,7 @@ if TYPE_CHECKING:  # result types only; importing them would cost every reader s
     from libreyolo.analysis.summary import Summary
     from libreyolo.analysis.sweep import SweepView
     from libreyolo.analysis.sweep_compare import SweepComparison
+    from libreyolo.analysis.tensor_memory import TensorMemoryView
     from libreyolo.analysis.tracked import LoggedRuns
     from libreyolo.analysis.whatif import Projection
     from libreyolo.render.html.written import ReportWritten
@@ -127,6 +129,11 @@ def _(result: PhaseBreakdown) -> Lines:
             f"{fmt_count(row.kernels_per_step):>8} {fmt_count(row.ops_per_step):>7}"
         )
     return lines
+
+
+@_view(ResultKind.MEMORY)
+def _(result: TensorMemoryView) -> Lines:
+    return memory_lines(result)
 
 
 def _arrow(delta: Delta, suffix: str = "") -> str:

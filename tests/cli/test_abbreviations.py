@@ -72,7 +72,7 @@ def test_no_parser_in_the_tree_takes_abbreviations() -> None:
 
     walk(build_parser())
     assert "libreyolo profile infer" in seen and "libreyolo profile what-if" in seen
-    assert len(seen) == 13  # libreyolo, profile and its eleven subcommands
+    assert len(seen) == 14  # libreyolo, profile and its twelve subcommands
 
 
 def test_typed_dests_are_what_the_words_set_and_nothing_else() -> None:

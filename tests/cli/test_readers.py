@@ -106,6 +106,7 @@ def test_profile_without_subcommand_lists_subcommands() -> None:
         "phases",
         "kernels",
         "ops",
+        "memory",
         "compare",
         "what-if",
         "report",

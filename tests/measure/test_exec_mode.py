@@ -210,6 +210,9 @@ def test_a_compiled_training_step_compiles_before_the_warmup(
         note.startswith("torch.compile: one step on a random probe") for note in profile.notes
     )
     assert len(profile.samples.steps) == 2
+    # Compiled kernels bypass the dispatcher that counts tensors: no split, and a note says so.
+    assert profile.tensor_memory is None
+    assert "tensor memory by category not tracked under --exec compile" in "\n".join(profile.notes)
 
 
 def test_the_flags_compose_the_exec_group(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,0 +1,126 @@
+"""A training step's tensor memory by category: the `memory` reader, summary's line, metrics.
+
+Role: read a profile's `tensor_memory` (one step tracked after the window,
+`measure/tensor_memory.py`) into rows by category (largest first, with each one's share of the
+peak), the blocks whose activations are alive at the peak, and the lever the largest category
+points to. Pure: no I/O; stdlib and msgspec only (readers import it).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import msgspec
+
+from libreyolo.analysis.result_kind import ResultKind
+from libreyolo.document.mode import Mode
+from libreyolo.document.model import TENSOR_CATEGORIES, Profile, Scalar, TensorMemory
+from libreyolo.errors import AnalysisError
+
+MB = 1e6  # as peak_rss_mb and peak_vram_mb
+
+# What to change when a category is the largest share of the peak.
+LEVERS = {
+    "activations": "a smaller --batch or --imgsz; AMP on CUDA; activation checkpointing",
+    "temporaries": "a smaller --batch or --imgsz (the backward's and the loss's temporaries)",
+    "params": "a smaller model size (weights, their gradients, optimizer state and EMA follow)",
+    "grads": "a smaller model size (one gradient a weight)",
+    "optimizer": "another optimizer (SGD keeps one buffer a weight, Adam and AdamW two)",
+    "ema": "a smaller model size (the EMA copy is one more set of weights)",
+    "buffers": "a smaller model size",
+    "inputs": "a smaller --batch or --imgsz",
+}
+
+
+class CategoryRow(msgspec.Struct, frozen=True):
+    category: str
+    mb: float
+    share: float  # of the peak
+
+
+class BlockRow(msgspec.Struct, frozen=True):
+    block: str
+    mb: float
+    share: float  # of the activations at the peak
+
+
+class TensorMemoryView(msgspec.Struct, frozen=True):
+    """`libreyolo profile memory`: the peak's split by category and by block."""
+
+    result_kind: ClassVar[ResultKind] = ResultKind.MEMORY
+    peak_mb: float
+    phase_at_peak: str
+    batch: int
+    imgsz: int
+    categories: tuple[CategoryRow, ...]  # largest first; every category, zeros included
+    blocks: tuple[BlockRow, ...]  # largest first, at most `top`
+    largest: str
+    lever: str
+    track_ms: float
+    peak_rss_mb: float | None  # the window's own process peak, for scale
+
+
+def tensor_memory_of(profile: Profile, origin: str) -> TensorMemory:
+    """The profile's tracked step; AnalysisError (exit 1) when it has none, with why."""
+    tracked = profile.tensor_memory
+    if tracked is not None:
+        return tracked
+    if profile.kind == Mode.INFER:
+        why, hint = "an inference profile has no training step", "measure one with `profile run`"
+    else:
+        why = (
+            "this training profile has no tracked step: a compiled step, the trainer probe, or "
+            "a file from before tensor memory was recorded (its notes say which)"
+        )
+        hint = "measure again with `profile run ... --exec eager`"
+    raise AnalysisError(
+        f"failed to analyse {origin}: no tensor memory by category ({why})", hint=hint
+    )
+
+
+def category_rows(tracked: TensorMemory) -> tuple[CategoryRow, ...]:
+    peak = tracked.peak_bytes
+    rows = [
+        CategoryRow(name, round(size / MB, 1), size / peak if peak else 0.0)
+        for name, size in tracked.categories.items()
+    ]
+    return tuple(sorted(rows, key=lambda row: -row.mb))
+
+
+def memory_view(profile: Profile, *, origin: str, top: int = 10) -> TensorMemoryView:
+    tracked = tensor_memory_of(profile, origin)
+    rows = category_rows(tracked)
+    activations = tracked.categories.get("activations", 0)
+    blocks = tuple(
+        BlockRow(b.name, round(b.bytes / MB, 1), b.bytes / activations if activations else 0.0)
+        for b in tracked.top_blocks[:top]
+    )
+    largest = rows[0].category if rows else "none"
+    peak_rss = profile.host_memory.peak_rss_bytes if profile.host_memory else None
+    return TensorMemoryView(
+        peak_mb=round(tracked.peak_bytes / MB, 1),
+        phase_at_peak=tracked.phase_at_peak,
+        batch=tracked.batch,
+        imgsz=tracked.imgsz,
+        categories=rows,
+        blocks=blocks,
+        largest=largest,
+        lever=LEVERS.get(largest, ""),
+        track_ms=tracked.track_ms,
+        peak_rss_mb=None if peak_rss is None else round(peak_rss / MB, 1),
+    )
+
+
+def tensor_memory_metrics(tracked: TensorMemory | None) -> dict[str, Scalar]:
+    """`tensor_peak_mb`, the largest category, and each category's MB at the peak; none of
+    them where no step was tracked."""
+    if tracked is None:
+        return {}
+    rows = category_rows(tracked)
+    metrics: dict[str, Scalar] = {
+        "tensor_peak_mb": round(tracked.peak_bytes / MB, 1),
+        "tensor_largest": rows[0].category if rows else None,
+    }
+    by_name = {row.category: row.mb for row in rows}
+    metrics |= {f"tensor_{name}_mb": by_name.get(name, 0.0) for name in TENSOR_CATEGORIES}
+    return metrics

@@ -1,0 +1,55 @@
+"""A training step's tensor memory as text: the `memory` reader's table and summary's line.
+
+Pure: lines from `analysis.tensor_memory` results; no I/O, no rich.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from libreyolo.render.safe import short_name
+from libreyolo.render.units import bar
+
+if TYPE_CHECKING:
+    from libreyolo.analysis.tensor_memory import CategoryRow, TensorMemoryView
+
+# Categories below this share of the peak are left out of summary's one line.
+LINE_MIN_SHARE = 0.02
+
+
+def _size(mb: float) -> str:
+    return f"{mb / 1000:.2f} GB" if mb >= 1000 else f"{mb:.1f} MB"
+
+
+def split_line(peak_mb: float, rows: tuple[CategoryRow, ...]) -> str:
+    """ "peak 3.10 GB = activations 62% · temporaries 18% · …" (shares of 2% and more)."""
+    shown = [row for row in rows if row.share >= LINE_MIN_SHARE]
+    parts = [f"{row.category} {row.share * 100:.0f}%" for row in shown]
+    rest = " · …" if any(row.share < LINE_MIN_SHARE and row.mb > 0 for row in rows) else ""
+    return f"peak {_size(peak_mb)} = {' · '.join(parts)}{rest}"
+
+
+def memory_lines(view: TensorMemoryView) -> list[str]:
+    lines = [
+        f"tensors  {split_line(view.peak_mb, view.categories)}",
+        f"         one step at batch {view.batch}, imgsz {view.imgsz}, tracked after the window "
+        f"({view.track_ms / 1000:.1f} s); peak in the {view.phase_at_peak}",
+    ]
+    if view.peak_rss_mb is not None:
+        lines.append(
+            f"         the window's peak RSS: {_size(view.peak_rss_mb)} (the whole process, "
+            "libraries and free blocks too)"
+        )
+    lines.append("category        MB  share")
+    for row in view.categories:
+        share = f"{row.share * 100:5.1f}%"
+        lines.append(f"  {row.category:<12} {row.mb:8.1f} {share}  {bar(row.share)}")
+    if view.blocks:
+        lines.append("activations alive at the peak, by block:")
+        for block in view.blocks:
+            lines.append(
+                f"  {short_name(block.block):<18} {block.mb:8.1f} MB {block.share * 100:5.1f}%"
+            )
+    if view.lever:
+        lines.append(f"lever    {view.largest}, the largest: {view.lever}")
+    return lines

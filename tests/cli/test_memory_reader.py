@@ -1,0 +1,125 @@
+"""`libreyolo profile memory` and summary's tensor line, on a real CPU training profile; and
+every way a profile can lack what it reads."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from libreyolo.document.model import TENSOR_CATEGORIES
+from tests.conftest import invoke
+
+
+def test_memory_lists_every_category_summing_to_the_peak(cpu_train_profile: Path) -> None:
+    result = invoke(["profile", "memory", str(cpu_train_profile), "--json"])
+    assert result.status == 0 and result.stderr == ""
+    out = result.json()
+    assert isinstance(out, dict)
+    assert list(out) == [
+        "trace",
+        "peak_mb",
+        "phase_at_peak",
+        "batch",
+        "imgsz",
+        "largest",
+        "lever",
+        "categories",
+        "blocks",
+        "peak_rss_mb",
+        "track_ms",
+    ]
+    rows = out["categories"]
+    assert sorted(row["category"] for row in rows) == sorted(TENSOR_CATEGORIES)
+    assert [row["mb"] for row in rows] == sorted((row["mb"] for row in rows), reverse=True)
+    assert sum(row["mb"] for row in rows) == pytest.approx(out["peak_mb"], rel=0.05)
+    assert out["largest"] == rows[0]["category"]
+    assert (out["batch"], out["imgsz"]) == (2, 64)
+    # The weights, the EMA copy and the momentum are each the model's size: YOLOv9-t, 80 classes.
+    by_name = {row["category"]: row["mb"] for row in rows}
+    assert by_name["params"] == pytest.approx(by_name["optimizer"], rel=0.01)
+    assert 8 < by_name["params"] < 12
+    assert 0 < len(out["blocks"]) <= 10
+    assert out["peak_rss_mb"] > out["peak_mb"]  # the process holds torch itself besides
+
+
+def test_memory_text_and_summary_name_the_largest_category(cpu_train_profile: Path) -> None:
+    view = invoke(["profile", "memory", str(cpu_train_profile), "--top", "3", "--json"]).json()
+    assert isinstance(view, dict)
+    largest = view["largest"]
+    text = invoke(["profile", "memory", str(cpu_train_profile), "--top", "3"]).stdout
+    assert text.startswith(f"tensors  peak {view['peak_mb']:.1f} MB = {largest} ")
+    lines = text.splitlines()
+    blocks = lines[lines.index("activations alive at the peak, by block:") + 1 : -1]
+    assert [line.split()[0] for line in blocks] == [b["block"] for b in view["blocks"][:3]]
+    assert f"lever    {largest}, the largest: " in text
+    summary = invoke(["profile", "summary", str(cpu_train_profile)]).stdout
+    line = next(line for line in summary.splitlines() if line.startswith("tensors  "))
+    assert line.startswith(f"tensors  peak {view['peak_mb']:.1f} MB = {largest} ")
+    assert invoke(["profile", "get", str(cpu_train_profile), "tensor_largest"]).stdout == (
+        f"{largest}\n"
+    )
+    summary_json = invoke(["profile", "summary", str(cpu_train_profile), "--json"]).json()
+    assert isinstance(summary_json, dict)
+    assert summary_json["tensor_memory"]["largest"] == largest
+
+
+def test_an_inference_profile_has_no_training_step_to_split(cpu_infer_profile: Path) -> None:
+    result = invoke(["profile", "memory", str(cpu_infer_profile)])
+    assert result.status == 1 and result.stdout == ""
+    assert result.stderr.splitlines()[0] == (
+        f"failed to analyse {cpu_infer_profile}: no tensor memory by category "
+        "(an inference profile has no training step) (measure one with `profile run`)"
+    )
+
+
+def test_an_older_training_profile_says_what_to_do(reference_v1: Path) -> None:
+    result = invoke(["profile", "memory", str(reference_v1 / "train_cpu.profile.json")])
+    assert result.status == 1 and result.stdout == ""
+    assert "no tensor memory by category (this training profile has no tracked step: " in (
+        result.stderr
+    )
+    assert result.stderr.endswith("(measure again with `profile run ... --exec eager`)\n")
+
+
+def test_a_missing_file_is_exit_2(tmp_path: Path) -> None:
+    result = invoke(["profile", "memory", str(tmp_path / "nope.json")])
+    assert result.status == 2 and result.stdout == ""
+    assert len(result.stderr.splitlines()) <= 2
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        {"categories": "all of it"},
+        {"peak_bytes": "many"},
+        {"top_blocks": [{"name": 3, "bytes": 1}]},
+        {"phase_at_peak": None},
+    ],
+)
+def test_a_hostile_tensor_memory_is_one_line_and_exit_1(
+    cpu_train_profile: Path, tmp_path: Path, hostile: dict[str, object]
+) -> None:
+    raw = json.loads(cpu_train_profile.read_text(encoding="utf-8"))
+    raw["tensor_memory"] |= hostile
+    path = tmp_path / "profile.json"
+    path.write_text(json.dumps(raw), encoding="utf-8")
+    result = invoke(["profile", "memory", str(path)])
+    assert result.status == 1 and result.stdout == ""
+    assert result.stderr.startswith(f"failed to analyse {path}")
+    assert "Traceback" not in result.stderr
+
+
+def test_a_zero_peak_gives_zero_shares(cpu_train_profile: Path, tmp_path: Path) -> None:
+    raw = json.loads(cpu_train_profile.read_text(encoding="utf-8"))
+    raw["tensor_memory"] |= {
+        "peak_bytes": 0,
+        "categories": dict.fromkeys(TENSOR_CATEGORIES, 0),
+        "top_blocks": [],
+    }
+    path = tmp_path / "profile.json"
+    path.write_text(json.dumps(raw), encoding="utf-8")
+    out = invoke(["profile", "memory", str(path), "--json"]).json()
+    assert isinstance(out, dict)
+    assert {row["share"] for row in out["categories"]} == {0.0} and out["blocks"] == []
