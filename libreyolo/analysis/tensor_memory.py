@@ -44,6 +44,31 @@ class BlockRow(msgspec.Struct, frozen=True):
     share: float  # of the activations at the peak
 
 
+class PeakLine(msgspec.Struct, frozen=True):
+    """One phase's highest tensor total as a line in the batch, through the two probes."""
+
+    phase: str
+    fixed_bytes: float
+    per_image_bytes: float
+
+    def at(self, batch: int) -> float:
+        return self.fixed_bytes + self.per_image_bytes * batch
+
+
+class Prediction(msgspec.Struct, frozen=True):
+    """The peak the probes' lines give at the run's batch (beside the measured one), and,
+    when asked, at another batch and the largest batch under a budget."""
+
+    probe_batches: tuple[int, ...]
+    predicted_mb: float
+    error_pct: float  # (predicted - measured) / measured
+    per_image_mb: float  # the steepest line's slope: what one more image costs at the peak
+    at_batch: int | None = None
+    at_batch_mb: float | None = None
+    budget_mb: float | None = None
+    largest_batch: int | None = None  # under budget_mb; 0: not even one image fits
+
+
 class TensorMemoryView(msgspec.Struct, frozen=True):
     """`libreyolo profile memory`: the peak's split by category and by block."""
 
@@ -58,6 +83,7 @@ class TensorMemoryView(msgspec.Struct, frozen=True):
     lever: str
     track_ms: float
     peak_rss_mb: float | None  # the window's own process peak, for scale
+    prediction: Prediction | None  # None: no probes (batch 1, older files)
 
 
 def tensor_memory_of(profile: Profile, origin: str) -> TensorMemory:
@@ -87,7 +113,68 @@ def category_rows(tracked: TensorMemory) -> tuple[CategoryRow, ...]:
     return tuple(sorted(rows, key=lambda row: -row.mb))
 
 
-def memory_view(profile: Profile, *, origin: str, top: int = 10) -> TensorMemoryView:
+def peak_lines(tracked: TensorMemory) -> tuple[PeakLine, ...]:
+    """A line per phase through the probes' peaks in it; empty without two distinct probes."""
+    probes = sorted(tracked.probes, key=lambda point: point.batch)
+    if len(probes) < 2 or probes[0].batch == probes[-1].batch:
+        return ()
+    low, high = probes[0], probes[-1]
+    lines = []
+    for phase, high_bytes in high.phase_peak_bytes.items():
+        low_bytes = low.phase_peak_bytes.get(phase)
+        if low_bytes is None:
+            continue
+        slope = (high_bytes - low_bytes) / (high.batch - low.batch)
+        lines.append(PeakLine(phase, low_bytes - slope * low.batch, slope))
+    return tuple(lines)
+
+
+def predict_peak(lines: tuple[PeakLine, ...], batch: int) -> float | None:
+    """The predicted tensor peak at `batch`: the highest of the phases' lines."""
+    return max((line.at(batch) for line in lines), default=None)
+
+
+def largest_batch(lines: tuple[PeakLine, ...], budget_bytes: float) -> int | None:
+    """The largest batch whose predicted peak stays within `budget_bytes` (0 when even one
+    image does not fit); None without lines, or when no line grows with the batch."""
+    growing = [line for line in lines if line.per_image_bytes > 0]
+    if not growing:
+        return None
+    if any(line.fixed_bytes > budget_bytes for line in lines):
+        return 0
+    return max(
+        min(int((budget_bytes - line.fixed_bytes) // line.per_image_bytes) for line in growing), 0
+    )
+
+
+def _prediction(
+    tracked: TensorMemory, at_batch: int | None, budget_mb: float | None
+) -> Prediction | None:
+    lines = peak_lines(tracked)
+    predicted = predict_peak(lines, tracked.batch)
+    if predicted is None or not tracked.peak_bytes:
+        return None
+    at = None if at_batch is None else predict_peak(lines, at_batch)
+    return Prediction(
+        probe_batches=tuple(sorted({point.batch for point in tracked.probes})),
+        predicted_mb=round(predicted / MB, 1),
+        error_pct=round((predicted - tracked.peak_bytes) / tracked.peak_bytes * 100, 1) or 0.0,
+        per_image_mb=round(max(line.per_image_bytes for line in lines) / MB, 2),
+        at_batch=at_batch,
+        at_batch_mb=None if at is None else round(at / MB, 1),
+        budget_mb=budget_mb,
+        largest_batch=None if budget_mb is None else largest_batch(lines, budget_mb * MB),
+    )
+
+
+def memory_view(
+    profile: Profile,
+    *,
+    origin: str,
+    top: int = 10,
+    at_batch: int | None = None,
+    budget_mb: float | None = None,
+) -> TensorMemoryView:
     tracked = tensor_memory_of(profile, origin)
     rows = category_rows(tracked)
     activations = tracked.categories.get("activations", 0)
@@ -108,6 +195,7 @@ def memory_view(profile: Profile, *, origin: str, top: int = 10) -> TensorMemory
         lever=LEVERS.get(largest, ""),
         track_ms=tracked.track_ms,
         peak_rss_mb=None if peak_rss is None else round(peak_rss / MB, 1),
+        prediction=_prediction(tracked, at_batch, budget_mb),
     )
 
 
@@ -123,4 +211,7 @@ def tensor_memory_metrics(tracked: TensorMemory | None) -> dict[str, Scalar]:
     }
     by_name = {row.category: row.mb for row in rows}
     metrics |= {f"tensor_{name}_mb": by_name.get(name, 0.0) for name in TENSOR_CATEGORIES}
+    prediction = _prediction(tracked, None, None)
+    metrics["tensor_predicted_mb"] = None if prediction is None else prediction.predicted_mb
+    metrics["tensor_prediction_error_pct"] = None if prediction is None else prediction.error_pct
     return metrics

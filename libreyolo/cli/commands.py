@@ -87,7 +87,13 @@ def ops(args: argparse.Namespace) -> CommandResult:
 def memory(args: argparse.Namespace) -> CommandResult:
     from libreyolo.analysis.tensor_memory import memory_view
 
-    view = memory_view(_profile(args, args.trace), origin=args.trace, top=args.top)
+    view = memory_view(
+        _profile(args, args.trace),
+        origin=args.trace,
+        top=args.top,
+        at_batch=args.batch,
+        budget_mb=args.budget_mb,
+    )
     return view, args.trace
 
 

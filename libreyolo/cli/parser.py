@@ -533,6 +533,16 @@ def _add_memory(sub: argparse._SubParsersAction[Parser], common: Parser) -> None
     p.add_argument(
         "--top", type=non_negative_int, default=10, help="Show the top N blocks by activations"
     )
+    p.add_argument(
+        "--batch",
+        type=positive_int,
+        help="Also predict the tensor peak at this batch (from the run's two probe steps)",
+    )
+    p.add_argument(
+        "--budget-mb",
+        type=positive_int,
+        help="Also give the largest batch whose predicted tensor peak fits in this many MB",
+    )
 
 
 def _add_compare(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:

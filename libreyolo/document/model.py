@@ -206,6 +206,13 @@ class BlockMemory(msgspec.Struct, frozen=True, kw_only=True):
     bytes: int
 
 
+class PeakPoint(msgspec.Struct, frozen=True, kw_only=True):
+    """A smaller batch's tracked step: the highest tensor total reached in each phase."""
+
+    batch: int
+    phase_peak_bytes: dict[str, int]
+
+
 class TensorMemory(msgspec.Struct, frozen=True, kw_only=True):
     """Tensor memory by category over one training step after the window (untimed; the
     step's tensors only: the allocator's slack, the interpreter and the loader are not in it).
@@ -222,7 +229,12 @@ class TensorMemory(msgspec.Struct, frozen=True, kw_only=True):
     top_blocks: list[BlockMemory] = msgspec.field(default_factory=list)  # largest first
     batch: int  # the images of the tracked step (the run's batch)
     imgsz: int
-    track_ms: float  # the tracked step's own wall time, outside the window
+    track_ms: float  # the tracked steps' wall time (the probes' too), outside the window
+    # The highest total reached in each phase of that step (`peak_bytes` is the largest).
+    phase_peak_bytes: dict[str, int] = msgspec.field(default_factory=dict)
+    # Steps at two smaller batches, tracked first: a line through them per phase predicts the
+    # peak at any batch (`analysis.tensor_memory.predict_peak`); empty where none was taken.
+    probes: list[PeakPoint] = msgspec.field(default_factory=list)
 
 
 # How `Flops` counts (torch.utils.flop_counter, the convention of the YOLO authors' tables).

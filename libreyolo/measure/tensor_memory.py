@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 import weakref
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -32,7 +32,7 @@ from torch import nn
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from libreyolo.document.model import TENSOR_CATEGORIES, BlockMemory, TensorMemory
+from libreyolo.document.model import TENSOR_CATEGORIES, BlockMemory, PeakPoint, TensorMemory
 from libreyolo.document.phases import BACKWARD, FORWARD, TO_DEVICE
 
 PARAMS, BUFFERS, GRADS, OPTIMIZER, EMA = "params", "buffers", "grads", "optimizer", "ema"
@@ -62,6 +62,7 @@ class _Ledger(TorchDispatchMode):
         self.peak_categories: dict[str, int] = {}
         self.peak_blocks: dict[str, int] = {}
         self.peak_phase = self.phase
+        self.phase_peaks: dict[str, int] = {}  # the highest total reached in each phase
 
     def add(self, tensor: torch.Tensor, category: str, block: str | None = None) -> None:
         """Count `tensor`'s storage under `category` unless it is counted already."""
@@ -100,6 +101,8 @@ class _Ledger(TorchDispatchMode):
         if block is not None:
             self.by_block[block] += sign * size
         self.total_bytes += sign * size
+        if self.total_bytes > self.phase_peaks.get(self.phase, 0):
+            self.phase_peaks[self.phase] = self.total_bytes
         if self.total_bytes > self.peak_bytes:
             self.peak_bytes = self.total_bytes
             self.peak_categories = dict(self.by_category)
@@ -171,17 +174,42 @@ def _batch_tensors(batch: object) -> list[torch.Tensor]:
     return [value for value in values if isinstance(value, torch.Tensor)]
 
 
+def probe_batches(batch: int) -> tuple[int, ...]:
+    """The two smaller batches whose steps the prediction's lines go through: a quarter and a
+    half of `batch` (1 and 2 under 4); none under 2, where there is no smaller pair. Never
+    above `batch`: a run sized to its memory must not be probed past it."""
+    if batch < 2:
+        return ()
+    return (max(1, batch // 4), max(2, batch // 2))
+
+
 def track_step(
     trainer: Any,
     batch: object,
     *,
     imgsz: int,
     num_images: int,
+    probes: Sequence[tuple[int, object]] = (),
     top: int = TOP_BLOCKS,
 ) -> TensorMemory:
     """One step of `trainer` (a `TrainRunner` with `model`, `optimizer` and an optional
-    `ema.module`) on `batch`, its tensor memory by category at the peak. The step updates the
-    weights like any other: call it after the window."""
+    `ema.module`) on `batch`, its tensor memory by category at the peak; before it, one step
+    on each of `probes` ((images, batch) pairs, smaller batches), whose peaks in each phase
+    are the points the prediction's lines go through. Each step updates the weights like any
+    other: call it after the window."""
+    started = time.perf_counter()
+    points = [
+        PeakPoint(batch=n, phase_peak_bytes=_track(trainer, b).phase_peaks) for n, b in probes
+    ]
+    ledger = _track(trainer, batch)
+    track_ms = (time.perf_counter() - started) * 1e3
+    return _summary(
+        ledger, imgsz=imgsz, num_images=num_images, top=top, track_ms=track_ms, probes=points
+    )
+
+
+def _track(trainer: Any, batch: object) -> _Ledger:
+    """One step of `trainer` on `batch` under a ledger, which it returns."""
     model: nn.Module = trainer.model
     optimizer = getattr(trainer, "optimizer", None)
     ema = getattr(getattr(trainer, "ema", None), "module", None)
@@ -210,19 +238,23 @@ def track_step(
         ledger.phase = name
         yield
 
-    started = time.perf_counter()
     try:
         with _module_hooks(ledger), ledger:
             trainer.step(batch, phases)["total"]
     finally:
         for hook in hooks:
             hook.remove()
-    track_ms = (time.perf_counter() - started) * 1e3
-    return _summary(ledger, imgsz=imgsz, num_images=num_images, top=top, track_ms=track_ms)
+    return ledger
 
 
 def _summary(
-    ledger: _Ledger, *, imgsz: int, num_images: int, top: int, track_ms: float
+    ledger: _Ledger,
+    *,
+    imgsz: int,
+    num_images: int,
+    top: int,
+    track_ms: float,
+    probes: list[PeakPoint],
 ) -> TensorMemory:
     categories = {
         name: max(int(ledger.peak_categories.get(name, 0)), 0) for name in TENSOR_CATEGORIES
@@ -238,4 +270,6 @@ def _summary(
         batch=num_images,
         imgsz=imgsz,
         track_ms=round(track_ms, 1),
+        phase_peak_bytes=dict(ledger.phase_peaks),
+        probes=probes,
     )

@@ -56,7 +56,7 @@ from libreyolo.measure.memory import AllocatorStats, device_memory, reset_peaks
 from libreyolo.measure.memory_check import check_training
 from libreyolo.measure.phases import PhaseTimer
 from libreyolo.measure.stages import Progress, stage
-from libreyolo.measure.tensor_memory import track_step
+from libreyolo.measure.tensor_memory import probe_batches, track_step
 from libreyolo.measure.threads import intra_op_threads, training_threads, warn_if_crowded
 from libreyolo.measure.train_options import (
     RunOptions,
@@ -327,13 +327,21 @@ def _tensor_memory(
             "(compiled kernels bypass the tracker); --exec eager tracks it"
         )
         return None
-    return track_step(trainer, _first_batch(loaded), imgsz=settings.imgsz, num_images=loaded.batch)
+    probes = [(n, _first_batch(loaded, n)) for n in probe_batches(loaded.batch)]
+    return track_step(
+        trainer,
+        _first_batch(loaded),
+        imgsz=settings.imgsz,
+        num_images=loaded.batch,
+        probes=probes,
+    )
 
 
-def _first_batch(loaded: _TrainingInputs) -> object:
-    """The epoch's first `batch` samples, collated: real, augmented data for the variant trials
-    (the window's own batches are gone with its loader)."""
-    samples = [loaded.dataset[index] for index in range(loaded.batch)]
+def _first_batch(loaded: _TrainingInputs, num_images: int | None = None) -> object:
+    """The epoch's first `batch` (or `num_images`) samples, collated: real, augmented data for
+    the trials after the window (the window's own batches are gone with its loader)."""
+    count = loaded.batch if num_images is None else num_images
+    samples = [loaded.dataset[index] for index in range(count)]
     return loaded.workload.collate(samples)
 
 

@@ -156,6 +156,7 @@ def _tensor_memory(result: TensorMemoryView) -> JsonObject:
         ],
         "peak_rss_mb": result.peak_rss_mb,
         "track_ms": result.track_ms,
+        "prediction": None if result.prediction is None else to_plain(result.prediction),
     }
 
 

@@ -11,7 +11,7 @@ from libreyolo.render.safe import short_name
 from libreyolo.render.units import bar
 
 if TYPE_CHECKING:
-    from libreyolo.analysis.tensor_memory import CategoryRow, TensorMemoryView
+    from libreyolo.analysis.tensor_memory import CategoryRow, Prediction, TensorMemoryView
 
 # Categories below this share of the peak are left out of summary's one line.
 LINE_MIN_SHARE = 0.02
@@ -50,6 +50,27 @@ def memory_lines(view: TensorMemoryView) -> list[str]:
             lines.append(
                 f"  {short_name(block.block):<18} {block.mb:8.1f} MB {block.share * 100:5.1f}%"
             )
+    lines += prediction_lines(view.prediction, view.batch)
     if view.lever:
         lines.append(f"lever    {view.largest}, the largest: {view.lever}")
     return lines
+
+
+def prediction_lines(prediction: Prediction | None, batch: int) -> list[str]:
+    """The probes' prediction at the run's batch beside the measured peak; at another batch
+    and under a budget when asked."""
+    if prediction is None:
+        return []
+    probes = " and ".join(str(probe) for probe in prediction.probe_batches)
+    extra = [f"{prediction.per_image_mb:.1f} MB an image"]
+    if prediction.at_batch is not None and prediction.at_batch_mb is not None:
+        extra.append(f"batch {prediction.at_batch}: {_size(prediction.at_batch_mb)}")
+    if prediction.budget_mb is not None:
+        fits = prediction.largest_batch
+        answer = "none grows with the batch" if fits is None else f"batch {fits}"
+        extra.append(f"largest under {_size(prediction.budget_mb)}: {answer}")
+    return [
+        f"predict  {_size(prediction.predicted_mb)} at batch {batch}, "
+        f"{prediction.error_pct:+.1f}% off the measured peak (from steps at batch {probes})",
+        f"         {'; '.join(extra)}",
+    ]

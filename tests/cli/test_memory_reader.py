@@ -29,6 +29,7 @@ def test_memory_lists_every_category_summing_to_the_peak(cpu_train_profile: Path
         "blocks",
         "peak_rss_mb",
         "track_ms",
+        "prediction",
     ]
     rows = out["categories"]
     assert sorted(row["category"] for row in rows) == sorted(TENSOR_CATEGORIES)
@@ -51,7 +52,9 @@ def test_memory_text_and_summary_name_the_largest_category(cpu_train_profile: Pa
     text = invoke(["profile", "memory", str(cpu_train_profile), "--top", "3"]).stdout
     assert text.startswith(f"tensors  peak {view['peak_mb']:.1f} MB = {largest} ")
     lines = text.splitlines()
-    blocks = lines[lines.index("activations alive at the peak, by block:") + 1 : -1]
+    first = lines.index("activations alive at the peak, by block:") + 1
+    blocks = lines[first : first + 3]
+    assert lines[first + 3].startswith("predict  ")
     assert [line.split()[0] for line in blocks] == [b["block"] for b in view["blocks"][:3]]
     assert f"lever    {largest}, the largest: " in text
     summary = invoke(["profile", "summary", str(cpu_train_profile)]).stdout
@@ -123,3 +126,39 @@ def test_a_zero_peak_gives_zero_shares(cpu_train_profile: Path, tmp_path: Path) 
     out = invoke(["profile", "memory", str(path), "--json"]).json()
     assert isinstance(out, dict)
     assert {row["share"] for row in out["categories"]} == {0.0} and out["blocks"] == []
+
+
+DOCS_B8 = Path(__file__).parents[1] / "fixtures" / "docs" / "train_yolo9t_cpu_b8_320.profile.json"
+
+
+def test_the_prediction_at_another_batch_and_under_a_budget() -> None:
+    """YOLOv9-t, 320 px, batch 8 on the CPU: probes at 2 and 4 predict the step's 986.0 MB."""
+    argv = ["profile", "memory", str(DOCS_B8), "--batch", "32", "--budget-mb", "4000"]
+    out = invoke([*argv, "--json"]).json()
+    assert isinstance(out, dict)
+    assert out["prediction"] == {
+        "probe_batches": [2, 4],
+        "predicted_mb": 986.0,
+        "error_pct": 0.0,
+        "per_image_mb": 118.92,
+        "at_batch": 32,
+        "at_batch_mb": 3840.1,
+        "budget_mb": 4000,
+        "largest_batch": 33,
+    }
+    text = invoke(argv).stdout.splitlines()
+    at = text.index(
+        "predict  986.0 MB at batch 8, +0.0% off the measured peak (from steps at batch 2 and 4)"
+    )
+    assert (
+        text[at + 1]
+        == "         118.9 MB an image; batch 32: 3.84 GB; largest under 4.00 GB: batch 33"
+    )
+    get = invoke(["profile", "get", str(DOCS_B8), "tensor_prediction_error_pct"])
+    assert get.stdout == "0.0\n"
+
+
+@pytest.mark.parametrize("flag", [["--batch", "0"], ["--budget-mb", "-5"], ["--batch", "x"]])
+def test_a_bad_prediction_flag_is_exit_2(flag: list[str]) -> None:
+    result = invoke(["profile", "memory", str(DOCS_B8), *flag])
+    assert result.status == 2 and result.stdout == ""
