@@ -29,6 +29,7 @@ from libreyolo.analysis.diff import PhaseTest, ProfileDiff, diff_profiles, with_
 from libreyolo.analysis.exec_compare import disagreement, exec_warnings
 from libreyolo.analysis.gate import Gate, gate_metric, regression_gate, require_trials
 from libreyolo.analysis.result_kind import ResultKind
+from libreyolo.analysis.tensor_compare import TensorDeltas, tensor_deltas
 from libreyolo.analysis.trainer_gap import TrainerGap, trainer_gap
 from libreyolo.defaults import MIN_AGREEMENT
 from libreyolo.document.health_names import SUSPECT
@@ -87,6 +88,8 @@ class Comparison:
     contended: Delta
     compute: ComputeDeltas
     diff: ProfileDiff | None = None
+    # A training step's tensor peak and categories, where either side tracked one.
+    tensors: TensorDeltas | None = None
     # The built-in step beside libreyolo 1.x's own trainer (one side `--trainer`), per part.
     trainer_gap: TrainerGap | None = None
 
@@ -302,6 +305,7 @@ def compare(
         cpu_wait_frac=ShareDelta(a.get("cpu_wait_frac"), b.get("cpu_wait_frac")),
         contended=delta("contended"),
         compute=compute_deltas(before, after),
+        tensors=tensor_deltas(before, after),
         diff=with_phase_tests(diff_profiles(before, after, top), _phase_test(before, after)),
         trainer_gap=trainer_gap(before, after),
     )

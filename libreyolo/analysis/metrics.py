@@ -236,7 +236,7 @@ def compute_metrics(profile: Profile, *, bound: str) -> dict[str, Scalar]:
         metrics |= _phase_metrics(trace)
     metrics |= _memory_metrics(window_memory(profile), trace)
     metrics |= _host_memory_metrics(profile.host_memory)
-    metrics |= tensor_memory_metrics(profile.tensor_memory)
+    metrics |= tensor_memory_metrics(profile)
     if profile.kind == Mode.INFER:
         metrics |= _inference_metrics(profile, img_per_s)
     metrics |= efficiency_metrics(profile.compute, img_per_s)

@@ -8,10 +8,12 @@ points to. Pure: no I/O; stdlib and msgspec only (readers import it).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import ClassVar
 
 import msgspec
 
+from libreyolo.analysis import stats
 from libreyolo.analysis.result_kind import ResultKind
 from libreyolo.document.mode import Mode
 from libreyolo.document.model import TENSOR_CATEGORIES, Profile, Scalar, TensorMemory
@@ -63,10 +65,40 @@ class Prediction(msgspec.Struct, frozen=True):
     predicted_mb: float
     error_pct: float  # (predicted - measured) / measured
     per_image_mb: float  # the steepest line's slope: what one more image costs at the peak
+    process: str | None = None  # the process's measured peak the budget reads ("peak RSS")
     at_batch: int | None = None
-    at_batch_mb: float | None = None
-    budget_mb: float | None = None
+    at_batch_mb: float | None = None  # the tensor peak there
+    at_batch_process_mb: float | None = None  # the process's peak there
+    budget_mb: float | None = None  # of the process's peak, else of the tensor peak
     largest_batch: int | None = None  # under budget_mb; 0: not even one image fits
+
+
+def process_peak(profile: Profile) -> tuple[str, float] | None:
+    """The process's measured peak over the window, (name, MB): the CUDA allocator's peak
+    allocated where there is one, else the peak RSS; None when neither was measured."""
+    return process_peak_of(profile.metrics)
+
+
+def process_peak_of(metrics: Mapping[str, Scalar]) -> tuple[str, float] | None:
+    """`process_peak` from a profile's metric map."""
+    for key, name in (("peak_vram_mb", "peak VRAM"), ("peak_rss_mb", "peak RSS")):
+        value = stats.as_number(metrics.get(key))
+        if value is not None:
+            return name, value
+    return None
+
+
+def predict_process_mb(profile: Profile, batch: int) -> float | None:
+    """The process's peak at `batch`: its measured peak plus the predicted change of the
+    tensor peak from the run's batch to `batch` (what is not tensors, the interpreter, torch's
+    libraries, stays). None without a tracked step with probes or a measured process peak."""
+    tracked, peak = profile.tensor_memory, process_peak(profile)
+    if tracked is None or peak is None:
+        return None
+    predicted = predict_peak(peak_lines(tracked), batch)
+    if predicted is None:
+        return None
+    return round(peak[1] + (predicted - tracked.peak_bytes) / MB, 1)
 
 
 class TensorMemoryView(msgspec.Struct, frozen=True):
@@ -148,22 +180,31 @@ def largest_batch(lines: tuple[PeakLine, ...], budget_bytes: float) -> int | Non
 
 
 def _prediction(
-    tracked: TensorMemory, at_batch: int | None, budget_mb: float | None
+    profile: Profile, at_batch: int | None, budget_mb: float | None
 ) -> Prediction | None:
+    tracked = tensor_memory_of(profile, "")
     lines = peak_lines(tracked)
     predicted = predict_peak(lines, tracked.batch)
     if predicted is None or not tracked.peak_bytes:
         return None
     at = None if at_batch is None else predict_peak(lines, at_batch)
+    process = process_peak(profile)
+    largest = None
+    if budget_mb is not None:
+        # What is not tensors (the interpreter, libraries, free blocks) stays as measured.
+        other_mb = 0.0 if process is None else process[1] - tracked.peak_bytes / MB
+        largest = largest_batch(lines, (budget_mb - other_mb) * MB)
     return Prediction(
         probe_batches=tuple(sorted({point.batch for point in tracked.probes})),
         predicted_mb=round(predicted / MB, 1),
         error_pct=round((predicted - tracked.peak_bytes) / tracked.peak_bytes * 100, 1) or 0.0,
         per_image_mb=round(max(line.per_image_bytes for line in lines) / MB, 2),
+        process=None if process is None else process[0],
         at_batch=at_batch,
         at_batch_mb=None if at is None else round(at / MB, 1),
+        at_batch_process_mb=None if at_batch is None else predict_process_mb(profile, at_batch),
         budget_mb=budget_mb,
-        largest_batch=None if budget_mb is None else largest_batch(lines, budget_mb * MB),
+        largest_batch=largest,
     )
 
 
@@ -195,13 +236,14 @@ def memory_view(
         lever=LEVERS.get(largest, ""),
         track_ms=tracked.track_ms,
         peak_rss_mb=None if peak_rss is None else round(peak_rss / MB, 1),
-        prediction=_prediction(tracked, at_batch, budget_mb),
+        prediction=_prediction(profile, at_batch, budget_mb),
     )
 
 
-def tensor_memory_metrics(tracked: TensorMemory | None) -> dict[str, Scalar]:
-    """`tensor_peak_mb`, the largest category, and each category's MB at the peak; none of
-    them where no step was tracked."""
+def tensor_memory_metrics(profile: Profile) -> dict[str, Scalar]:
+    """`tensor_peak_mb`, the largest category, each category's MB at the peak and the
+    prediction's; none of them where no step was tracked."""
+    tracked = profile.tensor_memory
     if tracked is None:
         return {}
     rows = category_rows(tracked)
@@ -211,7 +253,7 @@ def tensor_memory_metrics(tracked: TensorMemory | None) -> dict[str, Scalar]:
     }
     by_name = {row.category: row.mb for row in rows}
     metrics |= {f"tensor_{name}_mb": by_name.get(name, 0.0) for name in TENSOR_CATEGORIES}
-    prediction = _prediction(tracked, None, None)
+    prediction = _prediction(profile, None, None)
     metrics["tensor_predicted_mb"] = None if prediction is None else prediction.predicted_mb
     metrics["tensor_prediction_error_pct"] = None if prediction is None else prediction.error_pct
     return metrics

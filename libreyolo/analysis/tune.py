@@ -16,6 +16,11 @@ unless the best's gain over it counts.
   stopped by a batch that does not fit while the largest fitting one still gained, between
   those two first (a bigger batch that fits may be better still).
 * maxfit: doubling until a batch does not fit, then bisection: the largest batch that fits.
+  Where the first point predicts the largest batch under the budget (`predicted_fit`, from its
+  tracked step's memory lines), the search measures that batch and the next multiple of
+  `batch_step` instead: both as predicted, the answer is confirmed in three points; otherwise
+  it bisects between the largest batch that fit and the smallest that did not (doubling from
+  the largest that fit while nothing has failed).
 * latency: as knee, among the batches that fit and whose latency percentile stays within
   `max_latency_ms`; the growth stops at the first that breaks the bound.
 A search ends when no multiple of `batch_step` lies strictly inside the interval it refines.
@@ -67,6 +72,9 @@ class Measured:
     failed: str | None = None  # it failed for another reason than not fitting: the reason
     reused: bool = False
     contended: bool = False  # measured on a busy host
+    # maxfit: the largest batch this point's memory lines predict under the budget (None:
+    # no prediction, no budget, or not a training point).
+    predicted_fit: int | None = None
 
     @property
     def mean(self) -> float | None:
@@ -216,6 +224,35 @@ def _grow(settings: TuneSettings, by_batch: dict[int, Measured]) -> Next | Done 
     return None  # growth() always ends with batch_max, which returns above
 
 
+def _guided_maxfit(settings: TuneSettings, measured: Sequence[Measured]) -> Next | Done | None:
+    """maxfit from the first point's prediction: measure the predicted batch and the next
+    step up, then bisect between the largest that fit and the smallest that did not; None
+    (the doubling search) when the first point predicts nothing or does not fit."""
+    first = measured[0] if measured else None
+    if first is None or first.predicted_fit is None or not _feasible(settings, first):
+        return None
+    step = settings.batch_step
+    target = min(max(first.predicted_fit // step * step, settings.batch_min), settings.batch_max)
+    fits = [m.batch for m in measured if _feasible(settings, m)]
+    lo = max(fits)
+    over = [m.batch for m in measured if not m.fits and m.batch > lo]
+    hi = min(over) if over else None
+    done = {m.batch for m in measured}
+    for batch in (target, target + step):
+        if lo < batch <= settings.batch_max and (hi is None or batch < hi) and batch not in done:
+            return Next(batch)
+    if hi is None:
+        if lo >= settings.batch_max:
+            return Done("batch_max", f"reached tune.batch_max ({lo})", lo)
+        return Next(min(lo * 2, settings.batch_max))  # predicted too low: grow from what fit
+    inside = _inside(settings, lo, hi, done)
+    if inside is not None:
+        return Next(inside)
+    smallest_over = next(m for m in measured if m.batch == hi)
+    why = f"batch {hi} does not fit ({_bound_text(smallest_over)})"
+    return Done("no_fit", f"{why}; predicted from batch {first.batch}: {target}", lo)
+
+
 def latest(measured: Sequence[Measured]) -> list[Measured]:
     """Each batch's last measurement, in the order the batches were first measured (a point
     measured again on a busy host counts by its newest numbers)."""
@@ -279,6 +316,10 @@ def _decide(settings: TuneSettings, measured: Sequence[Measured]) -> Next | Done
         if point.failed is not None:
             return Done("failed", f"batch {point.batch} failed: {point.failed}", None)
     by_batch = {point.batch: point for point in measured}
+    if settings.goal == "maxfit":
+        guided = _guided_maxfit(settings, measured)
+        if guided is not None:
+            return guided
     grown = _grow(settings, by_batch)
     if isinstance(grown, Next) or grown is None:
         return grown or Done("batch_max", "reached tune.batch_max", None)

@@ -176,10 +176,8 @@ def _batch_tensors(batch: object) -> list[torch.Tensor]:
 
 def probe_batches(batch: int) -> tuple[int, ...]:
     """The two smaller batches whose steps the prediction's lines go through: a quarter and a
-    half of `batch` (1 and 2 under 4); none under 2, where there is no smaller pair. Never
-    above `batch`: a run sized to its memory must not be probed past it."""
-    if batch < 2:
-        return ()
+    half of `batch` (1 and 2 under 4, and for batch 1, where 2 is the only second point: a
+    probe that runs out of memory is dropped, `track_step`)."""
     return (max(1, batch // 4), max(2, batch // 2))
 
 
@@ -198,9 +196,12 @@ def track_step(
     are the points the prediction's lines go through. Each step updates the weights like any
     other: call it after the window."""
     started = time.perf_counter()
-    points = [
-        PeakPoint(batch=n, phase_peak_bytes=_track(trainer, b).phase_peaks) for n, b in probes
-    ]
+    try:
+        points = [
+            PeakPoint(batch=n, phase_peak_bytes=_track(trainer, b).phase_peaks) for n, b in probes
+        ]
+    except torch.OutOfMemoryError:  # a probe above a batch sized to the device: no prediction
+        points = []
     ledger = _track(trainer, batch)
     track_ms = (time.perf_counter() - started) * 1e3
     return _summary(

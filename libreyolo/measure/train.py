@@ -328,13 +328,17 @@ def _tensor_memory(
         )
         return None
     probes = [(n, _first_batch(loaded, n)) for n in probe_batches(loaded.batch)]
-    return track_step(
+    tracked = track_step(
         trainer,
         _first_batch(loaded),
         imgsz=settings.imgsz,
         num_images=loaded.batch,
         probes=probes,
     )
+    if not tracked.probes:
+        batches = " and ".join(str(n) for n, _ in probes)
+        notes.append(f"no memory prediction: a probe step at batch {batches} ran out of memory")
+    return tracked
 
 
 def _first_batch(loaded: _TrainingInputs, num_images: int | None = None) -> object:

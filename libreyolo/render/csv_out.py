@@ -132,7 +132,8 @@ def _split_pairs(delta: Mapping[str, Any] | None) -> Row:
 
 def _compare(doc: Any) -> Table:
     """One row per compared metric, in the JSON's order; `compute`'s deltas as `compute.X`
-    (its `same_work` flag is no delta: --json only)."""
+    (its `same_work` flag is no delta: --json only); the tensor peak and its categories as
+    `tensor_memory.peak_mb` and `tensor_memory.X` (no rows where neither side tracked one)."""
     rows = []
     for key, value in doc.items():
         if key in NOT_DELTAS:
@@ -143,6 +144,13 @@ def _compare(doc: Any) -> Table:
                 for name, delta in value.items()
                 if isinstance(delta, dict)
             ]
+        elif key == "tensor_memory":
+            if value is not None:
+                deltas = {"peak_mb": value["peak_mb"], **value["categories"]}
+                rows += [
+                    {"metric": f"tensor_memory.{name}"} | _split_pairs(delta)
+                    for name, delta in deltas.items()
+                ]
         else:
             rows.append({"metric": key} | _split_pairs(value))
     return COMPARE_COLUMNS, rows

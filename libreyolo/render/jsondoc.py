@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # result types only; importing them would cost every reader s
     from libreyolo.analysis.summary import Summary
     from libreyolo.analysis.sweep import SweepView
     from libreyolo.analysis.sweep_compare import SweepComparison
+    from libreyolo.analysis.tensor_compare import TensorDeltas
     from libreyolo.analysis.tensor_memory import TensorMemoryView
     from libreyolo.analysis.tracked import LoggedRuns
     from libreyolo.analysis.whatif import Projection
@@ -247,6 +248,16 @@ def _compute_deltas(deltas: ComputeDeltas) -> JsonObject:
     }
 
 
+def _tensor_deltas(deltas: TensorDeltas | None) -> JsonObject | None:
+    """compare's tensor peak and categories (MB); null when neither side tracked a step."""
+    if deltas is None:
+        return None
+    return {
+        "peak_mb": _delta(deltas.peak_mb),
+        "categories": {name: _delta(delta) for name, delta in deltas.categories},
+    }
+
+
 def _gate(gate: Gate | None) -> JsonObject | None:
     if gate is None:
         return None
@@ -279,6 +290,7 @@ def _(result: Comparison, source: ReadFrom) -> Any:
         "cpu_wait_frac": _share_delta(result.cpu_wait_frac),
         "contended": _delta(result.contended),
         "compute": _compute_deltas(result.compute),
+        "tensor_memory": _tensor_deltas(result.tensors),
         "warnings": list(result.warnings),
         "changes": diff_json(result.diff) if result.diff else None,
         "trainer_gap": trainer_gap_json(result.trainer_gap) if result.trainer_gap else None,

@@ -8,9 +8,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from libreyolo.render.safe import short_name
-from libreyolo.render.units import bar
+from libreyolo.render.units import bar, fmt_pct_change
 
 if TYPE_CHECKING:
+    from libreyolo.analysis.delta import Delta
+    from libreyolo.analysis.tensor_compare import TensorDeltas
     from libreyolo.analysis.tensor_memory import CategoryRow, Prediction, TensorMemoryView
 
 # Categories below this share of the peak are left out of summary's one line.
@@ -64,13 +66,37 @@ def prediction_lines(prediction: Prediction | None, batch: int) -> list[str]:
     probes = " and ".join(str(probe) for probe in prediction.probe_batches)
     extra = [f"{prediction.per_image_mb:.1f} MB an image"]
     if prediction.at_batch is not None and prediction.at_batch_mb is not None:
-        extra.append(f"batch {prediction.at_batch}: {_size(prediction.at_batch_mb)}")
+        there = f"batch {prediction.at_batch}: {_size(prediction.at_batch_mb)} of tensors"
+        if prediction.at_batch_process_mb is not None:
+            there += f", {prediction.process} {_size(prediction.at_batch_process_mb)}"
+        extra.append(there)
     if prediction.budget_mb is not None:
         fits = prediction.largest_batch
         answer = "none grows with the batch" if fits is None else f"batch {fits}"
-        extra.append(f"largest under {_size(prediction.budget_mb)}: {answer}")
+        of = prediction.process or "tensor peak"
+        extra.append(f"largest under {_size(prediction.budget_mb)} of {of}: {answer}")
     return [
         f"predict  {_size(prediction.predicted_mb)} at batch {batch}, "
         f"{prediction.error_pct:+.1f}% off the measured peak (from steps at batch {probes})",
-        f"         {'; '.join(extra)}",
+        *(f"         {line}" for line in extra),
     ]
+
+
+def _mb_side(value: object) -> str:
+    return f"{value:.1f}" if isinstance(value, int | float) else "?"
+
+
+def _mb_delta(label: str, delta: Delta) -> str:
+    return (
+        f"{label:<15}{_mb_side(delta.before)} -> {_mb_side(delta.after)} MB"
+        f"{fmt_pct_change(delta.change)}"
+    )
+
+
+def compare_tensor_lines(deltas: TensorDeltas | None) -> list[str]:
+    """compare's tensor peak, then each category either side holds, before and after."""
+    if deltas is None:
+        return []
+    lines = [_mb_delta("tensor peak", deltas.peak_mb)]
+    lines += [_mb_delta(f"  {name}", delta) for name, delta in deltas.categories]
+    return lines

@@ -17,7 +17,7 @@ from libreyolo.analysis.result_kind import ResultKind, kind_of
 from libreyolo.document.mode import Mode
 from libreyolo.render.compute_text import compare_compute_lines
 from libreyolo.render.diff_text import diff_lines
-from libreyolo.render.memory_text import memory_lines
+from libreyolo.render.memory_text import compare_tensor_lines, memory_lines
 from libreyolo.render.safe import safe_text, short_name
 from libreyolo.render.summary_text import note_lines, quiet_verdict_line, summary_lines
 from libreyolo.render.trainer_gap_view import trainer_gap_lines
@@ -199,6 +199,7 @@ def _(result: Comparison) -> Lines:
                 f"{_tested(result.tested[key])}"
             )
     lines += compare_compute_lines(result.compute)
+    lines += compare_tensor_lines(result.tensors)
     wait = result.cpu_wait_frac
     if wait.before is not None or wait.after is not None:
         lines.append(

@@ -31,6 +31,7 @@ from hydra.plugins.launcher import Launcher
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from libreyolo.analysis.tensor_memory import PeakLine, largest_batch
 from libreyolo.analysis.tune import Done, Measured, decide
 from libreyolo.config.compose import ConfigError, describe_error
 from libreyolo.document.sweep_io import REQUEST_FILE, STATUS_FILE, inside, read_request, read_status
@@ -112,7 +113,19 @@ def _from_objective(value: PointObjective, batch: int, settings: TuneSettings) -
         failed=failed,
         reused=value.reused,
         contended=value.contended,
+        predicted_fit=_predicted_fit(value, settings),
     )
+
+
+def _predicted_fit(value: PointObjective, settings: TuneSettings) -> int | None:
+    """maxfit: the largest batch the point's memory lines predict under the budget, its
+    other memory (interpreter, libraries, free blocks) taken as measured; None without a
+    budget, lines or a measured process peak."""
+    budget = settings.memory_budget_mb
+    if settings.goal != "maxfit" or budget is None or value.memory_other_mb is None:
+        return None
+    lines = tuple(PeakLine("", fixed, per_image) for fixed, per_image in value.memory_lines)
+    return largest_batch(lines, (float(budget) - value.memory_other_mb) * 1e6)
 
 
 def measured_of(ret: JobReturn, batch: int, settings: TuneSettings, root: Path) -> Measured:

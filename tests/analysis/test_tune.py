@@ -43,6 +43,7 @@ def search(
     *,
     fits_up_to: int = 1 << 20,
     latency_ms: Callable[[int], float] = lambda b: 2.0 * b,
+    predicted_fit: int | None = None,
 ) -> tuple[Done, list[Measured]]:
     measured: list[Measured] = []
     for _ in range(64):
@@ -64,6 +65,7 @@ def search(
                     trials=trials(rate(batch)),
                     latency_ms=latency_ms(batch),
                     peak_mb=100.0 * batch,
+                    predicted_fit=predicted_fit,
                 )
             )
     raise AssertionError("the search did not end")
@@ -151,6 +153,40 @@ def test_maxfit_doubles_then_bisects() -> None:
     assert evidence(settings, measured, 96) == (
         "batch 96 fits (peak 9600 MB); 104 does not fit (out of memory)"
     )
+
+
+@pytest.mark.parametrize(
+    ("predicted", "expected_path"),
+    [
+        (96, [1, 96, 104]),  # right: confirmed in three points
+        (100, [1, 96, 104]),  # rounded down to a multiple of batch_step
+        (120, [1, 120, 64, 96, 112, 104]),  # too high: bisects below it
+        (48, [1, 48, 56, 112, 88, 104, 96]),  # too low: grows from what fit, then bisects
+    ],
+)
+def test_maxfit_from_a_prediction_confirms_it_or_bisects(
+    predicted: int, expected_path: list[int]
+) -> None:
+    settings = TuneSettings(goal="maxfit", batch_max=256, batch_step=8)
+    done, measured = search(settings, saturating(4), fits_up_to=100, predicted_fit=predicted)
+    assert path(measured) == expected_path
+    assert (done.stopped, done.batch) == ("no_fit", 96)
+
+
+def test_maxfit_predicted_past_batch_max_measures_batch_max() -> None:
+    settings = TuneSettings(goal="maxfit", batch_max=64, batch_step=8)
+    done, measured = search(settings, saturating(4), fits_up_to=100, predicted_fit=200)
+    assert path(measured) == [1, 64]
+    assert (done.stopped, done.batch) == ("batch_max", 64)
+
+
+def test_maxfit_without_a_prediction_or_a_first_fit_doubles() -> None:
+    settings = TuneSettings(goal="maxfit", batch_max=256, batch_step=8)
+    _, unguided = search(settings, saturating(4), fits_up_to=100)
+    _, none = search(settings, saturating(4), fits_up_to=100, predicted_fit=None)
+    assert path(none) == path(unguided)
+    done, measured = search(settings, saturating(4), fits_up_to=0, predicted_fit=64)
+    assert path(measured) == [1] and done.batch is None
 
 
 def test_maxfit_to_batch_max_says_to_look_further() -> None:

@@ -136,24 +136,31 @@ def test_the_prediction_at_another_batch_and_under_a_budget() -> None:
     argv = ["profile", "memory", str(DOCS_B8), "--batch", "32", "--budget-mb", "4000"]
     out = invoke([*argv, "--json"]).json()
     assert isinstance(out, dict)
+    rss = out["peak_rss_mb"]
     assert out["prediction"] == {
         "probe_batches": [2, 4],
         "predicted_mb": 986.0,
         "error_pct": 0.0,
         "per_image_mb": 118.92,
+        "process": "peak RSS",
         "at_batch": 32,
         "at_batch_mb": 3840.1,
+        # What is not tensors stays: the measured RSS plus the tensors' growth from 8 to 32.
+        "at_batch_process_mb": round(rss + 3840.1 - 986.0, 1),
         "budget_mb": 4000,
-        "largest_batch": 33,
+        # (4000 - (rss - 986.0)) MB of tensors at 118.92 MB an image over the fixed part.
+        "largest_batch": 23,
     }
+    assert rss == 2175.1
     text = invoke(argv).stdout.splitlines()
     at = text.index(
         "predict  986.0 MB at batch 8, +0.0% off the measured peak (from steps at batch 2 and 4)"
     )
-    assert (
-        text[at + 1]
-        == "         118.9 MB an image; batch 32: 3.84 GB; largest under 4.00 GB: batch 33"
-    )
+    assert text[at + 1 : at + 4] == [
+        "         118.9 MB an image",
+        "         batch 32: 3.84 GB of tensors, peak RSS 5.03 GB",
+        "         largest under 4.00 GB of peak RSS: batch 23",
+    ]
     get = invoke(["profile", "get", str(DOCS_B8), "tensor_prediction_error_pct"])
     assert get.stdout == "0.0\n"
 
@@ -162,3 +169,28 @@ def test_the_prediction_at_another_batch_and_under_a_budget() -> None:
 def test_a_bad_prediction_flag_is_exit_2(flag: list[str]) -> None:
     result = invoke(["profile", "memory", str(DOCS_B8), *flag])
     assert result.status == 2 and result.stdout == ""
+
+
+def test_compare_shows_the_tensor_peak_and_categories(cpu_train_profile: Path) -> None:
+    argv = ["profile", "compare", str(cpu_train_profile), str(DOCS_B8)]
+    out = invoke([*argv, "--json"]).json()
+    assert isinstance(out, dict)
+    tensors = out["tensor_memory"]
+    assert tensors["peak_mb"]["after"] == 986.0
+    assert list(tensors["categories"]) == [
+        name for name in TENSOR_CATEGORIES if name in tensors["categories"]
+    ]
+    # The same model on the same dataset: its weights and their state do not move.
+    for name in ("params", "optimizer", "ema"):
+        assert tensors["categories"][name]["change"] == 0.0
+    assert tensors["categories"]["activations"]["change"] > 1
+    text = invoke(argv).stdout.splitlines()
+    assert any(line.startswith("tensor peak    ") and " -> 986.0 MB (+" in line for line in text)
+    assert any(line.startswith("  activations  ") for line in text)
+
+
+def test_compare_without_tracked_steps_has_no_tensor_lines(reference_v1: Path) -> None:
+    files = [str(reference_v1 / "train_cpu.profile.json")] * 2
+    out = invoke(["profile", "compare", *files, "--json"]).json()
+    assert isinstance(out, dict) and out["tensor_memory"] is None
+    assert "tensor peak" not in invoke(["profile", "compare", *files]).stdout

@@ -166,3 +166,20 @@ def test_blocks_are_names_cut_to_two_parts_and_the_model_itself() -> None:
     model = nn.Sequential(nn.Sequential(nn.Linear(2, 2), nn.Sequential(nn.ReLU())))
     names = set(block_names(model).values())
     assert names == {"(model)", "0", "0.0", "0.1"}
+
+
+def test_a_probe_out_of_memory_leaves_no_prediction_and_the_step_tracked() -> None:
+    runner, batch = _warm(Tiny())
+    step = runner.step
+
+    def tight(images: tuple[torch.Tensor], *rest: object) -> dict[str, torch.Tensor]:
+        if images[0].shape[0] > 2:
+            raise torch.OutOfMemoryError("CUDA out of memory")
+        return step(images, *rest)  # type: ignore[arg-type]
+
+    runner.step = tight  # type: ignore[method-assign]
+    probes = [(1, (batch[0][:1],)), (3, (torch.rand(3, 3, 16, 16),))]
+    tracked = track_step(runner, batch, imgsz=16, num_images=2, probes=probes)
+    assert tracked.probes == [] and tracked.peak_bytes > 0
+    assert _get_current_dispatch_mode() is None
+    assert all(not p._post_accumulate_grad_hooks for p in runner.model.parameters())

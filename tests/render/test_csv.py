@@ -130,6 +130,8 @@ def test_compare_csv_has_one_row_per_metric(reference_v1: Path, monkeypatch) -> 
     not_deltas = ("before", "after", "gate", "warnings", "changes", "trainer_gap")
     metrics = [k for k in doc if k not in not_deltas]
     metrics.remove("compute")
+    metrics.remove("tensor_memory")  # neither 1.6.0 file tracked a step: no rows
+    assert doc["tensor_memory"] is None
     computed = [f"compute.{k}" for k in doc["compute"] if k != "same_work"]
     assert [r["metric"] for r in rows] == [*metrics, *computed]
     img = rows[0]
@@ -137,6 +139,19 @@ def test_compare_csv_has_one_row_per_metric(reference_v1: Path, monkeypatch) -> 
     assert (img["before"], img["after"], img["change"]) == ("7.81", "5.51", "-0.2945")
     assert (img["n.before"], img["n.after"], img["std.before"]) == ("1", "1", "")
     assert rows == [_delta_cells(row["metric"], doc) for row in rows]
+
+
+def test_compare_csv_has_the_tensor_peak_and_each_category() -> None:
+    trained = (
+        Path(__file__).parents[1] / "fixtures" / "docs" / "train_yolo9t_cpu_b8_320.profile.json"
+    )
+    doc, _, rows = _both(["compare", str(trained), str(trained)])
+    tensors = {r["metric"]: r for r in rows if r["metric"].startswith("tensor_memory.")}
+    expected = ["peak_mb", *doc["tensor_memory"]["categories"]]
+    assert list(tensors) == [f"tensor_memory.{name}" for name in expected]
+    peak = tensors["tensor_memory.peak_mb"]
+    assert (peak["before"], peak["after"], peak["change"]) == ("986.0", "986.0", "0.0")
+    assert "tensor_memory.grads" not in tensors  # zero on both sides: left out
 
 
 def _delta_cells(metric: str, doc: dict[str, Any]) -> dict[str, str]:

@@ -38,6 +38,8 @@ def _facts(**changes: Any) -> dict[str, Any]:
         "latency_p99_ms": 99.0,
         "peak_vram_mb": None,
         "peak_rss_mb": 512.5,
+        "memory_lines": (),
+        "memory_other_mb": None,
         "mfu": 0.04,
         "energy_j_per_img": None,
         "fits": True,
@@ -98,6 +100,47 @@ def test_the_objective_reads_the_point_record_and_its_profile(tmp_path: Path) ->
         False,
         "oom",
     )
+
+
+TRAINED = Path(__file__).parents[1] / "fixtures" / "docs" / "train_yolo9t_cpu_b8_320.profile.json"
+
+
+def _with_tracked_step(tmp_path: Path, tensor_memory: object) -> PointObjective:
+    """A point whose profile holds `tensor_memory` and the docs fixture's peak RSS."""
+    folder = _point(tmp_path, 8, 4.8)
+    profile_path = folder / "infer" / "profile.json"
+    profile = json.loads(profile_path.read_text(encoding="utf-8"))
+    trained = json.loads(TRAINED.read_text(encoding="utf-8"))
+    profile["tensor_memory"] = tensor_memory
+    profile["metrics"] |= {"peak_rss_mb": trained["metrics"]["peak_rss_mb"], "peak_vram_mb": None}
+    profile_path.write_text(json.dumps(profile), encoding="utf-8")
+    record = read_status(folder / "status.json")
+    assert record is not None
+    return point_objective(record, folder, tmp_path, {"batch": 8, "imgsz": 320})
+
+
+def test_maxfit_reads_the_points_memory_lines_as_the_memory_reader_does(tmp_path: Path) -> None:
+    """YOLOv9-t, 320 px, batch 8 (the docs fixture): 4000 MB of peak RSS holds batch 23, as
+    `profile memory --budget-mb 4000` says (tests/cli/test_memory_reader.py)."""
+    tracked = json.loads(TRAINED.read_text(encoding="utf-8"))["tensor_memory"]
+    result = _with_tracked_step(tmp_path, tracked)
+    assert len(result.memory_lines) == 4  # to_device, forward, backward, optimizer
+    assert result.memory_other_mb == round(2175.1 - tracked["peak_bytes"] / 1e6, 1)
+    settings = TuneSettings(goal="maxfit", memory_budget_mb=4000)
+    assert measured_of(_job(result), 8, settings, Path("/s")).predicted_fit == 23
+    # Another goal, or no budget: no prediction is made.
+    for other in (TuneSettings(goal="knee", memory_budget_mb=4000), TuneSettings(goal="maxfit")):
+        assert measured_of(_job(result), 8, other, Path("/s")).predicted_fit is None
+
+
+@pytest.mark.parametrize("hostile", [None, "lots", {"peak_bytes": -1}, {"probes": [1, 2]}])
+def test_a_point_without_a_trusted_tracked_step_predicts_nothing(
+    tmp_path: Path, hostile: object
+) -> None:
+    result = _with_tracked_step(tmp_path, hostile)
+    assert (result.memory_lines, result.memory_other_mb) == ((), None)
+    settings = TuneSettings(goal="maxfit", memory_budget_mb=4000)
+    assert measured_of(_job(result), 8, settings, Path("/s")).predicted_fit is None
 
 
 def _job(value: object, status: JobStatus = JobStatus.COMPLETED) -> JobReturn:

@@ -516,17 +516,71 @@ def trials_block(s: Summary) -> str:
     return summary_line + table(cols, body, sort_keys=keys)
 
 
+def tensor_block(s: Summary) -> str:
+    """A training step's tensors at their peak by category, the prediction and the lever."""
+    view = s.tensors
+    if view is None:
+        return ""
+    src = ("summary", "tensor_memory")
+    rows = [
+        svg.BarRow(
+            row.category,
+            (
+                svg.Bar(
+                    row.mb,
+                    (*src, "categories", i, "mb"),
+                    f"{row.category}: {row.mb:.1f} MB, {row.share * 100:.1f}% of the peak",
+                    svg.PALETTE[i % len(svg.PALETTE)],
+                    f"{row.mb:.1f} MB  {row.share * 100:.1f}%",
+                ),
+            ),
+        )
+        for i, row in enumerate(view.categories)
+        if row.mb > 0
+    ]
+    chart = svg.hbars(rows, mark="tensor-memory", label="MB at the tensor peak")
+    facts = [
+        ("tensor peak", num(view.peak_mb, (*src, "peak_mb"), unit="MB")),
+        ("peak in the", esc(view.phase_at_peak)),
+        ("batch, imgsz", f"{view.batch}, {view.imgsz}"),
+    ]
+    prediction = view.prediction
+    if prediction is not None:
+        facts.append(
+            (
+                "predicted",
+                num(prediction.predicted_mb, (*src, "prediction", "predicted_mb"), unit="MB")
+                + " ("
+                + num(prediction.error_pct, (*src, "prediction", "error_pct"), signed=True)
+                + "%)",
+            )
+        )
+        facts.append(
+            (
+                "one more image",
+                num(prediction.per_image_mb, (*src, "prediction", "per_image_mb"), unit="MB"),
+            )
+        )
+    if view.lever:
+        facts.append(("lever", esc(f"{view.largest}: {view.lever}")))
+    return (
+        '<div class="grid2"><figure><h3>Tensors at a training step\'s peak, by category</h3>'
+        f"{chart}</figure><div>{definition_list(facts)}</div></div>"
+    )
+
+
 def memory_block(s: Summary) -> str:
+    tensors = tensor_block(s)
     mem = s.memory
     if mem is None:
-        return '<p class="intro">No device memory was recorded (a CPU run).</p>'
+        return tensors + '<p class="intro">No device memory was recorded (a CPU run).</p>'
     src = ("summary", "memory")
     thrash = (
         '<span class="tag bad">thrash</span>'
         if mem.thrash
         else '<span class="tag ok">no thrash</span>'
     )
-    return definition_list(
+    return tensors + definition_list(
         [
             ("peak allocated", num(mem.peak_allocated_mb, (*src, "peak_allocated_mb"), unit="MB")),
             ("peak reserved", num(mem.peak_reserved_mb, (*src, "peak_reserved_mb"), unit="MB")),
