@@ -4,8 +4,9 @@ For each model and image size, `libreyolo profile run synthetic` at three batche
 process, as a user runs it). Each profile predicts its own tensor peak from its two probe steps
 (a quarter and a half of its batch): the tensor error. The smallest batch's profile then
 predicts the two larger batches' peak RSS (`analysis.tensor_memory.predict_process_mb`: its
-measured peak RSS plus the predicted growth of the tensor peak): the RSS error, against what
-those runs measured. Targets (issue 45): tensor peak within 10 %, peak RSS within 15 %.
+measured peak RSS plus RSS_PER_TENSOR_BYTE, 1.25, times the predicted growth of the tensor
+peak): the RSS error, against what those runs measured. Targets (issue 45): tensor peak
+within 10 %, peak RSS within 15 %.
 
     python scripts/bench_memory.py [--cases yolo9:t:128:4,8,16 ...] [--steps 2]
 """
@@ -63,7 +64,8 @@ def main() -> int:
             profiles = {}
             for batch in map(int, batches.split(",")):
                 folder = Path(tmp) / f"{family}{size}-{imgsz}-b{batch}"
-                profiles[batch] = load(_run(folder, family, size, int(imgsz), batch, args.steps))
+                path = _run(folder, family, size, int(imgsz), batch, args.steps)
+                profiles[batch] = load(str(path))
             anchor = profiles[min(profiles)]
             for batch, profile in profiles.items():
                 metrics = profile.metrics

@@ -20,6 +20,12 @@ from libreyolo.document.model import TENSOR_CATEGORIES, Profile, Scalar, TensorM
 from libreyolo.errors import AnalysisError
 
 MB = 1e6  # as peak_rss_mb and peak_vram_mb
+# A tensor byte more at the peak is this many bytes more of peak RSS on the CPU: glibc keeps
+# freed blocks and oneDNN's workspaces grow with the batch. Fitted to scripts/bench_memory.py
+# (YOLOv9-t and YOLOX-s, 128 and 320 px: 1.21x to 1.43x; 1.0 under-predicted by 3-10 %), as
+# measure/memory_budget.py's ALLOCATOR_SLACK was to inference. The CUDA allocator's peak
+# allocated counts tensors themselves: 1.0 there.
+RSS_PER_TENSOR_BYTE = 1.25
 
 # What to change when a category is the largest share of the peak.
 LEVERS = {
@@ -88,17 +94,27 @@ def process_peak_of(metrics: Mapping[str, Scalar]) -> tuple[str, float] | None:
     return None
 
 
+def process_lines(tracked: TensorMemory, metrics: Mapping[str, Scalar]) -> tuple[PeakLine, ...]:
+    """The process's peak as a line per phase: its measured peak, plus the tensors' predicted
+    growth from the run's batch, scaled on the CPU by RSS_PER_TENSOR_BYTE (what is not tensors,
+    the interpreter and torch's libraries, stays). Empty without probes or a measured peak."""
+    peak = process_peak_of(metrics)
+    if peak is None:
+        return ()
+    scale = RSS_PER_TENSOR_BYTE if peak[0] == "peak RSS" else 1.0
+    base = peak[1] * MB - scale * tracked.peak_bytes
+    return tuple(
+        PeakLine(line.phase, base + scale * line.fixed_bytes, scale * line.per_image_bytes)
+        for line in peak_lines(tracked)
+    )
+
+
 def predict_process_mb(profile: Profile, batch: int) -> float | None:
-    """The process's peak at `batch`: its measured peak plus the predicted change of the
-    tensor peak from the run's batch to `batch` (what is not tensors, the interpreter, torch's
-    libraries, stays). None without a tracked step with probes or a measured process peak."""
-    tracked, peak = profile.tensor_memory, process_peak(profile)
-    if tracked is None or peak is None:
-        return None
-    predicted = predict_peak(peak_lines(tracked), batch)
-    if predicted is None:
-        return None
-    return round(peak[1] + (predicted - tracked.peak_bytes) / MB, 1)
+    """The process's peak at `batch` (`process_lines`); None where there are no lines."""
+    tracked = profile.tensor_memory
+    lines = () if tracked is None else process_lines(tracked, profile.metrics)
+    predicted = predict_peak(lines, batch)
+    return None if predicted is None else round(predicted / MB, 1)
 
 
 class TensorMemoryView(msgspec.Struct, frozen=True):
@@ -190,10 +206,9 @@ def _prediction(
     at = None if at_batch is None else predict_peak(lines, at_batch)
     process = process_peak(profile)
     largest = None
-    if budget_mb is not None:
-        # What is not tensors (the interpreter, libraries, free blocks) stays as measured.
-        other_mb = 0.0 if process is None else process[1] - tracked.peak_bytes / MB
-        largest = largest_batch(lines, (budget_mb - other_mb) * MB)
+    if budget_mb is not None:  # of the process's peak where it was measured, else of tensors
+        budgeted = process_lines(tracked, profile.metrics) if process is not None else lines
+        largest = largest_batch(budgeted, budget_mb * MB)
     return Prediction(
         probe_batches=tuple(sorted({point.batch for point in tracked.probes})),
         predicted_mb=round(predicted / MB, 1),

@@ -16,11 +16,12 @@ unless the best's gain over it counts.
   stopped by a batch that does not fit while the largest fitting one still gained, between
   those two first (a bigger batch that fits may be better still).
 * maxfit: doubling until a batch does not fit, then bisection: the largest batch that fits.
-  Where the first point predicts the largest batch under the budget (`predicted_fit`, from its
-  tracked step's memory lines), the search measures that batch and the next multiple of
-  `batch_step` instead: both as predicted, the answer is confirmed in three points; otherwise
-  it bisects between the largest batch that fit and the smallest that did not (doubling from
-  the largest that fit while nothing has failed).
+  Where a point that fits predicts the largest batch under the budget (`predicted_fit`, from
+  its tracked step's memory lines), the search measures the prediction of the largest batch
+  that fit so far, then the next multiple of `batch_step` above it: a right prediction is
+  confirmed in three points (the first, the predicted, the next up). A prediction proven off
+  (a batch at or under it does not fit, or the largest that fit is past it) gives way to
+  growth from the largest that fit by twice the miss, and bisection.
 * latency: as knee, among the batches that fit and whose latency percentile stays within
   `max_latency_ms`; the growth stops at the first that breaks the bound.
 A search ends when no multiple of `batch_step` lies strictly inside the interval it refines.
@@ -225,32 +226,41 @@ def _grow(settings: TuneSettings, by_batch: dict[int, Measured]) -> Next | Done 
 
 
 def _guided_maxfit(settings: TuneSettings, measured: Sequence[Measured]) -> Next | Done | None:
-    """maxfit from the first point's prediction: measure the predicted batch and the next
-    step up, then bisect between the largest that fit and the smallest that did not; None
-    (the doubling search) when the first point predicts nothing or does not fit."""
-    first = measured[0] if measured else None
-    if first is None or first.predicted_fit is None or not _feasible(settings, first):
-        return None
+    """maxfit from the memory prediction of the largest batch that fit so far (each point
+    predicts from its own peak, so the guess sharpens as the search nears the limit): measure
+    the predicted batch, else the next step up from the largest that fit; bisect between the
+    largest that fit and the smallest that did not once a prediction has been wrong. None (the
+    doubling search) when no fitting point predicts anything."""
     step = settings.batch_step
-    target = min(max(first.predicted_fit // step * step, settings.batch_min), settings.batch_max)
-    fits = [m.batch for m in measured if _feasible(settings, m)]
-    lo = max(fits)
-    over = [m.batch for m in measured if not m.fits and m.batch > lo]
-    hi = min(over) if over else None
+    fitting = [m for m in measured if _feasible(settings, m)]
+    guides = [m for m in fitting if m.predicted_fit is not None]
+    if not guides:
+        return None
+    lo = max(m.batch for m in fitting)
+    over = [m for m in measured if not m.fits and m.batch > lo]
+    hi = min((m.batch for m in over), default=None)
     done = {m.batch for m in measured}
-    for batch in (target, target + step):
-        if lo < batch <= settings.batch_max and (hi is None or batch < hi) and batch not in done:
-            return Next(batch)
+    guide = max(guides, key=lambda m: m.batch)
+    assert guide.predicted_fit is not None
+    target = min(guide.predicted_fit // step * step, settings.batch_max)
+    above = (lo // step + 1) * step  # the next multiple of batch_step up from what fit
+    below_hi = hi is None or target < hi  # no batch at or under the prediction failed
+    if lo < target and below_hi and target not in done:
+        return Next(target)
+    if lo <= target and below_hi and above <= settings.batch_max and above not in done:
+        return Next(above)  # the prediction confirmed: the next step up must not fit
+    # The prediction was off: grow from what fit by twice what it missed by, then bisect.
     if hi is None:
         if lo >= settings.batch_max:
             return Done("batch_max", f"reached tune.batch_max ({lo})", lo)
-        return Next(min(lo * 2, settings.batch_max))  # predicted too low: grow from what fit
+        grown = (lo + 2 * max(lo - target, step)) // step * step
+        return Next(min(max(grown, above), settings.batch_max))
     inside = _inside(settings, lo, hi, done)
     if inside is not None:
         return Next(inside)
-    smallest_over = next(m for m in measured if m.batch == hi)
+    smallest_over = next(m for m in over if m.batch == hi)
     why = f"batch {hi} does not fit ({_bound_text(smallest_over)})"
-    return Done("no_fit", f"{why}; predicted from batch {first.batch}: {target}", lo)
+    return Done("no_fit", f"{why}; predicted from batch {guide.batch}: {target}", lo)
 
 
 def latest(measured: Sequence[Measured]) -> list[Measured]:

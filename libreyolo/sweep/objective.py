@@ -54,7 +54,6 @@ class PointObjective(float):
         "latency_p90_ms",
         "latency_p99_ms",
         "memory_lines",
-        "memory_other_mb",
         "mfu",
         "peak_rss_mb",
         "peak_vram_mb",
@@ -79,11 +78,10 @@ class PointObjective(float):
     latency_p99_ms: float | None
     peak_vram_mb: float | None
     peak_rss_mb: float | None  # the window's peak resident memory
-    # Training: the tracked step's tensor peak per phase as (fixed, per image) bytes, and what
-    # the process held besides its tensors (its peak minus the tensor peak, MB): the lines the
-    # maxfit search predicts the largest batch under a budget from (empty / None: none).
+    # Training: the process's peak predicted as a line per phase, (fixed, per image) bytes
+    # (`analysis.tensor_memory.process_lines`): the maxfit search's prediction of the largest
+    # batch under a budget (empty: no tracked step with probes, or no measured peak).
     memory_lines: tuple[tuple[float, float], ...]
-    memory_other_mb: float | None
     mfu: float | None  # achieved model FLOP/s over the device's peak (the profile's `mfu`)
     energy_j_per_img: float | None  # the GPU's joules per image (CUDA with NVML only)
     fits: bool  # measured to the end (status ok)
@@ -153,20 +151,18 @@ def _trials(profile: JsonObject, img_per_s: float | None) -> tuple[float, ...]:
     return tuple(found)
 
 
-def _memory_facts(profile: JsonObject) -> dict[str, Any]:
-    """`memory_lines` and `memory_other_mb` from the profile's tracked step (none: empty)."""
-    from libreyolo.analysis.tensor_memory import peak_lines, process_peak_of
+def _memory_lines(profile: JsonObject) -> tuple[tuple[float, float], ...]:
+    """`memory_lines` from the profile's tracked step and measured peak (none: empty)."""
+    from libreyolo.analysis.tensor_memory import process_lines
 
-    none: dict[str, Any] = {"memory_lines": (), "memory_other_mb": None}
     try:
         tracked = msgspec.convert(profile.get("tensor_memory"), TensorMemory)
         metrics = msgspec.convert(profile.get("metrics", {}), dict[str, Scalar])
     except msgspec.ValidationError:
-        return none  # no tracked step (null), or one this reader cannot trust
-    lines = tuple((line.fixed_bytes, line.per_image_bytes) for line in peak_lines(tracked))
-    peak = process_peak_of(metrics)
-    other = None if peak is None else round(peak[1] - tracked.peak_bytes / 1e6, 1)
-    return {"memory_lines": lines, "memory_other_mb": other}
+        return ()  # no tracked step (null), or one this reader cannot trust
+    return tuple(
+        (line.fixed_bytes, line.per_image_bytes) for line in process_lines(tracked, metrics)
+    )
 
 
 def point_objective(
@@ -198,7 +194,7 @@ def point_objective(
         **latency,
         peak_vram_mb=_metric(metrics.get("peak_vram_mb")),
         peak_rss_mb=_metric(metrics.get("peak_rss_mb")),
-        **_memory_facts(profile),
+        memory_lines=_memory_lines(profile),
         mfu=_metric(metrics.get("mfu")),
         energy_j_per_img=_metric(metrics.get("energy_j_per_img")),
         fits=fits,

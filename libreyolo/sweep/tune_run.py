@@ -118,14 +118,13 @@ def _from_objective(value: PointObjective, batch: int, settings: TuneSettings) -
 
 
 def _predicted_fit(value: PointObjective, settings: TuneSettings) -> int | None:
-    """maxfit: the largest batch the point's memory lines predict under the budget, its
-    other memory (interpreter, libraries, free blocks) taken as measured; None without a
-    budget, lines or a measured process peak."""
+    """maxfit: the largest batch the point's predicted peak stays under the budget at; None
+    without a budget or lines."""
     budget = settings.memory_budget_mb
-    if settings.goal != "maxfit" or budget is None or value.memory_other_mb is None:
+    if settings.goal != "maxfit" or budget is None or not value.memory_lines:
         return None
     lines = tuple(PeakLine("", fixed, per_image) for fixed, per_image in value.memory_lines)
-    return largest_batch(lines, (float(budget) - value.memory_other_mb) * 1e6)
+    return largest_batch(lines, float(budget) * 1e6)
 
 
 def measured_of(ret: JobReturn, batch: int, settings: TuneSettings, root: Path) -> Measured:

@@ -161,7 +161,8 @@ def test_maxfit_doubles_then_bisects() -> None:
         (96, [1, 96, 104]),  # right: confirmed in three points
         (100, [1, 96, 104]),  # rounded down to a multiple of batch_step
         (120, [1, 120, 64, 96, 112, 104]),  # too high: bisects below it
-        (48, [1, 48, 56, 112, 88, 104, 96]),  # too low: grows from what fit, then bisects
+        # too low (and every point says so): grows by twice the miss, then bisects
+        (48, [1, 48, 56, 72, 120, 96, 112, 104]),
     ],
 )
 def test_maxfit_from_a_prediction_confirms_it_or_bisects(
@@ -171,6 +172,16 @@ def test_maxfit_from_a_prediction_confirms_it_or_bisects(
     done, measured = search(settings, saturating(4), fits_up_to=100, predicted_fit=predicted)
     assert path(measured) == expected_path
     assert (done.stopped, done.batch) == ("no_fit", 96)
+
+
+def test_maxfit_a_prediction_one_short_costs_two_points_not_a_doubling() -> None:
+    """The CPU run that taught it (scripts/bench_maxfit.py): batch 1 predicted 13 under a
+    2600 MB budget, 14 fit; doubling from 14 had measured 28, 21, 18, 16 and 15."""
+    settings = TuneSettings(goal="maxfit", batch_max=64, batch_step=1)
+    done, measured = search(settings, saturating(4), fits_up_to=14, predicted_fit=13)
+    assert path(measured) == [1, 13, 14, 16, 15]
+    assert (done.stopped, done.batch) == ("no_fit", 14)
+    assert done.why == "batch 15 does not fit (out of memory); predicted from batch 14: 13"
 
 
 def test_maxfit_predicted_past_batch_max_measures_batch_max() -> None:

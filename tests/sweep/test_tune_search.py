@@ -141,10 +141,12 @@ def test_a_maxfit_training_search_stops_at_a_bound_and_writes_the_config_to_trai
     first = _tune(tmp_path, "tune.goal=maxfit", "tune.batch_max=2", budget, mode="run")
     assert first.returncode == 0, first.stderr
     assert _json(tmp_path / "tune.json")["recommended"][0]["batch"] == 2
-    bound = _plant_bound(tmp_path, "b2_s64_amp1", 4)
+    bound = _plant_bound(tmp_path, "b2_s64_amp1", 8)
 
-    # A wider search into the same folder: 1 and 2 are reused (other tune.* settings change no
-    # measurement), 4 is the bound it finds recorded, 3 is measured between.
+    # A wider search into the same folder: 1 is reused (other tune.* settings change no
+    # measurement). Under a budget that far above it, 1's memory lines predict batch_max, 8:
+    # that is the bound the search finds recorded, so the prediction was off and it bisects
+    # between 1 and 8 (5, then 7).
     done = _tune(
         tmp_path, "tune.goal=maxfit", "tune.batch_max=8", "tune.batch_step=1", budget, mode="run"
     )
@@ -155,32 +157,34 @@ def test_a_maxfit_training_search_stops_at_a_bound_and_writes_the_config_to_trai
     steps = [(s["batch"], s["fits"], s["bound"], s["reused"]) for s in series["path"]]
     assert steps == [
         (1, True, None, True),
-        (2, True, None, True),
-        (4, False, "over_budget", True),
-        (3, True, None, False),
+        (8, False, "over_budget", True),
+        (5, True, None, False),
+        (7, True, None, False),
     ]
-    assert series["path"][2]["point"] == bound and series["path"][2]["img_per_s"] is None
+    assert series["path"][1]["point"] == bound and series["path"][1]["img_per_s"] is None
     # what fits was measured, its peak resident memory too (held to the budget)
     assert all(s["peak_mb"] > 0 for s in series["path"] if s["fits"])
-    assert (series["stopped"], series["batch"]) == ("no_fit", 3)
-    assert series["why"] == "batch 4 does not fit (over the memory budget)"
+    assert (series["stopped"], series["batch"]) == ("no_fit", 7)
+    assert series["why"] == (
+        "batch 8 does not fit (over the memory budget); predicted from batch 7: 8"
+    )
     (recommended,) = record["recommended"]
-    assert recommended["batch"] == 3 and recommended["point"] == "b3_s64_amp1"
+    assert recommended["batch"] == 7 and recommended["point"] == "b7_s64_amp1"
     evidence = recommended["evidence"]
-    assert evidence.startswith("batch 3 fits (peak ")  # the window's resident memory
-    assert evidence.endswith("; 4 does not fit (over the memory budget)")
-    assert recommended["train_settings"] == "batch=3 imgsz=64 amp=true workers=0"
+    assert evidence.startswith("batch 7 fits (peak ")  # the window's resident memory
+    assert evidence.endswith("; 8 does not fit (over the memory budget)")
+    assert recommended["train_settings"] == "batch=7 imgsz=64 amp=true workers=0"
     assert recommended["config_file"] == "tuned.yaml"
     lines = done.stdout.splitlines()
     answer = lines.index(f"imgsz 64, amp on: recommended {evidence} (stopped: no_fit)")
-    assert lines[answer + 1] == "train: batch=3 imgsz=64 amp=true workers=0 (tuned.yaml)"
+    assert lines[answer + 1] == "train: batch=7 imgsz=64 amp=true workers=0 (tuned.yaml)"
 
     text = (tmp_path / "tuned.yaml").read_text(encoding="utf-8")
     lines = text.splitlines()
     assert lines[0] == "# @package _global_"
     assert lines[1] == f"# libreyolo-sweep hydra/sweeper=tune: maxfit: {evidence}"
     assert yaml.safe_load(text) == {
-        "batch": 3,
+        "batch": 7,
         "imgsz": 64,
         "amp": True,
         "dataset": {"name_or_path": "synthetic", "workers": 0},
