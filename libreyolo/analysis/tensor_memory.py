@@ -79,14 +79,10 @@ class Prediction(msgspec.Struct, frozen=True):
     largest_batch: int | None = None  # under budget_mb; 0: not even one image fits
 
 
-def process_peak(profile: Profile) -> tuple[str, float] | None:
-    """The process's measured peak over the window, (name, MB): the CUDA allocator's peak
-    allocated where there is one, else the peak RSS; None when neither was measured."""
-    return process_peak_of(profile.metrics)
-
-
 def process_peak_of(metrics: Mapping[str, Scalar]) -> tuple[str, float] | None:
-    """`process_peak` from a profile's metric map."""
+    """The process's measured peak over the window from a profile's metric map, (name, MB):
+    the CUDA allocator's peak allocated where there is one, else the peak RSS; None when
+    neither was measured."""
     for key, name in (("peak_vram_mb", "peak VRAM"), ("peak_rss_mb", "peak RSS")):
         value = stats.as_number(metrics.get(key))
         if value is not None:
@@ -196,15 +192,14 @@ def largest_batch(lines: tuple[PeakLine, ...], budget_bytes: float) -> int | Non
 
 
 def _prediction(
-    profile: Profile, at_batch: int | None, budget_mb: float | None
+    profile: Profile, tracked: TensorMemory, at_batch: int | None, budget_mb: float | None
 ) -> Prediction | None:
-    tracked = tensor_memory_of(profile, "")
     lines = peak_lines(tracked)
     predicted = predict_peak(lines, tracked.batch)
     if predicted is None or not tracked.peak_bytes:
         return None
     at = None if at_batch is None else predict_peak(lines, at_batch)
-    process = process_peak(profile)
+    process = process_peak_of(profile.metrics)
     largest = None
     if budget_mb is not None:  # of the process's peak where it was measured, else of tensors
         budgeted = process_lines(tracked, profile.metrics) if process is not None else lines
@@ -251,7 +246,7 @@ def memory_view(
         lever=LEVERS.get(largest, ""),
         track_ms=tracked.track_ms,
         peak_rss_mb=None if peak_rss is None else round(peak_rss / MB, 1),
-        prediction=_prediction(profile, at_batch, budget_mb),
+        prediction=_prediction(profile, tracked, at_batch, budget_mb),
     )
 
 
@@ -268,7 +263,7 @@ def tensor_memory_metrics(profile: Profile) -> dict[str, Scalar]:
     }
     by_name = {row.category: row.mb for row in rows}
     metrics |= {f"tensor_{name}_mb": by_name.get(name, 0.0) for name in TENSOR_CATEGORIES}
-    prediction = _prediction(profile, None, None)
+    prediction = _prediction(profile, tracked, None, None)
     metrics["tensor_predicted_mb"] = None if prediction is None else prediction.predicted_mb
     metrics["tensor_prediction_error_pct"] = None if prediction is None else prediction.error_pct
     return metrics

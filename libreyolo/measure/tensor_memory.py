@@ -188,7 +188,6 @@ def track_step(
     imgsz: int,
     num_images: int,
     probes: Sequence[tuple[int, object]] = (),
-    top: int = TOP_BLOCKS,
 ) -> TensorMemory:
     """One step of `trainer` (a `TrainRunner` with `model`, `optimizer` and an optional
     `ema.module`) on `batch`, its tensor memory by category at the peak; before it, one step
@@ -204,9 +203,7 @@ def track_step(
         points = []
     ledger = _track(trainer, batch)
     track_ms = (time.perf_counter() - started) * 1e3
-    return _summary(
-        ledger, imgsz=imgsz, num_images=num_images, top=top, track_ms=track_ms, probes=points
-    )
+    return _summary(ledger, imgsz=imgsz, num_images=num_images, track_ms=track_ms, probes=points)
 
 
 def _track(trainer: Any, batch: object) -> _Ledger:
@@ -253,7 +250,6 @@ def _summary(
     *,
     imgsz: int,
     num_images: int,
-    top: int,
     track_ms: float,
     probes: list[PeakPoint],
 ) -> TensorMemory:
@@ -267,7 +263,7 @@ def _summary(
         peak_bytes=int(ledger.peak_bytes),
         categories=categories,
         phase_at_peak=ledger.peak_phase,
-        top_blocks=[BlockMemory(name=name, bytes=size) for size, name in blocks[:top]],
+        top_blocks=[BlockMemory(name=name, bytes=size) for size, name in blocks[:TOP_BLOCKS]],
         batch=num_images,
         imgsz=imgsz,
         track_ms=round(track_ms, 1),

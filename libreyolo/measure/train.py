@@ -327,10 +327,13 @@ def _tensor_memory(
             "(compiled kernels bypass the tracker); --exec eager tracks it"
         )
         return None
-    probes = [(n, _first_batch(loaded, n)) for n in probe_batches(loaded.batch)]
+    # The probes are the run's first images: each sample is decoded and augmented once.
+    samples = _first_samples(loaded, max(loaded.batch, *probe_batches(loaded.batch)))
+    collate = loaded.workload.collate
+    probes = [(n, collate(samples[:n])) for n in probe_batches(loaded.batch)]
     tracked = track_step(
         trainer,
-        _first_batch(loaded),
+        collate(samples[: loaded.batch]),
         imgsz=settings.imgsz,
         num_images=loaded.batch,
         probes=probes,
@@ -341,12 +344,14 @@ def _tensor_memory(
     return tracked
 
 
-def _first_batch(loaded: _TrainingInputs, num_images: int | None = None) -> object:
-    """The epoch's first `batch` (or `num_images`) samples, collated: real, augmented data for
-    the trials after the window (the window's own batches are gone with its loader)."""
-    count = loaded.batch if num_images is None else num_images
-    samples = [loaded.dataset[index] for index in range(count)]
-    return loaded.workload.collate(samples)
+def _first_batch(loaded: _TrainingInputs) -> object:
+    """The epoch's first `batch` samples, collated: real, augmented data for the trials after
+    the window (the window's own batches are gone with its loader)."""
+    return loaded.workload.collate(_first_samples(loaded, loaded.batch))
+
+
+def _first_samples(loaded: _TrainingInputs, count: int) -> list[Any]:
+    return [loaded.dataset[index] for index in range(count)]
 
 
 def _dataset_spec(

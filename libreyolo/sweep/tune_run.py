@@ -31,7 +31,7 @@ from hydra.plugins.launcher import Launcher
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from libreyolo.analysis.tensor_memory import PeakLine, largest_batch
+from libreyolo.analysis.tensor_memory import MB, PeakLine, largest_batch
 from libreyolo.analysis.tune import Done, Measured, decide
 from libreyolo.config.compose import ConfigError, describe_error
 from libreyolo.document.sweep_io import REQUEST_FILE, STATUS_FILE, inside, read_request, read_status
@@ -124,7 +124,7 @@ def _predicted_fit(value: PointObjective, settings: TuneSettings) -> int | None:
     if settings.goal != "maxfit" or budget is None or not value.memory_lines:
         return None
     lines = tuple(PeakLine("", fixed, per_image) for fixed, per_image in value.memory_lines)
-    return largest_batch(lines, float(budget) * 1e6)
+    return largest_batch(lines, float(budget) * MB)
 
 
 def measured_of(ret: JobReturn, batch: int, settings: TuneSettings, root: Path) -> Measured:
