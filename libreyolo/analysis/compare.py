@@ -224,6 +224,21 @@ def _contended(profile: Profile, side: str) -> tuple[str, ...]:
     )
 
 
+def _rss_definitions(before: Profile, after: Profile) -> tuple[str, ...]:
+    """A warning where one side's peak RSS counts the shared library pages (a profile written
+    before they were left out) and the other's does not: their difference is not the run's."""
+    memories = {"before": before.host_memory, "after": after.host_memory}
+    if any(m is None or m.peak_rss_bytes is None for m in memories.values()):
+        return ()
+    old = [side for side, m in memories.items() if m is not None and m.library_rss_bytes is None]
+    if len(old) != 1:
+        return ()
+    return (
+        f"peak_rss_mb is not measured alike: the {old[0]} profile's counts the shared library "
+        "pages (it predates leaving them out); measure it again to compare the two",
+    )
+
+
 def _setting(profile: Profile, name: str) -> object:
     return getattr(profile.run, name)
 
@@ -279,6 +294,7 @@ def compare(
         + _contended(before, "before")
         + _contended(after, "after")
         + compute_warnings(before, after)
+        + _rss_definitions(before, after)
     )
     disagrees = disagreement(before, after, min_agreement)
     return Comparison(

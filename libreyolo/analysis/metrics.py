@@ -153,9 +153,18 @@ def _memory_metrics(memory: Memory | None, trace: TraceAnalysis | None) -> dict[
 
 
 def _host_memory_metrics(memory: HostMemory | None) -> dict[str, Scalar]:
-    """The measuring process's peak RSS over the window, in MB (10**6 bytes, as peak VRAM)."""
-    peak = None if memory is None else memory.peak_rss_bytes
-    return {"peak_rss_mb": None if peak is None else round(peak / 1e6, 1)}
+    """The measuring process's own peak RSS over the window, the shared library pages left
+    out of it and its own RSS before the model was built, in MB (10**6 bytes, as peak VRAM)."""
+    empty = HostMemory()
+    memory = empty if memory is None else memory
+    return {
+        name: None if value is None else round(value / 1e6, 1)
+        for name, value in (
+            ("peak_rss_mb", memory.peak_rss_bytes),
+            ("library_rss_mb", memory.library_rss_bytes),
+            ("baseline_rss_mb", memory.baseline_rss_bytes),
+        )
+    }
 
 
 def _gpu_metrics(trace: TraceAnalysis) -> dict[str, Scalar]:

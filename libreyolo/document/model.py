@@ -175,14 +175,22 @@ class Host(msgspec.Struct, frozen=True, kw_only=True):
 class HostMemory(msgspec.Struct, frozen=True, kw_only=True):
     """The measuring process's resident memory over the window after warmup (Linux).
 
-    `peak_rss_bytes` is the kernel's high-water mark of the process's resident set (VmHWM),
-    reset as the first iteration after warmup begins and read as the last one ends: the
-    window's own peak, not the process's since it started. DataLoader worker processes are
-    not included (their pages are their own processes' RSS, and forked pages they share with
-    this process would count twice in a sum).
+    `peak_rss_bytes` is the process's own peak: the kernel's high-water mark of its resident
+    set (VmHWM), reset as the first iteration after warmup begins and read as the last one
+    ends (the window's own peak, not the process's since it started), less
+    `library_rss_bytes`, the file-backed pages resident then (RssFile: shared libraries' code
+    and data, mapped files; shared with other processes, dropped under pressure, and counted
+    by a forked process only where it touched them). Profiles without `library_rss_bytes`
+    (written before 2026-12) hold the VmHWM itself. `baseline_rss_bytes` is the process's own
+    resident memory (RssAnon + RssShmem) as measuring began, before the model was built: the
+    interpreter, torch and this tool. DataLoader worker processes are not included (their
+    pages are their own processes' RSS, and forked pages they share with this process would
+    count twice in a sum).
     """
 
     peak_rss_bytes: int | None = None
+    library_rss_bytes: int | None = None
+    baseline_rss_bytes: int | None = None
 
 
 # `TensorMemory.categories`, in the order readers list them.

@@ -62,6 +62,7 @@ from libreyolo.measure.exec_mode import (
 from libreyolo.measure.loop import MeasuredWindow, WindowRecord, run_window
 from libreyolo.measure.memory import AllocatorStats, device_memory, reset_peaks
 from libreyolo.measure.memory_check import check_inference
+from libreyolo.measure.rss import own_rss_bytes, with_baseline
 from libreyolo.measure.stages import Progress, stage
 from libreyolo.measure.threads import intra_op_threads, warn_if_crowded
 from libreyolo.measure.window import TraceRecorder, WindowPlan, plan_inference_window
@@ -206,6 +207,7 @@ def _profile_inference(
 ) -> tuple[Profile, Path]:
     from libreyolo.workload import images as image_files
 
+    baseline_rss = own_rss_bytes()  # before anything of the run is built or loaded
     _validate(settings)
     amp_dtype = parse_amp_dtype(str(settings.amp_dtype))
     plan = plan_inference_window(
@@ -247,7 +249,7 @@ def _profile_inference(
             trace_kept=run.path(TRACE_NAME).is_file(),
             host=measured.window.host,
             device_memory=measured.memory,
-            host_memory=measured.window.host_memory,
+            host_memory=with_baseline(measured.window.host_memory, baseline_rss),
             compute=Compute(math_dtype=dtype, flops=prepared.flops, peaks=peaks, energy=energy),
             notes=notes,
             execution=execution(

@@ -55,6 +55,7 @@ from libreyolo.measure.loop import MeasuredWindow, run_window
 from libreyolo.measure.memory import AllocatorStats, device_memory, reset_peaks
 from libreyolo.measure.memory_check import check_training
 from libreyolo.measure.phases import PhaseTimer
+from libreyolo.measure.rss import own_rss_bytes, with_baseline
 from libreyolo.measure.stages import Progress, stage
 from libreyolo.measure.tensor_memory import probe_batches, track_step
 from libreyolo.measure.threads import intra_op_threads, training_threads, warn_if_crowded
@@ -254,6 +255,7 @@ def _profile_training(
 ) -> tuple[Profile, Path]:
     from libreyolo.workload.train import skipped_updates
 
+    baseline_rss = own_rss_bytes()  # before anything of the run is built or loaded
     plan = plan_window(settings.window.warmup, settings.window.steps, measured_flag="--steps")
     device = resolve_device(settings.device.name)
     select_device(device)
@@ -306,7 +308,7 @@ def _profile_training(
             trace_kept=run.path(TRACE_NAME).is_file(),
             host=window.host,
             device_memory=measured.memory,
-            host_memory=window.host_memory,
+            host_memory=with_baseline(window.host_memory, baseline_rss),
             compute=Compute(math_dtype=dtype, flops=flops, peaks=peaks, energy=energy),
             notes=notes,
             execution=ran,

@@ -387,6 +387,8 @@ def _(result: Summary, source: ReadFrom) -> Any:
         "tensorcore_pct": m.get("tensorcore_pct"),
         "peak_vram_mb": m.get("peak_vram_mb"),
         "peak_rss_mb": m.get("peak_rss_mb"),
+        "library_rss_mb": m.get("library_rss_mb"),
+        "baseline_rss_mb": m.get("baseline_rss_mb"),
         "dataload_ms": m.get("dataload_ms"),
         "dataload_frac": m.get("dataload_frac"),
         "host_overhead_ms_per_step": m.get("host_overhead_ms"),

@@ -224,9 +224,14 @@ def _host_memory_lines(s: Summary) -> list[str]:
     peak = s.metrics.get("peak_rss_mb")
     if peak is None:
         return []
+    head = f"memory   peak RSS {fmt_value(peak)} MB over the window"
+    if s.metrics.get("library_rss_mb") is None:  # written before the libraries were left out
+        return [f"{head} (this process; DataLoader workers not included)"]
+    baseline = s.metrics.get("baseline_rss_mb")
+    before = "" if baseline is None else f", {fmt_value(baseline)} MB of it before the model"
     return [
-        f"memory   peak RSS {fmt_value(peak)} MB over the window (this process; DataLoader "
-        "workers not included)"
+        f"{head} (this process's own{before}; shared library pages and DataLoader workers "
+        "not included)"
     ]
 
 
