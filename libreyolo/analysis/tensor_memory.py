@@ -8,7 +8,7 @@ points to. Pure: no I/O; stdlib and msgspec only (readers import it).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 import msgspec
@@ -16,7 +16,13 @@ import msgspec
 from libreyolo.analysis import stats
 from libreyolo.analysis.result_kind import ResultKind
 from libreyolo.document.mode import Mode
-from libreyolo.document.model import TENSOR_CATEGORIES, Profile, Scalar, TensorMemory
+from libreyolo.document.model import (
+    TENSOR_CATEGORIES,
+    PeakPoint,
+    Profile,
+    Scalar,
+    TensorMemory,
+)
 from libreyolo.errors import AnalysisError
 
 MB = 1e6  # as peak_rss_mb and peak_vram_mb
@@ -159,7 +165,13 @@ def category_rows(tracked: TensorMemory) -> tuple[CategoryRow, ...]:
 
 def peak_lines(tracked: TensorMemory) -> tuple[PeakLine, ...]:
     """A line per phase through the probes' peaks in it; empty without two distinct probes."""
-    probes = sorted(tracked.probes, key=lambda point: point.batch)
+    return lines_through(tracked.probes)
+
+
+def lines_through(points: Sequence[PeakPoint]) -> tuple[PeakLine, ...]:
+    """A line per phase through the smallest and the largest batch's peaks in it; empty
+    without two distinct batches."""
+    probes = sorted(points, key=lambda point: point.batch)
     if len(probes) < 2 or probes[0].batch == probes[-1].batch:
         return ()
     low, high = probes[0], probes[-1]

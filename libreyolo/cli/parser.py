@@ -178,7 +178,10 @@ def _add_run(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
         "--batch",
         type=positive_or_auto,
         default=defaults.RUN_BATCH,
-        help="Micro-batch; -1 auto-fits ~70%% of device memory (CUDA only)",
+        help=(
+            "Micro-batch; -1 auto-fits ~70%% of device memory (on the CPU: of the memory "
+            "available to the process)"
+        ),
     )
     p.add_argument(
         "--imgsz", type=positive_int, default=defaults.RUN_IMGSZ, help="Training image size"

@@ -215,7 +215,8 @@ class TrainKeysConfig:
 
 @dataclass(frozen=True)
 class ProfileConfig:
-    """One resolved profile run. `batch` -1 means auto-fit (training on CUDA only)."""
+    """One resolved profile run. `batch` -1 means auto-fit (training: GPU memory on CUDA,
+    host memory on the CPU)."""
 
     mode: ModeOption = ModeOption.run  # run (a training step) or infer (an inference call)
     model: ModelConfig = field(default_factory=ModelConfig)

@@ -196,14 +196,18 @@ def track_step(
     other: call it after the window."""
     started = time.perf_counter()
     try:
-        points = [
-            PeakPoint(batch=n, phase_peak_bytes=_track(trainer, b).phase_peaks) for n, b in probes
-        ]
+        points = [PeakPoint(batch=n, phase_peak_bytes=phase_peaks(trainer, b)) for n, b in probes]
     except torch.OutOfMemoryError:  # a probe above a batch sized to the device: no prediction
         points = []
     ledger = _track(trainer, batch)
     track_ms = (time.perf_counter() - started) * 1e3
     return _summary(ledger, imgsz=imgsz, num_images=num_images, track_ms=track_ms, probes=points)
+
+
+def phase_peaks(trainer: Any, batch: object) -> dict[str, int]:
+    """The tensors' peak in each phase of one step of `trainer` on `batch` (it updates the
+    weights like any other step)."""
+    return dict(_track(trainer, batch).phase_peaks)
 
 
 def _track(trainer: Any, batch: object) -> _Ledger:

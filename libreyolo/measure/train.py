@@ -21,6 +21,7 @@ inside the window. Must not print or exit, nor derive metrics or verdicts
 from __future__ import annotations
 
 import dataclasses
+import gc
 import os
 import time
 import warnings
@@ -51,13 +52,14 @@ from libreyolo.measure.exec_mode import (
     window_marker,
 )
 from libreyolo.measure.from_config import Note
+from libreyolo.measure.host_fit import HostProbeStep
 from libreyolo.measure.loop import MeasuredWindow, run_window
 from libreyolo.measure.memory import AllocatorStats, device_memory, reset_peaks
 from libreyolo.measure.memory_check import check_training
 from libreyolo.measure.phases import PhaseTimer
-from libreyolo.measure.rss import own_rss_bytes, with_baseline
+from libreyolo.measure.rss import WindowPeakRss, own_rss_bytes, with_baseline
 from libreyolo.measure.stages import Progress, stage
-from libreyolo.measure.tensor_memory import probe_batches, track_step
+from libreyolo.measure.tensor_memory import phase_peaks, probe_batches, track_step
 from libreyolo.measure.threads import intra_op_threads, training_threads, warn_if_crowded
 from libreyolo.measure.train_options import (
     RunOptions,
@@ -73,7 +75,7 @@ from libreyolo.measure.window import TraceRecorder, WindowPlan, fit_calibration,
 if TYPE_CHECKING:
     from torch.utils.data import DataLoader, Dataset
 
-    from libreyolo.measure.autobatch import DeviceMemory
+    from libreyolo.measure.autobatch import DataLimits, DeviceMemory
     from libreyolo.workload.data.dataset_config import DatasetSpec
     from libreyolo.workload.family import TrainRunner, Workload
 
@@ -88,35 +90,83 @@ def _fit_batch(
 ) -> tuple[int, str]:
     """The batch AutoBatch fits on `device` and its note, probing the measured step itself:
     the same weights, size and classes, AMP and EMA, on probe batches as crowded with boxes as
-    the densest training sample, capped so the dataset holds the run (see `autobatch`)."""
+    the densest training sample, capped so the dataset holds the run (see `autobatch`; on the
+    CPU, without a `memory` to probe, `host_fit`: the tensors' prediction, confirmed by a
+    real step)."""
     from libreyolo.measure.autobatch import CudaMemory, autobatch, data_limits
-    from libreyolo.workload.api import RandomWeightsWarning, load_workload_model
 
     limits = data_limits(settings.dataset.name_or_path, plan)
+    if memory is None and device.type != "cuda":
+        return _fit_host_batch(settings, device, limits)
 
     def make_step() -> Callable[[int], object]:
-        with warnings.catch_warnings():  # the measured load announces random weights
-            warnings.simplefilter("ignore", RandomWeightsWarning)
-            workload, model = load_workload_model(
-                settings.model.weights, settings.model.size, device, [], settings.model.family
-            )
-        if workload.describe(model).nc != limits.nc:
-            workload.reset_classes(model, limits.nc, dict(enumerate(limits.names)))
-        chosen = run_options(settings, workload.name, weights_path=weights_file(settings))
-        trainer = workload.train_step(
-            model,
-            device=device,
-            amp=settings.amp,
-            ema=True,
-            channels_last=training_channels_last(settings),
-            options=chosen.options,
-        )
-        boxes = limits.boxes_per_image
-        return lambda batch: trainer.step(
-            workload.probe_batch(batch, settings.imgsz, limits.nc, boxes_per_image=boxes)
-        )
+        trainer, probe_batch = _probe_trainer(settings, device, limits)
+        return lambda batch: trainer.step(probe_batch(batch))
 
     return autobatch(make_step, memory or CudaMemory(device), limits.cap)
+
+
+def _fit_host_batch(
+    settings: ProfileConfig, device: torch.device, limits: DataLimits
+) -> tuple[int, str]:
+    from libreyolo.measure.host_fit import fit_host_batch, read_budget
+
+    budget = read_budget()  # before the probe model: its memory is the process's to use
+    probe = _HostProbe(*_probe_trainer(settings, device, limits))
+    try:
+        return fit_host_batch(probe, budget, limits.cap)
+    finally:
+        del probe  # the probe model's last reference, before the run loads its own
+        gc.collect()
+
+
+class _HostProbe:
+    """`host_fit.HostProbe`: one step of the probe trainer, its own peak RSS measured."""
+
+    def __init__(self, trainer: TrainRunner, probe_batch: Callable[[int], object]) -> None:
+        self._trainer, self._probe_batch = trainer, probe_batch
+
+    def __call__(self, batch: int, *, tracked: bool) -> HostProbeStep:
+        inputs = self._probe_batch(batch)
+        peak = WindowPeakRss()
+        peak.start()
+        if tracked:
+            phases: dict[str, int] | None = phase_peaks(self._trainer, inputs)
+        else:
+            phases = None
+            self._trainer.step(inputs)
+        memory, note = peak.end()
+        if memory is None or memory.peak_rss_bytes is None:
+            raise NoProfileError(f"--batch -1 needs the process's peak RSS; {note}")
+        return HostProbeStep(memory.peak_rss_bytes, phases)
+
+
+def _probe_trainer(
+    settings: ProfileConfig, device: torch.device, limits: DataLimits
+) -> tuple[TrainRunner, Callable[[int], object]]:
+    """The measured step on a model of its own, and probe batches of a given size for it."""
+    from libreyolo.workload.api import RandomWeightsWarning, load_workload_model
+
+    with warnings.catch_warnings():  # the measured load announces random weights
+        warnings.simplefilter("ignore", RandomWeightsWarning)
+        workload, model = load_workload_model(
+            settings.model.weights, settings.model.size, device, [], settings.model.family
+        )
+    if workload.describe(model).nc != limits.nc:
+        workload.reset_classes(model, limits.nc, dict(enumerate(limits.names)))
+    chosen = run_options(settings, workload.name, weights_path=weights_file(settings))
+    trainer = workload.train_step(
+        model,
+        device=device,
+        amp=settings.amp,
+        ema=True,
+        channels_last=training_channels_last(settings),
+        options=chosen.options,
+    )
+    boxes = limits.boxes_per_image
+    return trainer, lambda batch: workload.probe_batch(
+        batch, settings.imgsz, limits.nc, boxes_per_image=boxes
+    )
 
 
 def weights_file(settings: ProfileConfig) -> str | None:
@@ -130,16 +180,11 @@ def weights_file(settings: ProfileConfig) -> str | None:
     return os.fspath(path) if path is not None else None
 
 
-def _validate(s: ProfileConfig, device: torch.device) -> None:
+def _validate(s: ProfileConfig) -> None:
     from libreyolo.workload.api import workload_of
 
     if s.mode.measures is not Mode.TRAIN:  # a caller's slip: the profile would record another mode
         raise ValueError(f"profile_training measures mode run; the config says {s.mode}")
-    if s.batch == -1 and device.type != "cuda":
-        raise UsageError(
-            f"--batch -1 (AutoBatch) sizes the batch from GPU memory; {device.type} has none",
-            hint="pass an explicit --batch, e.g. --batch 16",
-        )
     check_exec(s.exec, Mode.TRAIN, s.window.warmup)
     # A bad --variant, --max-labels or 1.6.0 key is refused before anything loads.
     check_variants(s)
@@ -259,7 +304,7 @@ def _profile_training(
     plan = plan_window(settings.window.warmup, settings.window.steps, measured_flag="--steps")
     device = resolve_device(settings.device.name)
     select_device(device)
-    _validate(settings, device)
+    _validate(settings)
     batch, fitted_note, spec = _dataset_spec(settings, device, plan, on_progress)
     dtype = math_dtype(device, torch.float16 if settings.amp else None)  # the step's autocast
     compute_notes: list[str] = []
