@@ -445,6 +445,15 @@ def profile_checks(step: Step, doc: dict[str, Any], stderr: str) -> dict[str, bo
         checks["allocator peak recorded"] = (doc.get("device_memory") or {}).get(
             "peak_allocated_bytes"
         ) is not None
+    if step.train and not step.trainer:  # issue 45 on CUDA: the tracked step, fragmentation
+        tensors = doc.get("tensor_memory") or {}
+        checks["tensor memory tracked"] = (tensors.get("peak_bytes") or 0) > 0
+        checks["memory prediction probes"] = len(tensors.get("probes") or []) == 2
+        allocator = doc.get("device_memory") or {}
+        checks["fragmentation recorded"] = (
+            allocator.get("peak_inactive_split_bytes") is not None
+            and allocator.get("largest_free_block_bytes") is not None
+        )
     if step.train and step.traced:
         names = {p.get("name") for p in trace.get("phases", [])}
         checks["training phases"] = {"forward", "backward", "optimizer"} <= names

@@ -304,7 +304,12 @@ def _doc(**extra: object) -> dict[str, object]:
             "phases": [{"name": n} for n in ("forward", "backward", "optimizer")],
         },
         "verdict": {"bound": "compute-bound"},
-        "device_memory": {"peak_allocated_bytes": 512 * MiB},
+        "device_memory": {
+            "peak_allocated_bytes": 512 * MiB,
+            "peak_inactive_split_bytes": 40 * MiB,
+            "largest_free_block_bytes": 20 * MiB,
+        },
+        "tensor_memory": {"peak_bytes": 300 * MiB, "probes": [{"batch": 2}, {"batch": 4}]},
         "samples": {"amp_skipped_steps": [0, 3]},
     }
     return doc | extra
@@ -317,6 +322,11 @@ def test_checks_of_a_training_profile_under_amp() -> None:
     checks = gpu_check.profile_checks(step, _doc(), "")
     assert all(checks.values()), checks
     assert "tensor-core share > 0" in checks and "training phases" in checks
+    assert {"tensor memory tracked", "memory prediction probes", "fragmentation recorded"} <= set(
+        checks
+    )
+    unsplit = _doc(device_memory={"peak_allocated_bytes": 512 * MiB})
+    assert gpu_check.profile_checks(step, unsplit, "")["fragmentation recorded"] is False
     numbers = gpu_check.profile_numbers(_doc())
     assert numbers["peak_mb"] == 512.0 and numbers["amp_skipped"] == 2
     noisy = gpu_check.profile_checks(step, _doc(), "STAGE:2026 libkineto ...\n")

@@ -23,6 +23,8 @@ def window_memory(profile: Profile) -> Memory | None:
         num_alloc_retries=_first(allocator.num_alloc_retries, traced.num_alloc_retries),
         num_mallocs=traced.num_mallocs,
         thrash=allocator.thrash or traced.thrash,
+        peak_inactive_split_bytes=allocator.peak_inactive_split_bytes,
+        largest_free_block_bytes=allocator.largest_free_block_bytes,
     )
 
 

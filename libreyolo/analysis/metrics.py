@@ -143,10 +143,16 @@ def _memory_metrics(memory: Memory | None, trace: TraceAnalysis | None) -> dict[
     """Peak VRAM and memory pressure, from the allocator's record with or without a trace."""
     if memory is None:
         return {}
-    peak = memory.peak_allocated_bytes
+    peak, reserved = memory.peak_allocated_bytes, memory.peak_reserved_bytes
     mallocs = memory.num_mallocs / per_step_divisor(trace)
+    inactive, free = memory.peak_inactive_split_bytes, memory.largest_free_block_bytes
     return {
         "peak_vram_mb": None if peak is None else round(peak / 1e6, 1),
+        "peak_vram_reserved_mb": None if reserved is None else round(reserved / 1e6, 1),
+        "vram_fragmentation_pct": round(100 * inactive / reserved, 1)
+        if inactive is not None and reserved
+        else None,
+        "largest_free_block_mb": None if free is None else round(free / 1e6, 1),
         "cuda_mallocs_per_step": count(mallocs) if trace is not None else None,
         "memory_pressure": memory.thrash or mallocs >= MALLOCS_PER_STEP_THRASH,
     }

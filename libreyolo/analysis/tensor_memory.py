@@ -14,6 +14,7 @@ from typing import ClassVar
 import msgspec
 
 from libreyolo.analysis import stats
+from libreyolo.analysis.fragmentation import FRAGMENTATION_LEVER, FRAGMENTED_PCT
 from libreyolo.analysis.result_kind import ResultKind
 from libreyolo.document.mode import Mode
 from libreyolo.document.model import (
@@ -119,6 +120,39 @@ def predict_process_mb(profile: Profile, batch: int) -> float | None:
     return None if predicted is None else round(predicted / MB, 1)
 
 
+class VramUse(msgspec.Struct, frozen=True):
+    """The CUDA allocator over the window, as the `memory` reader shows it (MB = 10**6 B)."""
+
+    peak_allocated_mb: float | None
+    peak_reserved_mb: float | None
+    fragmentation_pct: float | None  # the peak of split blocks not in use, of the reserved peak
+    largest_free_block_mb: float | None  # as the window ended
+    alloc_retries: int | None
+    lever: str  # FRAGMENTATION_LEVER at FRAGMENTED_PCT and above, else ""
+
+
+def vram_use(profile: Profile) -> VramUse | None:
+    """The window's allocator figures; None without a CUDA allocator record."""
+    memory = profile.device_memory
+    if memory is None:
+        return None
+    allocated, reserved = memory.peak_allocated_bytes, memory.peak_reserved_bytes
+    inactive, free = memory.peak_inactive_split_bytes, memory.largest_free_block_bytes
+    pct = round(100 * inactive / reserved, 1) if inactive is not None and reserved else None
+    return VramUse(
+        peak_allocated_mb=_mb(allocated),
+        peak_reserved_mb=_mb(reserved),
+        fragmentation_pct=pct,
+        largest_free_block_mb=_mb(free),
+        alloc_retries=memory.num_alloc_retries,
+        lever=FRAGMENTATION_LEVER if pct is not None and pct >= FRAGMENTED_PCT else "",
+    )
+
+
+def _mb(value: int | None) -> float | None:
+    return None if value is None else round(value / 1e6, 1)
+
+
 class TensorMemoryView(msgspec.Struct, frozen=True):
     """`libreyolo profile memory`: the peak's split by category and by block."""
 
@@ -133,6 +167,8 @@ class TensorMemoryView(msgspec.Struct, frozen=True):
     lever: str
     track_ms: float
     peak_rss_mb: float | None  # the window's own process peak, for scale
+    peak_rss_own: bool  # shared library pages left out of it (False: an older profile's VmHWM)
+    vram: VramUse | None  # the CUDA allocator's window (None on the CPU)
     prediction: Prediction | None  # None: no probes (batch 1, older files)
 
 
@@ -246,7 +282,8 @@ def memory_view(
         for b in tracked.top_blocks[:top]
     )
     largest = rows[0].category if rows else "none"
-    peak_rss = profile.host_memory.peak_rss_bytes if profile.host_memory else None
+    host = profile.host_memory
+    peak_rss = host.peak_rss_bytes if host else None
     return TensorMemoryView(
         peak_mb=round(tracked.peak_bytes / MB, 1),
         phase_at_peak=tracked.phase_at_peak,
@@ -258,6 +295,8 @@ def memory_view(
         lever=LEVERS.get(largest, ""),
         track_ms=tracked.track_ms,
         peak_rss_mb=None if peak_rss is None else round(peak_rss / MB, 1),
+        peak_rss_own=host is not None and host.library_rss_bytes is not None,
+        vram=vram_use(profile),
         prediction=_prediction(profile, tracked, at_batch, budget_mb),
     )
 

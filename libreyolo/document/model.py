@@ -498,6 +498,11 @@ class Memory(msgspec.Struct, frozen=True, kw_only=True):
     num_alloc_retries: int | None = None
     num_mallocs: int = 0  # cudaMalloc/cudaFree calls (runtime and driver) over the window
     thrash: bool = False
+    # Fragmentation: the window's peak of cached blocks split by an allocation and not in use
+    # (`inactive_split_bytes`), and the largest free cached block as the window ended (None:
+    # not recorded, in files that predate them and in traces read without the allocator).
+    peak_inactive_split_bytes: int | None = None
+    largest_free_block_bytes: int | None = None
 
 
 class HealthCheck(msgspec.Struct, frozen=True, kw_only=True):

@@ -156,6 +156,8 @@ def _tensor_memory(result: TensorMemoryView) -> JsonObject:
             for row in result.blocks
         ],
         "peak_rss_mb": result.peak_rss_mb,
+        "peak_rss_own": result.peak_rss_own,
+        "vram": None if result.vram is None else to_plain(result.vram),
         "track_ms": result.track_ms,
         "prediction": None if result.prediction is None else to_plain(result.prediction),
     }

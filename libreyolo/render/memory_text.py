@@ -13,7 +13,12 @@ from libreyolo.render.units import bar, fmt_pct_change
 if TYPE_CHECKING:
     from libreyolo.analysis.delta import Delta
     from libreyolo.analysis.tensor_compare import TensorDeltas
-    from libreyolo.analysis.tensor_memory import CategoryRow, Prediction, TensorMemoryView
+    from libreyolo.analysis.tensor_memory import (
+        CategoryRow,
+        Prediction,
+        TensorMemoryView,
+        VramUse,
+    )
 
 # Categories below this share of the peak are left out of summary's one line.
 LINE_MIN_SHARE = 0.02
@@ -38,10 +43,12 @@ def memory_lines(view: TensorMemoryView) -> list[str]:
         f"({view.track_ms / 1000:.1f} s); peak in the {view.phase_at_peak}",
     ]
     if view.peak_rss_mb is not None:
-        lines.append(
-            f"         the window's peak RSS: {_size(view.peak_rss_mb)} (the whole process, "
-            "libraries and free blocks too)"
+        what = (
+            "the process's own: interpreter, torch and free blocks too; shared library pages not"
+            if view.peak_rss_own
+            else "the whole process, libraries and free blocks too"
         )
+        lines.append(f"         the window's peak RSS: {_size(view.peak_rss_mb)} ({what})")
     lines.append("category        MB  share")
     for row in view.categories:
         share = f"{row.share * 100:5.1f}%"
@@ -53,9 +60,28 @@ def memory_lines(view: TensorMemoryView) -> list[str]:
                 f"  {short_name(block.block):<18} {block.mb:8.1f} MB {block.share * 100:5.1f}%"
             )
     lines += prediction_lines(view.prediction, view.batch)
+    lines += vram_lines(view.vram)
     if view.lever:
         lines.append(f"lever    {view.largest}, the largest: {view.lever}")
+    if view.vram is not None and view.vram.lever:
+        lines.append(f"lever    fragmentation: {view.vram.lever}")
     return lines
+
+
+def vram_lines(vram: VramUse | None) -> list[str]:
+    """The CUDA allocator over the window: what the tensors took, what it held, how split."""
+    if vram is None:
+        return []
+    allocated = "?" if vram.peak_allocated_mb is None else _size(vram.peak_allocated_mb)
+    reserved = "?" if vram.peak_reserved_mb is None else _size(vram.peak_reserved_mb)
+    parts = [f"VRAM     peak allocated {allocated} of {reserved} reserved"]
+    if vram.fragmentation_pct is not None:
+        parts.append(f"fragmentation {vram.fragmentation_pct:.0f}% (split blocks not in use)")
+    if vram.largest_free_block_mb is not None:
+        parts.append(f"largest free block {_size(vram.largest_free_block_mb)}")
+    if vram.alloc_retries is not None:
+        parts.append(f"{vram.alloc_retries} allocation retries")
+    return [" · ".join(parts)]
 
 
 def prediction_lines(prediction: Prediction | None, batch: int) -> list[str]:

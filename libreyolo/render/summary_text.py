@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from libreyolo.analysis.fragmentation import fragmentation_line
 from libreyolo.document.health_names import SHARES
 from libreyolo.document.phases import FORWARD, POSTPROCESS, PREPROCESS
 from libreyolo.render.compute_text import compute_lines
@@ -246,6 +247,12 @@ def _tensor_lines(s: Summary) -> list[str]:
     return lines
 
 
+def _fragmentation_lines(s: Summary) -> list[str]:
+    """The CUDA allocator's fragmentation, where it is high enough to name its lever."""
+    line = fragmentation_line(s.metrics)
+    return [] if line is None else [f"memory   {line}"]
+
+
 def summary_lines(s: Summary) -> list[str]:
     """Every line of the summary view, in order."""
     lines: list[str] = [_headline(s), *_trainer_lines(s), *_inference_lines(s)]
@@ -253,6 +260,7 @@ def summary_lines(s: Summary) -> list[str]:
     lines += exec_lines(s.execution)
     lines += [*_device_lines(s), *_host_lines(s)]
     lines += _host_memory_lines(s)
+    lines += _fragmentation_lines(s)
     lines += _tensor_lines(s)
     if s.metrics.get("memory_pressure"):
         lines.append(MEMORY_PRESSURE_LINE)

@@ -6,9 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import msgspec
 import pytest
 
-from libreyolo.document.model import TENSOR_CATEGORIES
+from libreyolo.analysis.metrics import compute_metrics
+from libreyolo.document.files import load, save
+from libreyolo.document.model import TENSOR_CATEGORIES, Memory
 from tests.conftest import invoke
 
 
@@ -28,6 +31,8 @@ def test_memory_lists_every_category_summing_to_the_peak(cpu_train_profile: Path
         "categories",
         "blocks",
         "peak_rss_mb",
+        "peak_rss_own",
+        "vram",
         "track_ms",
         "prediction",
     ]
@@ -43,6 +48,13 @@ def test_memory_lists_every_category_summing_to_the_peak(cpu_train_profile: Path
     assert 8 < by_name["params"] < 12
     assert 0 < len(out["blocks"]) <= 10
     assert out["peak_rss_mb"] > out["peak_mb"]  # the process holds torch itself besides
+    assert out["peak_rss_own"] is True  # measured now: shared library pages left out
+    assert out["vram"] is None  # no CUDA allocator on the CPU
+    text = invoke(["profile", "memory", str(cpu_train_profile)]).stdout
+    assert (
+        f"         the window's peak RSS: {out['peak_rss_mb']:.1f} MB (the process's own: "
+        "interpreter, torch and free blocks too; shared library pages not)"
+    ) in text.splitlines()
 
 
 def test_memory_text_and_summary_name_the_largest_category(cpu_train_profile: Path) -> None:
@@ -194,3 +206,57 @@ def test_compare_without_tracked_steps_has_no_tensor_lines(reference_v1: Path) -
     out = invoke(["profile", "compare", *files, "--json"]).json()
     assert isinstance(out, dict) and out["tensor_memory"] is None
     assert "tensor peak" not in invoke(["profile", "compare", *files]).stdout
+
+
+def test_a_fragmented_cuda_window_names_expandable_segments(tmp_path: Path) -> None:
+    """A training profile whose allocator held 1.2 GB reserved for a 0.9 GB allocated peak,
+    0.3 GB of it split blocks not in use: the memory reader shows the allocator's line and the
+    lever, summary one line; at 10 % neither names a lever."""
+
+    def with_memory(inactive_bytes: int, name: str) -> Path:
+        profile = load(str(DOCS_B8))
+        memory = Memory(
+            peak_allocated_bytes=900_000_000,
+            peak_reserved_bytes=1_200_000_000,
+            num_alloc_retries=0,
+            peak_inactive_split_bytes=inactive_bytes,
+            largest_free_block_bytes=41_943_040,
+        )
+        profile = msgspec.structs.replace(profile, device_memory=memory)
+        bound = profile.metrics["bound"]
+        assert isinstance(bound, str)
+        metrics = compute_metrics(profile, bound=bound)
+        return save(msgspec.structs.replace(profile, metrics=metrics), tmp_path / name)
+
+    fragmented = with_memory(372_000_000, "fragmented.json")
+    out = invoke(["profile", "memory", str(fragmented), "--json"]).json()
+    assert isinstance(out, dict)
+    lever = (
+        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (segments grow in place instead of "
+        "being split)"
+    )
+    assert out["vram"] == {
+        "peak_allocated_mb": 900.0,
+        "peak_reserved_mb": 1200.0,
+        "fragmentation_pct": 31.0,
+        "largest_free_block_mb": 41.9,
+        "alloc_retries": 0,
+        "lever": lever,
+    }
+    lines = invoke(["profile", "memory", str(fragmented)]).stdout.splitlines()
+    assert (
+        "VRAM     peak allocated 900.0 MB of 1.20 GB reserved · fragmentation 31% (split blocks "
+        "not in use) · largest free block 41.9 MB · 0 allocation retries"
+    ) in lines
+    assert lines[-1] == f"lever    fragmentation: {lever}"
+    summary = invoke(["profile", "summary", str(fragmented)]).stdout.splitlines()
+    assert (
+        "memory   VRAM fragmentation 31% of the 1200 MB reserved peak (split cached blocks not "
+        f"in use); largest free block 41.9 MB: {lever}"
+    ) in summary
+    got = invoke(["profile", "get", str(fragmented), "vram_fragmentation_pct"])
+    assert got.stdout == "31.0\n"
+
+    tidy = with_memory(120_000_000, "tidy.json")
+    assert "fragmentation:" not in invoke(["profile", "memory", str(tidy)]).stdout
+    assert "VRAM fragmentation" not in invoke(["profile", "summary", str(tidy)]).stdout

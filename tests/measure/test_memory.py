@@ -12,6 +12,7 @@ from libreyolo.document.model import Memory, TraceAnalysis
 from libreyolo.measure.memory import (
     allocator_memory,
     device_memory,
+    largest_free_block,
     reset_peaks,
     retries_over_window,
 )
@@ -114,3 +115,43 @@ def test_cuda_peaks_and_retries_are_recorded() -> None:
     assert merged.peak_allocated_bytes >= block.numel()
     assert merged.peak_reserved_bytes >= merged.peak_allocated_bytes
     assert merged.num_alloc_retries == 0
+
+
+# `torch.cuda.memory_snapshot()`'s segments, as the allocator writes them (a recorded shape:
+# one segment per cudaMalloc, its blocks "active_allocated", "active_pending_free" or
+# "inactive"); only the inactive blocks are free for a new request.
+SEGMENTS = [
+    {
+        "device": 0,
+        "address": 0,
+        "total_size": 20_971_520,
+        "allocated_size": 12_582_912,
+        "active_size": 12_582_912,
+        "segment_type": "large",
+        "blocks": [
+            {"size": 12_582_912, "state": "active_allocated"},
+            {"size": 6_291_456, "state": "inactive"},
+            {"size": 2_097_152, "state": "inactive"},
+        ],
+    },
+    {
+        "device": 0,
+        "address": 33_554_432,
+        "total_size": 2_097_152,
+        "segment_type": "small",
+        "blocks": [{"size": 2_097_152, "state": "active_pending_free"}],
+    },
+]
+
+
+def test_fragmentation_is_the_window_peak_of_split_blocks_and_the_largest_free_one() -> None:
+    after = WINDOW_END_QUIET | {"inactive_split_bytes.all.peak": 600_000_000}
+    memory = allocator_memory(AFTER_OOM_PROBE, after, SEGMENTS)
+    assert memory.peak_inactive_split_bytes == 600_000_000
+    assert memory.largest_free_block_bytes == 6_291_456
+    assert largest_free_block([{"blocks": [{"size": 5, "state": "active_allocated"}]}]) == 0
+    unrecorded = allocator_memory(AFTER_OOM_PROBE, WINDOW_END_QUIET)
+    assert (unrecorded.peak_inactive_split_bytes, unrecorded.largest_free_block_bytes) == (
+        None,
+        None,
+    )
