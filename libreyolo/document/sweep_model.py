@@ -142,6 +142,12 @@ class HeadlineMetrics:
     peak_vram_mb: Number_ | None = field(default=None, metadata=_meta(METRIC, group="metrics"))
     # the measuring process's peak resident memory over the window (loader workers excluded)
     peak_rss_mb: Number_ | None = field(default=None, metadata=_meta(METRIC, group="metrics"))
+    # a training point's tracked step: its tensor peak, and what its probe steps predicted
+    # (the table's truth column: the prediction's error on every point)
+    tensor_peak_mb: Number_ | None = field(default=None, metadata=_meta(METRIC, group="metrics"))
+    tensor_predicted_mb: Number_ | None = field(
+        default=None, metadata=_meta(METRIC, group="metrics")
+    )
     # allocator thrash
     memory_pressure: bool | None = field(default=None, metadata=_meta(Flag(), group="metrics"))
     cpu_wait_frac: Number_ | None = field(

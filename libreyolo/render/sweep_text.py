@@ -34,6 +34,9 @@ EXEC_AT = HEADER.index("status") + 1
 EXEC_COLUMN = "exec"
 COMPILE_COLUMN = "compile s"
 EXPORT_COLUMN = "export s"
+# A training point's tracked tensor peak, and its probes' prediction's error against it: the
+# prediction's truth, on every point.
+TENSOR_COLUMNS = ("tensor MB", "pred")
 
 
 def _fmt(value: float | bool | None, digits: int = 1) -> str:
@@ -83,7 +86,27 @@ def _exec_columns(points: Points) -> tuple[str, ...]:
     )
 
 
-def _row(name: str, entry: SweepRow, energy: bool, shown: tuple[str, ...] = ()) -> tuple[str, ...]:
+def _tensor_cells(entry: SweepRow) -> tuple[str, str]:
+    """The tracked step's tensor peak and the probes' prediction's error against it."""
+    peak, predicted = entry.metrics.tensor_peak_mb, entry.metrics.tensor_predicted_mb
+    if peak is None:
+        return "-", "-"
+    error = "-" if predicted is None or not peak else f"{(predicted - peak) / peak * 100:+.1f}%"
+    return f"{peak:.1f}", error
+
+
+def has_tensors(points: Points) -> bool:
+    """Some point tracked its step's tensors (a training point): the truth columns show."""
+    return any(entry.metrics.tensor_peak_mb is not None for entry in points.values())
+
+
+def _row(
+    name: str,
+    entry: SweepRow,
+    energy: bool,
+    shown: tuple[str, ...] = (),
+    tensors: bool = False,
+) -> tuple[str, ...]:
     metrics = entry.metrics
     status: str = entry.status
     if status == "ok":
@@ -101,16 +124,21 @@ def _row(name: str, entry: SweepRow, energy: bool, shown: tuple[str, ...] = ()) 
         *joules,
         _fmt(metrics.peak_vram_mb),
         _fmt(metrics.peak_rss_mb),
+        *(_tensor_cells(entry) if tensors else ()),
         _fmt(metrics.memory_pressure),
         _fmt(metrics.contended),
         safe_text(verdict),
     )
 
 
-def header(energy: bool, shown: tuple[str, ...] = ()) -> tuple[str, ...]:
-    """The table's column names, with `J/img` after MFU when `energy` and the exec columns
-    `shown` after the status."""
+def header(energy: bool, shown: tuple[str, ...] = (), tensors: bool = False) -> tuple[str, ...]:
+    """The table's column names, with `J/img` after MFU when `energy`, the exec columns
+    `shown` after the status and, with `tensors`, the tracked step's tensor peak and the
+    prediction's error after RSS."""
     names = HEADER if not energy else (*HEADER[:ENERGY_AT], ENERGY_COLUMN, *HEADER[ENERGY_AT:])
+    if tensors:
+        at = names.index("RSS MB") + 1
+        names = (*names[:at], *TENSOR_COLUMNS, *names[at:])
     return (*names[:EXEC_AT], *shown, *names[EXEC_AT:])
 
 
@@ -118,11 +146,11 @@ def sweep_lines(record: SweepRecord, best: str = "recommended") -> list[str]:
     """The table lines of a sweep record (`sweep.json`); `best` names the trusted point with
     the highest img/s per imgsz (after a batch search's answer: `highest img/s`)."""
     points = record.points
-    energy = has_energy(points)
+    energy, tensors = has_energy(points), has_tensors(points)
     shown = _exec_columns(points)
-    names = header(energy, shown)
+    names = header(energy, shown, tensors)
     ordered = by_throughput(points)
-    rows = [names, *(_row(name, points[name], energy, shown) for name in ordered)]
+    rows = [names, *(_row(name, points[name], energy, shown, tensors) for name in ordered)]
     widths = [max(len(r[i]) for r in rows) for i in range(len(names) - 1)]
     lines = [
         "  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1]
