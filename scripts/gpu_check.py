@@ -513,6 +513,9 @@ def sweep_checks(folder: Path) -> dict[str, bool]:
         "one point recorded": bool(point),
         "point failed oom": (point.get("status"), point.get("code")) == ("failed", "oom"),
         "reason names the budget": "tune.memory_budget_mb" in str(point.get("reason")),
+        # issue 45: the warmup's OOM explained (its sites) and its snapshot left in the point
+        "reason names the sites": "held most by" in str(point.get("reason")),
+        "oom snapshot left": len(list(folder.glob("*/run.oom_snapshot.pickle"))) == 1,
     }
 
 

@@ -531,21 +531,29 @@ def test_the_budget_sweep_composes_and_wants_its_point_recorded_oom(tmp_path: Pa
     oom = {
         "status": "failed",
         "code": "oom",
-        "reason": "out of memory in stage 'measure' under the 150 MB budget "
+        "reason": "out of memory in the warmup: a 52.4 MB request failed with 140.0 MB "
+        "allocated of 150.0 MB reserved; held most by forward (blocks.py:88) 90.0 MB; snapshot: "
+        f"{point}/run.oom_snapshot.pickle (...) under the 150 MB budget "
         "(tune.memory_budget_mb) (lower --batch or --imgsz)",
     }
     (point / "status.json").write_text(json.dumps(oom))
+    (point / "run.oom_snapshot.pickle").write_bytes(b"\x80\x04")
     assert gpu_check.sweep_checks(gpu_check.sweep_dir(step)) == {
         "one point recorded": True,
         "point failed oom": True,
         "reason names the budget": True,
+        "reason names the sites": True,
+        "oom snapshot left": True,
     }
     (point / "status.json").write_text(json.dumps({"status": "ok", "code": "", "reason": ""}))
+    (point / "run.oom_snapshot.pickle").unlink()
     checks = gpu_check.sweep_checks(gpu_check.sweep_dir(step))
     assert checks == {
         "one point recorded": True,
         "point failed oom": False,
         "reason names the budget": False,
+        "reason names the sites": False,
+        "oom snapshot left": False,
     }
     outcome = gpu_check.StepOutcome("budget_oom", 1, 9.0, 30, 1, checks=dict.fromkeys(checks, True))
     assert gpu_check.passed(outcome)

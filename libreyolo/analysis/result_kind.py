@@ -22,6 +22,7 @@ class ResultKind(StrEnum):
     OPS = "ops"
     PHASES = "phases"
     MEMORY = "memory"  # a training step's tensor memory by category
+    OOM = "oom"  # a CUDA memory snapshot's out-of-memory moment
     COMPARE = "compare"
     WHAT_IF = "what-if"
     SWEEP = "sweep"

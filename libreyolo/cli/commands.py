@@ -86,7 +86,10 @@ def ops(args: argparse.Namespace) -> CommandResult:
 
 def memory(args: argparse.Namespace) -> CommandResult:
     from libreyolo.analysis.tensor_memory import memory_view
+    from libreyolo.document.snapshot_file import is_snapshot
 
+    if args.trace != "-" and is_snapshot(args.trace, max_input_bytes=args.max_input_bytes):
+        return _oom(args)
     view = memory_view(
         _profile(args, args.trace),
         origin=args.trace,
@@ -95,6 +98,21 @@ def memory(args: argparse.Namespace) -> CommandResult:
         budget_mb=args.budget_mb,
     )
     return view, args.trace
+
+
+def _oom(args: argparse.Namespace) -> CommandResult:
+    """`memory` of a CUDA memory snapshot: what held the device when it ran out."""
+    from libreyolo.analysis.oom_sites import oom_view
+    from libreyolo.document.snapshot_file import load_snapshot
+
+    if args.batch is not None or args.budget_mb is not None:
+        raise UsageError(
+            "--batch and --budget-mb predict from a training profile; a memory snapshot has "
+            "no prediction",
+            hint="pass the run's profile.json for a prediction",
+        )
+    data = load_snapshot(args.trace, max_input_bytes=args.max_input_bytes)
+    return oom_view(data, origin=args.trace, top=args.top), args.trace
 
 
 def compare(args: argparse.Namespace) -> CommandResult:

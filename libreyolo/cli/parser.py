@@ -532,9 +532,15 @@ def _add_ops(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
 
 def _add_memory(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
     p = _add(sub, "memory", commands.memory, common)
-    p.add_argument("trace", help="Path to a training profile.json")
     p.add_argument(
-        "--top", type=non_negative_int, default=10, help="Show the top N blocks by activations"
+        "trace",
+        help="Path to a training profile.json, or the oom_snapshot.pickle a CUDA run left",
+    )
+    p.add_argument(
+        "--top",
+        type=non_negative_int,
+        default=10,
+        help="Show the top N blocks by activations (a snapshot: allocation sites)",
     )
     p.add_argument(
         "--batch",

@@ -62,6 +62,7 @@ from libreyolo.measure.exec_mode import (
 from libreyolo.measure.loop import MeasuredWindow, WindowRecord, run_window
 from libreyolo.measure.memory import AllocatorStats, device_memory, reset_peaks
 from libreyolo.measure.memory_check import check_inference
+from libreyolo.measure.oom_snapshot import AllocationHistory, snapshot_path
 from libreyolo.measure.rss import own_rss_bytes, with_baseline
 from libreyolo.measure.stages import Progress, stage
 from libreyolo.measure.threads import intra_op_threads, warn_if_crowded
@@ -472,6 +473,7 @@ def _measure(
             on_progress,
             phases=PHASES,
             meter=energy_meter(device),  # CUDA only; spans the unsynced runs
+            history=AllocationHistory(device, snapshot_path(settings.project, "infer")),
         )
         memory = device_memory(device, memory_before)
     return MeasuredWindow(

@@ -26,6 +26,7 @@ import torch
 from libreyolo.document.model import Host, HostMemory, StepSample
 from libreyolo.measure.device import synchronize
 from libreyolo.measure.host import HostSampler, StepHost
+from libreyolo.measure.oom_snapshot import AllocationHistory
 from libreyolo.measure.phases import MS_DIGITS, PhaseTimer, ms
 from libreyolo.measure.rss import WindowPeakRss
 from libreyolo.measure.stages import Progress
@@ -104,6 +105,7 @@ def run_window(
     phases: Sequence[str],
     worker_pids: Callable[[], Sequence[int]] = tuple,
     meter: WindowMeter | None = None,
+    history: AllocationHistory | None = None,
 ) -> WindowRecord:
     """Run all `plan.num_total` iterations of `step`; `phases` name the synced walls kept.
 
@@ -111,6 +113,8 @@ def run_window(
     Every measured iteration (not warmup, not bare) is host-sampled: the threads of this
     process and of the processes `worker_pids` names (the DataLoader's workers). `meter`
     spans the unsynced iterations; its note joins the window's, and it is closed on the way out.
+    `history` records the CUDA allocator over the warmup only; an OOM there ends as its
+    explained error (the snapshot written while the failed step's tensors are alive).
     """
     timer = PhaseTimer(device)
     record = WindowRecord(phase_ms={name: [] for name in phases})
@@ -118,8 +122,12 @@ def run_window(
     peak_rss = WindowPeakRss()
     after_sampled = False  # whether the previous iteration was host-sampled
     try:
+        if history is not None:
+            history.start()
         for iteration in range(plan.num_total):
             if iteration == plan.num_warmup:
+                if history is not None:
+                    history.stop()  # the measured steps pay for no stacks
                 if meter is not None:  # first: NVML's library is not the window's memory or CPU
                     meter.start()
                 peak_rss.start()  # what warmup (and anything before it) held is not the window's
@@ -151,7 +159,14 @@ def run_window(
                 on_progress(*plan.progress(iteration))
         record.host_memory, note = peak_rss.end()
         record.notes += [note] if note else []
+    except BaseException as err:
+        explained = None if history is None else history.explained(err)
+        if explained is not None:
+            raise explained from err
+        raise
     finally:
+        if history is not None:
+            history.stop()
         recorder.close()
         if meter is not None:
             meter.close()

@@ -56,6 +56,7 @@ from libreyolo.measure.host_fit import HostProbeStep
 from libreyolo.measure.loop import MeasuredWindow, run_window
 from libreyolo.measure.memory import AllocatorStats, device_memory, reset_peaks
 from libreyolo.measure.memory_check import check_training
+from libreyolo.measure.oom_snapshot import AllocationHistory, snapshot_path
 from libreyolo.measure.phases import PhaseTimer
 from libreyolo.measure.rss import WindowPeakRss, own_rss_bytes, with_baseline
 from libreyolo.measure.stages import Progress, stage
@@ -614,6 +615,7 @@ def _measure(
                 phases=TRAIN_PHASES,
                 worker_pids=lambda: worker_pids(loader),
                 meter=energy_meter(device),
+                history=AllocationHistory(device, snapshot_path(settings.project, "run")),
             )
         finally:
             batches.close()  # stops loader workers before the trace is analysed

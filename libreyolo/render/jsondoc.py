@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # result types only; importing them would cost every reader s
     from libreyolo.analysis.gate import Gate
     from libreyolo.analysis.kernels import KernelRow, KernelTable
     from libreyolo.analysis.lookup import MetricList, MetricValue
+    from libreyolo.analysis.oom_sites import OomView
     from libreyolo.analysis.ops import OpTable
     from libreyolo.analysis.outcome import ConfigView, MeasurementOutcome
     from libreyolo.analysis.phases import PhaseBreakdown
@@ -137,6 +138,13 @@ def _(result: OpTable, source: ReadFrom) -> Any:
 @_view(ResultKind.MEMORY)
 def _(result: TensorMemoryView, source: ReadFrom) -> Any:
     return {"trace": source, **_tensor_memory(result)}
+
+
+@_view(ResultKind.OOM)
+def _(result: OomView, source: ReadFrom) -> Any:
+    view = to_plain(result)
+    assert isinstance(view, dict)
+    return {"snapshot": source, **view}
 
 
 def _tensor_memory(result: TensorMemoryView) -> JsonObject:

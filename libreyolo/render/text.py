@@ -18,6 +18,7 @@ from libreyolo.document.mode import Mode
 from libreyolo.render.compute_text import compare_compute_lines
 from libreyolo.render.diff_text import diff_lines
 from libreyolo.render.memory_text import compare_tensor_lines, memory_lines
+from libreyolo.render.oom_text import oom_lines
 from libreyolo.render.safe import safe_text, short_name
 from libreyolo.render.summary_text import note_lines, quiet_verdict_line, summary_lines
 from libreyolo.render.trainer_gap_view import trainer_gap_lines
@@ -33,6 +34,7 @@ if TYPE_CHECKING:  # result types only; importing them would cost every reader s
     from libreyolo.analysis.compare import Comparison, Delta, ShareDelta, Significance
     from libreyolo.analysis.kernels import KernelTable
     from libreyolo.analysis.lookup import MetricList, MetricValue
+    from libreyolo.analysis.oom_sites import OomView
     from libreyolo.analysis.ops import OpTable
     from libreyolo.analysis.outcome import ConfigView, MeasurementOutcome
     from libreyolo.analysis.phases import PhaseBreakdown
@@ -134,6 +136,11 @@ def _(result: PhaseBreakdown) -> Lines:
 @_view(ResultKind.MEMORY)
 def _(result: TensorMemoryView) -> Lines:
     return memory_lines(result)
+
+
+@_view(ResultKind.OOM)
+def _(result: OomView) -> Lines:
+    return oom_lines(result)
 
 
 def _arrow(delta: Delta, suffix: str = "") -> str:
