@@ -131,13 +131,19 @@ def fit_host_batch(probe: HostProbe, budget: HostBudget, cap: BatchCap) -> tuple
     target = budget.target_bytes
     fits: _Confirmed | None = None
     for _ in range(MAX_CONFIRMS):
-        batch = min(_predicted_batch(lines, anchor, budget), cap.max_batch, MAX_BATCH)
+        try:
+            fitted = _predicted_batch(lines, anchor, budget)
+        except NoProfileError:
+            if fits is None:
+                raise
+            break  # a miss above the confirmed batch leaves nothing bigger to try
+        batch = min(fitted, cap.max_batch, MAX_BATCH)
         if fits is not None and batch <= fits.batch:
             break  # the refined prediction gains nothing over the batch already confirmed
         predicted = anchor.rss_at(lines, batch)
         measured = probe(batch, tracked=False).own_peak_bytes
         if measured <= target:
-            fits = _Confirmed(batch, predicted, measured)
+            fits = _Confirmed(batch, predicted, measured, fitted)
             if target - measured <= CLOSE_ENOUGH * target or batch == cap.max_batch:
                 break
         elif batch == 1:
@@ -153,8 +159,7 @@ def fit_host_batch(probe: HostProbe, budget: HostBudget, cap: BatchCap) -> tuple
             f"(the last, {anchor.batch}, peaked at {anchor.rss_bytes / MB:.0f} MB)",
             hint="pass an explicit --batch",
         )
-    fitted = _predicted_batch(lines, anchor, budget)
-    return fits.batch, _note(fits, fitted, cap, budget)
+    return fits.batch, _note(fits, cap, budget)
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +187,7 @@ class _Confirmed:
     batch: int
     predicted_bytes: float
     measured_bytes: int
+    fitted: int  # the batch memory was predicted to fit, before the caps
 
 
 def _predicted_batch(lines: tuple[PeakLine, ...], anchor: _Anchor, budget: HostBudget) -> int:
@@ -206,7 +212,7 @@ def _predicted_batch(lines: tuple[PeakLine, ...], anchor: _Anchor, budget: HostB
     return fitted
 
 
-def _note(fits: _Confirmed, fitted: int, cap: BatchCap, budget: HostBudget) -> str:
+def _note(fits: _Confirmed, cap: BatchCap, budget: HostBudget) -> str:
     margin = budget.target_bytes - fits.measured_bytes
     error = (fits.measured_bytes - fits.predicted_bytes) / fits.predicted_bytes
     confirmed = (
@@ -215,8 +221,8 @@ def _note(fits: _Confirmed, fitted: int, cap: BatchCap, budget: HostBudget) -> s
         f"{margin / MB:.0f} MB ({margin / budget.target_bytes:.0%} of the target)"
     )
     head = f"--batch -1: batch {fits.batch}"
-    if fits.batch == cap.max_batch and fits.batch < fitted:
-        head += f", capped at {fits.batch} so {cap.reason} (memory fits {fitted})"
-    elif fits.batch == MAX_BATCH and fits.batch < fitted:
-        head += f", at most {MAX_BATCH} (memory fits {fitted})"
+    if fits.batch == cap.max_batch and fits.batch < fits.fitted:
+        head += f", capped at {fits.batch} so {cap.reason} (memory fits {fits.fitted})"
+    elif fits.batch == MAX_BATCH and fits.batch < fits.fitted:
+        head += f", at most {MAX_BATCH} (memory fits {fits.fitted})"
     return f"{head} fits {budget.describe()}: {confirmed}"

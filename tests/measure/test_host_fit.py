@@ -213,3 +213,25 @@ def test_a_cpu_run_takes_the_predicted_batch(
     assert batch > 4  # beyond the probes themselves
     peak = profile.metrics["peak_rss_mb"]
     assert isinstance(peak, float) and peak * MB <= seen[0].target_bytes * 1.05
+
+
+def test_a_miss_above_a_confirmed_batch_keeps_it() -> None:
+    """57 fits far under the target (the factor is 0.5, not 1.25); the refined prediction
+    (138) lands far over it (a jump the lines cannot see). Re-anchored there, the next lands
+    at 60, which fits; with a jump so large that no batch is predicted to fit, the confirmed
+    57 is the answer, not an error."""
+    probe = FakeProbe(factor=0.5)
+
+    def step(batch: int, *, tracked: bool) -> HostProbeStep:
+        result = probe(batch, tracked=tracked)
+        if not tracked and batch > 60:
+            return HostProbeStep(result.own_peak_bytes + jump_mb * MB, None)
+        return result
+
+    jump_mb = 20_000
+    assert fit_host_batch(step, BUDGET, NO_CAP)[0] == 60 and probe.real == [57, 138, 60]
+    probe.real.clear()
+    jump_mb = 2_000_000
+    batch, note = fit_host_batch(step, BUDGET, NO_CAP)
+    assert (batch, probe.real) == (57, [57, 138])
+    assert note.startswith("--batch -1: batch 57 fits 70% of 3.0 GB")

@@ -118,7 +118,7 @@ def test_cuda_peaks_and_retries_are_recorded() -> None:
 
 
 # `torch.cuda.memory_snapshot()`'s segments, as the allocator writes them (a recorded shape:
-# one segment per cudaMalloc, its blocks "active_allocated", "active_pending_free" or
+# one segment per cudaMalloc, its blocks "active_allocated", "active_awaiting_free" or
 # "inactive"); only the inactive blocks are free for a new request.
 SEGMENTS = [
     {
@@ -139,7 +139,7 @@ SEGMENTS = [
         "address": 33_554_432,
         "total_size": 2_097_152,
         "segment_type": "small",
-        "blocks": [{"size": 2_097_152, "state": "active_pending_free"}],
+        "blocks": [{"size": 2_097_152, "state": "active_awaiting_free"}],
     },
 ]
 
