@@ -192,6 +192,20 @@ def _gpu_metrics(trace: TraceAnalysis) -> dict[str, Scalar]:
         "launches_per_step": count(trace.launches.num_launches / n),
         "host_us_per_launch": _r(trace.launches.host_us_per_launch, 2),
         "num_steps": trace.num_steps,
+    } | _comm_metrics(trace)
+
+
+def _comm_metrics(trace: TraceAnalysis) -> dict[str, Scalar]:
+    """The busiest device's collective-kernel time per step and the share of it no
+    computation kernel ran beside (exposed: the step waits for it); none in traces read
+    before they were measured, the exposed share null where no collective ran."""
+    if not trace.devices or trace.devices[0].comm_busy_ms is None:
+        return {}
+    device = max(trace.devices, key=lambda d: d.busy_ms)
+    comm, overlap = device.comm_busy_ms or 0.0, device.comm_overlap_ms or 0.0
+    return {
+        "comm_ms": round(comm / per_step_divisor(trace), 3),
+        "comm_exposed_pct": round(100 * (comm - overlap) / comm, 1) if comm > 0 else None,
     }
 
 

@@ -424,6 +424,12 @@ class Device(msgspec.Struct, frozen=True, kw_only=True):
     num_sms: int | None = None
     busy_ms: float = 0.0  # union of kernel, memcpy and memset intervals
     kernel_busy_ms: float = 0.0  # union of kernel intervals only
+    # Communication (NCCL and other collective kernels, `classify.COMMUNICATION`): the union of
+    # their intervals, and the part of it during which a computation kernel (any other
+    # kernel) also ran, as HolisticTraceAnalysis's get_comm_comp_overlap counts it. None in
+    # files that predate them.
+    comm_busy_ms: float | None = None
+    comm_overlap_ms: float | None = None
 
 
 class CallStat(msgspec.Struct, frozen=True, kw_only=True):

@@ -375,33 +375,51 @@ def _devices(
     order, no union kept."""
     gpu = events.gpu
     busy_spans = [(window.start, window.end), (window.start, device_end), *spans]
+    in_window = [(window.start, window.end)]
     meters = {
         device_id: (
             Coverage(busy_spans),
-            Coverage([(window.start, window.end)]),
+            Coverage(in_window),
             Coverage([(window.start, device_end)]),
+            Coverage(in_window),  # communication kernels
+            Coverage(in_window),  # every other kernel: computation
         )
         for device_id in sorted(set(gpu.device))
     }
-    ts, dur, kind, device = gpu.ts, gpu.dur, gpu.kind, gpu.device
+    comm_names = {
+        name_id
+        for name_id in gpu.present
+        if classify.classify_kernel(events.names[name_id]) == classify.COMMUNICATION
+    }
+    ts, dur, kind, device, names = gpu.ts, gpu.dur, gpu.kind, gpu.device, gpu.name
     for i in start_order(ts):
         start = ts[i]
         end = start + max(dur[i], 0.0)  # negative durations count as empty, as in union_of
-        busy, kernels, copies = meters[device[i]]
+        busy, kernels, copies, comm, comp = meters[device[i]]
         busy.add(start, end)
-        (kernels if kind[i] == KERNEL else copies).add(start, end)
+        if kind[i] == KERNEL:
+            kernels.add(start, end)
+            (comm if names[i] in comm_names else comp).add(start, end)
+        else:
+            copies.add(start, end)
     devices: list[Device] = []
     unions: dict[int, tuple[Coverage, Coverage]] = {}
-    for device_id, (busy, kernels, copies) in meters.items():
+    for device_id, (busy, kernels, copies, comm, comp) in meters.items():
         unions[device_id] = (busy.finish(), copies.finish())
         info = events.devices.get(device_id)
+        kernel_us = kernels.finish().covered(window.start, window.end)
+        comm_us = comm.finish().covered(window.start, window.end)
+        comp_us = comp.finish().covered(window.start, window.end)
         devices.append(
             Device(
                 id=device_id,
                 name=info.name if info else None,
                 num_sms=info.num_sms if info else None,
                 busy_ms=to_ms(busy.covered(window.start, window.end)),
-                kernel_busy_ms=to_ms(kernels.finish().covered(window.start, window.end)),
+                kernel_busy_ms=to_ms(kernel_us),
+                comm_busy_ms=to_ms(comm_us),
+                # comm ∪ comp is every kernel: what the two cover beyond it, they cover together
+                comm_overlap_ms=to_ms(max(comm_us + comp_us - kernel_us, 0.0)),
             )
         )
     return devices, unions

@@ -118,6 +118,15 @@ def _device_lines(s: Summary) -> list[str]:
         f"host overhead {fmt_or_unknown(m.get('host_overhead_ms'))} ms/step  |  "
         f"{fmt_value(m.get('launches_per_step'))} kernel launches/step",
     ]
+    comm = m.get("comm_ms")
+    if isinstance(comm, float) and comm > 0:
+        exposed = m.get("comm_exposed_pct")
+        share = (
+            ""
+            if exposed is None
+            else f", {fmt_value(exposed)}% of it exposed (no computation beside it)"
+        )
+        lines.append(f"comm     {fmt_value(comm)} ms/step in collective kernels{share}")
     if m.get("host_us_per_launch") is not None:
         lines.append(
             f"launch   ~{_num(m.get('host_us_per_launch')):.1f}us host time per launch "
