@@ -6,9 +6,11 @@ each into a fresh folder. Prints the points and windows each measured, their wal
 search's answer, the grid's batches as good as its best (`analysis.tune.as_good_as_best`, the
 same test) and whether the grid agrees (`_agrees`: the answer is one of them, or a batch the
 grid never measured that lies between them and the grid batch below them). Target (issue
-23): the same recommendation with at most half of the grid's measured windows. A search can
-only be cheaper than the grid where the knee lies well inside the range: where img/s still
-climbs at batch_max it measures every size the grid does.
+23): the same recommendation with at most half of the grid's measured windows; issue 45 counts
+measured steps (windows × steps a window, warmup left out) beside them, so a search that ranks
+on shorter windows is credited for it. A search can only be cheaper than the grid where the
+knee lies well inside the range: where img/s still climbs at batch_max it measures every size
+the grid does.
 
     python scripts/bench_tune.py [--modes infer,run] [--batch-max 32] [--imgsz 128]
                                  [--repeat 3] [--override KEY=VALUE ...]
@@ -36,6 +38,12 @@ WINDOWS = {
     "infer": ["window.warmup=2", "window.runs=10"],
     "run": ["window.warmup=1", "window.steps=4", "dataset.workers=0"],
 }
+
+
+def steps_per_window(mode: str, overrides: list[str]) -> int:
+    """The measured steps (training) or runs (inference) one window takes, as composed."""
+    key = "window.runs=" if mode == "infer" else "window.steps="
+    return int([word for word in overrides if word.startswith(key)][-1].partition("=")[2])
 
 
 @dataclass(frozen=True)
@@ -113,8 +121,8 @@ def main() -> None:
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE")
     args = parser.parse_args()
     header = (
-        "mode   | search: points windows wall | grid: points windows wall | answer | "
-        "grid's equals | agree | windows ratio"
+        "mode   | search: points windows steps wall | grid: points windows steps wall | "
+        "answer | grid's equals | agree | steps ratio"
     )
     lines = [header, "-" * len(header)]
     with tempfile.TemporaryDirectory(prefix="bench_tune_") as tmp:
@@ -124,10 +132,13 @@ def main() -> None:
             found = search(Path(tmp) / f"{mode}_search", common, args.batch_max)
             full = grid(Path(tmp) / f"{mode}_grid", common, args.batch_max)
             agree = bool(found.answer) and all(_agrees(b, full) for b in found.answer)
-            ratio = found.points / full.points
+            per_window = steps_per_window(mode, common)
+            windows = found.points * args.repeat, full.points * args.repeat
+            steps = windows[0] * per_window, windows[1] * per_window
+            ratio = steps[0] / steps[1]
             lines.append(
-                f"{mode:<6} | {found.points:>6} {found.points * args.repeat:>7} "
-                f"{found.wall_s:>6.1f}s | {full.points:>5} {full.points * args.repeat:>7} "
+                f"{mode:<6} | {found.points:>6} {windows[0]:>7} {steps[0]:>5} "
+                f"{found.wall_s:>6.1f}s | {full.points:>5} {windows[1]:>7} {steps[1]:>5} "
                 f"{full.wall_s:>6.1f}s | {found.answer} | {full.answer} | "
                 f"{'yes' if agree else 'NO'} | {ratio:.2f} ({'MET' if ratio <= 0.5 else 'MISSED'})"
             )
