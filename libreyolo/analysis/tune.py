@@ -24,6 +24,9 @@ unless the best's gain over it counts.
   growth from the largest that fit by twice the miss, and bisection.
 * latency: as knee, among the batches that fit and whose latency percentile stays within
   `max_latency_ms`; the growth stops at the first that breaks the bound.
+* knee and latency under `memory_budget_mb`: a size above the largest batch the largest
+  fitting point predicts under the budget is not measured; the growth measures that batch as
+  its last size instead (a prediction the point itself disproves is ignored).
 A search ends when no multiple of `batch_step` lies strictly inside the interval it refines.
 An answer is given only when the points that decide it (itself, the best, its measured
 neighbours; none for maxfit, which memory decides) were measured on a quiet host: a busy one's
@@ -202,11 +205,38 @@ def _answer(settings: TuneSettings, feasible: Sequence[Measured]) -> Measured:
     return min((m for m in feasible if _as_good(settings, m, top)), key=lambda m: m.batch)
 
 
-def _grow(settings: TuneSettings, by_batch: dict[int, Measured]) -> Next | Done | None:
-    """The next growth size, or how the growth ended (its `Done` carries no batch yet)."""
+def _predicted_limit(settings: TuneSettings, measured: Sequence[Measured]) -> int | None:
+    """knee and latency under a memory budget: the largest batch (a multiple of batch_step)
+    the largest fitting point's memory lines predict under it; None without a prediction."""
+    guides = [m for m in measured if m.predicted_fit is not None and _feasible(settings, m)]
+    if settings.goal == "maxfit" or not guides:
+        return None
+    guide = max(guides, key=lambda m: m.batch)
+    assert guide.predicted_fit is not None
+    if guide.predicted_fit < guide.batch:  # proven off by the point itself: measure instead
+        return None
+    return max(guide.predicted_fit // settings.batch_step * settings.batch_step, guide.batch)
+
+
+def _grow(
+    settings: TuneSettings, by_batch: dict[int, Measured], limit: int | None = None
+) -> Next | Done | None:
+    """The next growth size, or how the growth ended (its `Done` carries no batch yet). A
+    size above `limit` (predicted not to fit the memory budget) is not measured: the growth
+    takes `limit` itself as its last size instead."""
     level: Measured | None = None  # the last size that gained what counts (the first at first)
     misses = 0  # doublings since `level` that gained nothing that counts
     for size in growth(settings):
+        if limit is not None and size > limit:
+            if limit > max(by_batch, default=0) and limit >= settings.batch_min:
+                return Next(limit)
+            why = (
+                f"batch {size} and above are predicted over tune.memory_budget_mb "
+                f"({settings.memory_budget_mb:g} MB; up to {limit} predicted to fit): not measured"
+            )
+            if limit in by_batch and not by_batch[limit].fits:
+                why = f"batch {limit} does not fit ({_bound_text(by_batch[limit])})"
+            return Done("no_fit", why, None)
         point = by_batch.get(size)
         if point is None:
             return Next(size)
@@ -330,7 +360,7 @@ def _decide(settings: TuneSettings, measured: Sequence[Measured]) -> Next | Done
         guided = _guided_maxfit(settings, measured)
         if guided is not None:
             return guided
-    grown = _grow(settings, by_batch)
+    grown = _grow(settings, by_batch, _predicted_limit(settings, measured))
     if isinstance(grown, Next) or grown is None:
         return grown or Done("batch_max", "reached tune.batch_max", None)
     feasible = sorted((m for m in measured if _feasible(settings, m)), key=lambda m: m.batch)

@@ -118,10 +118,10 @@ def _from_objective(value: PointObjective, batch: int, settings: TuneSettings) -
 
 
 def _predicted_fit(value: PointObjective, settings: TuneSettings) -> int | None:
-    """maxfit: the largest batch the point's predicted peak stays under the budget at; None
-    without a budget or lines."""
+    """The largest batch the point's predicted peak stays under the budget at (maxfit follows
+    it; knee and latency do not grow past it); None without a budget or lines."""
     budget = settings.memory_budget_mb
-    if settings.goal != "maxfit" or budget is None or not value.memory_lines:
+    if budget is None or not value.memory_lines:
         return None
     lines = tuple(PeakLine("", fixed, per_image) for fixed, per_image in value.memory_lines)
     return largest_batch(lines, float(budget) * MB)

@@ -364,3 +364,28 @@ def test_maxfit_is_decided_by_memory_not_by_a_busy_host() -> None:
         TuneSettings(goal="maxfit", batch_max=8), saturating(8), {8: 9, 4: 9}
     )
     assert path(measured) == [1, 2, 4, 8] and done.batch == 8
+
+
+def test_knee_under_a_budget_does_not_measure_what_is_predicted_not_to_fit() -> None:
+    """img/s still climbs at 64, but every point predicts at most 20 under the budget: the
+    growth measures 20 in place of 32 and stops; the grid would have run 32 and 64 into the
+    budget."""
+    settings = TuneSettings(batch_max=64, batch_step=4, memory_budget_mb=2600)
+    done, measured = search(settings, saturating(64), fits_up_to=22, predicted_fit=21)
+    assert path(measured) == [1, 2, 4, 8, 16, 20]
+    assert (done.stopped, done.batch) == ("no_fit", 20)
+    assert done.why == (
+        "batch 32 and above are predicted over tune.memory_budget_mb (2600 MB; up to 20 "
+        "predicted to fit): not measured"
+    )
+    # A prediction the largest fitting point disproves (16 fits, its lines say 12) is
+    # ignored: the growth measures on.
+    grown = [
+        Measured(f"b{b}", b, True, trials=trials(b * 10.0), predicted_fit=12 if b == 16 else 40)
+        for b in (1, 2, 4, 8, 16)
+    ]
+    assert decide(settings, grown) == Next(32)
+    # The predicted batch itself failing is said as measured.
+    done, measured = search(settings, saturating(64), fits_up_to=18, predicted_fit=21)
+    assert path(measured)[:6] == [1, 2, 4, 8, 16, 20]
+    assert done.why.startswith("batch 20 does not fit (out of memory")

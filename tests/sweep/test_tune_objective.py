@@ -126,9 +126,11 @@ def test_maxfit_reads_the_points_memory_lines_as_the_memory_reader_does(tmp_path
     assert len(result.memory_lines) == 4  # to_device, forward, backward, optimizer
     settings = TuneSettings(goal="maxfit", memory_budget_mb=4000)
     assert measured_of(_job(result), 8, settings, Path("/s")).predicted_fit == 20
-    # Another goal, or no budget: no prediction is made.
-    for other in (TuneSettings(goal="knee", memory_budget_mb=4000), TuneSettings(goal="maxfit")):
-        assert measured_of(_job(result), 8, other, Path("/s")).predicted_fit is None
+    knee = TuneSettings(goal="knee", memory_budget_mb=4000)  # its growth stops there too
+    assert measured_of(_job(result), 8, knee, Path("/s")).predicted_fit == 20
+    # No budget: no prediction is made.
+    unbounded = TuneSettings(goal="maxfit")
+    assert measured_of(_job(result), 8, unbounded, Path("/s")).predicted_fit is None
 
 
 @pytest.mark.parametrize("hostile", [None, "lots", {"peak_bytes": -1}, {"probes": [1, 2]}])
