@@ -130,11 +130,6 @@ def test_dataset_too_small_names_the_numbers(checkpoint: Path, data: Path, tmp_p
     assert not (tmp_path / "run").exists()
 
 
-def test_autobatch_on_cpu_is_usage_error(checkpoint: Path, data: Path, tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match="AutoBatch"):
-        profile_training(_settings(checkpoint, data, tmp_path, batch=-1))
-
-
 linux_schedstat = pytest.mark.skipif(
     not Path("/proc/self/task").is_dir(), reason="needs Linux /proc schedstat"
 )
