@@ -19,6 +19,7 @@ from libreyolo.analysis.contention import host_metrics
 from libreyolo.analysis.device_memory import window_memory
 from libreyolo.analysis.efficiency import efficiency_metrics
 from libreyolo.analysis.execution import execution_metrics
+from libreyolo.analysis.fragmentation import fragmentation_pct
 from libreyolo.analysis.tensor_memory import tensor_memory_metrics
 from libreyolo.document.mode import Mode
 from libreyolo.document.model import HostMemory, Memory, Profile, Scalar, TraceAnalysis
@@ -149,9 +150,7 @@ def _memory_metrics(memory: Memory | None, trace: TraceAnalysis | None) -> dict[
     return {
         "peak_vram_mb": None if peak is None else round(peak / 1e6, 1),
         "peak_vram_reserved_mb": None if reserved is None else round(reserved / 1e6, 1),
-        "vram_fragmentation_pct": round(100 * inactive / reserved, 1)
-        if inactive is not None and reserved
-        else None,
+        "vram_fragmentation_pct": fragmentation_pct(inactive, reserved),
         "largest_free_block_mb": None if free is None else round(free / 1e6, 1),
         "cuda_mallocs_per_step": count(mallocs) if trace is not None else None,
         "memory_pressure": memory.thrash or mallocs >= MALLOCS_PER_STEP_THRASH,
@@ -161,8 +160,7 @@ def _memory_metrics(memory: Memory | None, trace: TraceAnalysis | None) -> dict[
 def _host_memory_metrics(memory: HostMemory | None) -> dict[str, Scalar]:
     """The measuring process's own peak RSS over the window, the shared library pages left
     out of it and its own RSS before the model was built, in MB (10**6 bytes, as peak VRAM)."""
-    empty = HostMemory()
-    memory = empty if memory is None else memory
+    memory = memory or HostMemory()
     return {
         name: None if value is None else round(value / 1e6, 1)
         for name, value in (

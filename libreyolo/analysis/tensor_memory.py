@@ -14,7 +14,7 @@ from typing import ClassVar
 import msgspec
 
 from libreyolo.analysis import stats
-from libreyolo.analysis.fragmentation import FRAGMENTATION_LEVER, FRAGMENTED_PCT
+from libreyolo.analysis.fragmentation import fragmentation_lever, fragmentation_pct
 from libreyolo.analysis.result_kind import ResultKind
 from libreyolo.document.mode import Mode
 from libreyolo.document.model import (
@@ -128,7 +128,7 @@ class VramUse(msgspec.Struct, frozen=True):
     fragmentation_pct: float | None  # the peak of split blocks not in use, of the reserved peak
     largest_free_block_mb: float | None  # as the window ended
     alloc_retries: int | None
-    lever: str  # FRAGMENTATION_LEVER at FRAGMENTED_PCT and above, else ""
+    lever: str  # `fragmentation_lever`: expandable_segments where fragmented, else ""
 
 
 def vram_use(profile: Profile) -> VramUse | None:
@@ -138,14 +138,14 @@ def vram_use(profile: Profile) -> VramUse | None:
         return None
     allocated, reserved = memory.peak_allocated_bytes, memory.peak_reserved_bytes
     inactive, free = memory.peak_inactive_split_bytes, memory.largest_free_block_bytes
-    pct = round(100 * inactive / reserved, 1) if inactive is not None and reserved else None
+    pct = fragmentation_pct(inactive, reserved)
     return VramUse(
         peak_allocated_mb=_mb(allocated),
         peak_reserved_mb=_mb(reserved),
         fragmentation_pct=pct,
         largest_free_block_mb=_mb(free),
         alloc_retries=memory.num_alloc_retries,
-        lever=FRAGMENTATION_LEVER if pct is not None and pct >= FRAGMENTED_PCT else "",
+        lever=fragmentation_lever(pct),
     )
 
 

@@ -26,7 +26,7 @@ from libreyolo.analysis.oom_sites import oom_view
 from libreyolo.document.files import write_atomic
 from libreyolo.errors import OutOfMemoryError
 from libreyolo.measure.failures import MEMORY_HINT, is_out_of_memory
-from libreyolo.render.oom_text import oom_line
+from libreyolo.render.oom_text import LINE_SITES, oom_line
 
 MAX_ENTRIES = 100_000  # allocator actions kept: ~tens of MB of snapshot at most
 SNAPSHOT_SUFFIX = ".oom_snapshot.pickle"
@@ -66,7 +66,7 @@ class AllocationHistory:
         snapshot = torch.cuda.memory._snapshot()
         self.stop()
         path = self.path
-        view = oom_view(snapshot, origin=str(path), top=3)
+        view = oom_view(snapshot, origin=str(path), top=LINE_SITES)
         try:
             write_atomic(path, pickle.dumps(snapshot, protocol=4))
         except OSError as write_err:

@@ -37,6 +37,7 @@ from libreyolo.document.mode import Mode
 from libreyolo.document.model import Compute, Flops, Profile, RunInfo, Samples, TensorMemory
 from libreyolo.document.phases import DATALOAD, TRAIN_PHASES
 from libreyolo.errors import NoProfileError, UsageError
+from libreyolo.measure import host_fit
 from libreyolo.measure.artifacts import TRACE_NAME, StagedRun, set_dir
 from libreyolo.measure.assemble import analysed_trace, assemble_profile, conclude, staged
 from libreyolo.measure.compute import count_model_flops, device_peaks, math_dtype
@@ -52,7 +53,6 @@ from libreyolo.measure.exec_mode import (
     window_marker,
 )
 from libreyolo.measure.from_config import Note
-from libreyolo.measure.host_fit import HostProbeStep
 from libreyolo.measure.loop import MeasuredWindow, run_window
 from libreyolo.measure.memory import AllocatorStats, device_memory, reset_peaks
 from libreyolo.measure.memory_check import check_training
@@ -110,12 +110,10 @@ def _fit_batch(
 def _fit_host_batch(
     settings: ProfileConfig, device: torch.device, limits: DataLimits
 ) -> tuple[int, str]:
-    from libreyolo.measure.host_fit import fit_host_batch, read_budget
-
-    budget = read_budget()  # before the probe model: its memory is the process's to use
+    budget = host_fit.read_budget()  # before the probe model: its memory is the process's
     probe = _HostProbe(*_probe_trainer(settings, device, limits))
     try:
-        return fit_host_batch(probe, budget, limits.cap)
+        return host_fit.fit_host_batch(probe, budget, limits.cap)
     finally:
         del probe  # the probe model's last reference, before the run loads its own
         gc.collect()
@@ -127,7 +125,7 @@ class _HostProbe:
     def __init__(self, trainer: TrainRunner, probe_batch: Callable[[int], object]) -> None:
         self._trainer, self._probe_batch = trainer, probe_batch
 
-    def __call__(self, batch: int, *, tracked: bool) -> HostProbeStep:
+    def __call__(self, batch: int, *, tracked: bool) -> host_fit.HostProbeStep:
         inputs = self._probe_batch(batch)
         peak = WindowPeakRss()
         peak.start()
@@ -139,7 +137,7 @@ class _HostProbe:
         memory, note = peak.end()
         if memory is None or memory.peak_rss_bytes is None:
             raise NoProfileError(f"--batch -1 needs the process's peak RSS; {note}")
-        return HostProbeStep(memory.peak_rss_bytes, phases)
+        return host_fit.HostProbeStep(memory.peak_rss_bytes, phases)
 
 
 def _probe_trainer(
