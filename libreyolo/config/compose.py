@@ -28,7 +28,22 @@ from typing import Any
 
 from libreyolo.bounded_yaml import yaml_problem
 from libreyolo.config.overrides import flag_for_key, override_keys
-from libreyolo.config.schema import ProfileConfig, register_schemas
+from libreyolo.config.schema import (
+    AmpDtype,
+    DatasetConfig,
+    DeviceConfig,
+    ExecConfig,
+    ExecMode,
+    ModelConfig,
+    ModeOption,
+    ProfileConfig,
+    SweepConfig,
+    TrainKeysConfig,
+    TuneConfig,
+    TuneGoal,
+    WindowConfig,
+    register_schemas,
+)
 from libreyolo.document.json_value import JsonObject
 from libreyolo.errors import UsageError
 
@@ -175,6 +190,35 @@ def describe_error(err: BaseException, overrides: Sequence[str] = ()) -> str:
 def as_plain_dict(cfg: ProfileConfig) -> JsonObject:
     """The resolved config as JSON-ready data (enums as their values), for a profile document."""
     return _plain(dataclasses.asdict(cfg))
+
+
+_NESTED: dict[str, type[Any]] = {
+    "model": ModelConfig,
+    "dataset": DatasetConfig,
+    "device": DeviceConfig,
+    "window": WindowConfig,
+    "exec": ExecConfig,
+    "sweep": SweepConfig,
+    "tune": TuneConfig,
+    "train": TrainKeysConfig,
+}
+
+
+def config_from_dict(data: JsonObject) -> ProfileConfig:
+    """Rebuild the frozen `ProfileConfig` from `as_plain_dict` output."""
+    kwargs: dict[str, object] = {}
+    for key, value in data.items():
+        nested = _NESTED.get(key)
+        kwargs[key] = nested(**value) if nested is not None and isinstance(value, dict) else value
+    kwargs["mode"] = ModeOption(str(data.get("mode", ModeOption.run.value)))
+    kwargs["amp_dtype"] = AmpDtype(str(data.get("amp_dtype", AmpDtype.float16.value)))
+    execution = kwargs.get("exec")
+    if isinstance(execution, ExecConfig):
+        kwargs["exec"] = dataclasses.replace(execution, name=ExecMode(str(execution.name)))
+    tune = kwargs.get("tune")
+    if isinstance(tune, TuneConfig):
+        kwargs["tune"] = dataclasses.replace(tune, goal=TuneGoal(str(tune.goal)))
+    return ProfileConfig(**kwargs)  # type: ignore[arg-type]  # as_plain_dict's own keys
 
 
 def config_yaml(cfg: ProfileConfig) -> str:

@@ -44,24 +44,13 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from libreyolo.boundary.output import Output
 from libreyolo.boundary.status import exit_process, exit_status
+from libreyolo.config.compose import config_from_dict
 from libreyolo.config.schema import (
-    AmpDtype,
-    DatasetConfig,
     DeviceConfig,
-    ExecConfig,
-    ExecMode,
-    ModelConfig,
-    ModeOption,
-    ProfileConfig,
     SweepConfig,
-    TrainKeysConfig,
-    TuneConfig,
-    TuneGoal,
-    WindowConfig,
 )
 from libreyolo.document.codec import document_bytes
 from libreyolo.document.convert import convert
@@ -100,33 +89,6 @@ from libreyolo.sweep.stop import raise_stopped, signal_of
 from libreyolo.workload.registry import preload_builtins
 
 CHILD_POLL_S = 0.5  # how often the point wakes while its child measures (to be stopped)
-_NESTED: dict[str, type[Any]] = {
-    "model": ModelConfig,
-    "dataset": DatasetConfig,
-    "device": DeviceConfig,
-    "window": WindowConfig,
-    "exec": ExecConfig,
-    "sweep": SweepConfig,
-    "tune": TuneConfig,
-    "train": TrainKeysConfig,
-}
-
-
-def config_from_dict(data: JsonObject) -> ProfileConfig:
-    """Rebuild the frozen `ProfileConfig` from `as_plain_dict` output."""
-    kwargs: dict[str, object] = {}
-    for key, value in data.items():
-        nested = _NESTED.get(key)
-        kwargs[key] = nested(**value) if nested is not None and isinstance(value, dict) else value
-    kwargs["mode"] = ModeOption(str(data.get("mode", ModeOption.run.value)))
-    kwargs["amp_dtype"] = AmpDtype(str(data.get("amp_dtype", AmpDtype.float16.value)))
-    execution = kwargs.get("exec")
-    if isinstance(execution, ExecConfig):
-        kwargs["exec"] = dataclasses.replace(execution, name=ExecMode(str(execution.name)))
-    tune = kwargs.get("tune")
-    if isinstance(tune, TuneConfig):
-        kwargs["tune"] = dataclasses.replace(tune, goal=TuneGoal(str(tune.goal)))
-    return ProfileConfig(**kwargs)  # type: ignore[arg-type]  # as_plain_dict's own keys
 
 
 def _write(path: Path, document: PointRequest | PointStatus) -> None:
