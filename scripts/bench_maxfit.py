@@ -1,5 +1,6 @@
 """The maxfit search under a memory budget, guided by the memory prediction, against the
-doubling-and-bisection it replaces, on CPU training.
+doubling-and-bisection it replaces, on CPU training. The probe steps' prior (before the first
+point) is printed with the path; it is not a measured point.
 
 Runs `libreyolo-sweep -m hydra/sweeper=tune tune.goal=maxfit tune.memory_budget_mb=B` once and
 reads `tune.json`: the batches it measured, whether each fit, and the answer. Fitting is
@@ -9,6 +10,7 @@ boundary the real search found (the answer fits, the next multiple of `tune.batc
 not). Target (issue 45): the same answer in at most 3 measured points.
 
     python scripts/bench_maxfit.py [--budget-mb 2600] [--imgsz 320] [--batch-max 64]
+                                   [--batch-step 4]
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ def main() -> int:
     parser.add_argument("--budget-mb", type=float, default=2600.0)
     parser.add_argument("--imgsz", type=int, default=320)
     parser.add_argument("--batch-max", type=int, default=64)
-    parser.add_argument("--batch-step", type=int, default=1)
+    parser.add_argument("--batch-step", type=int, default=4)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-maxfit-") as tmp:
         argv = [sys.executable, "-m", "libreyolo.sweep", "-m", "hydra/sweeper=tune"]
@@ -68,6 +70,12 @@ def main() -> int:
     settings = TuneSettings(goal="maxfit", batch_max=args.batch_max, batch_step=args.batch_step)
     old = replayed(settings, answer if answer is not None else 0)
     print(f"budget {args.budget_mb:g} MB of peak RSS, imgsz {args.imgsz}, {wall_s:.0f} s")
+    prior = series.get("prior")
+    if prior is not None:
+        print(
+            f"  prior: batch {prior['batch']} predicted at {prior['predicted_mb']:.0f} MB "
+            f"(probe steps anchored at {prior['anchor_mb']:.0f} MB, {prior['probe_s']:.0f} s)"
+        )
     for batch, fits, peak in path:
         peak_text = "-" if peak is None else f"{peak:.0f} MB"
         print(f"  batch {batch:>3}  {'fits' if fits else 'does not fit':<13} peak {peak_text}")

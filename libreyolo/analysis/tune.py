@@ -16,17 +16,20 @@ unless the best's gain over it counts.
   stopped by a batch that does not fit while the largest fitting one still gained, between
   those two first (a bigger batch that fits may be better still).
 * maxfit: doubling until a batch does not fit, then bisection: the largest batch that fits.
-  Where a point that fits predicts the largest batch under the budget (`predicted_fit`, from
-  its tracked step's memory lines), the search measures the prediction of the largest batch
-  that fit so far, then the next multiple of `batch_step` above it: a right prediction is
-  confirmed in three points (the first, the predicted, the next up). A prediction proven off
-  (a batch at or under it does not fit, or the largest that fit is past it) gives way to
-  growth from the largest that fit by twice the miss, and bisection.
+  Where memory predicts the largest batch under the budget, the search measures that batch,
+  then the next multiple of `batch_step` above it: a right prediction is confirmed in two
+  points. The prediction comes from the largest point that fit (`predicted_fit`, from its
+  tracked step's memory lines anchored at its own peak), else from the smallest that did not
+  (where its lines predict below it), else from the prior: the largest batch the series' probe
+  steps predicted before its first point (`sweep.tune_prior`). A prediction proven off (a
+  batch at or under it does not fit, or the largest that fit is past it) gives way to growth
+  from the largest that fit by twice the miss, and bisection.
 * latency: as knee, among the batches that fit and whose latency percentile stays within
   `max_latency_ms`; the growth stops at the first that breaks the bound.
 * knee and latency under `memory_budget_mb`: a size above the largest batch the largest
-  fitting point predicts under the budget is not measured; the growth measures that batch as
-  its last size instead (a prediction the point itself disproves is ignored).
+  fitting point predicts under the budget (before one does, the prior; never under
+  `batch_min`) is not measured; the growth measures that batch as its last size instead (a
+  prediction the point itself disproves is ignored).
 A search ends when no multiple of `batch_step` lies strictly inside the interval it refines.
 An answer is given only when the points that decide it (itself, the best, its measured
 neighbours; none for maxfit, which memory decides) were measured on a quiet host: a busy one's
@@ -205,12 +208,19 @@ def _answer(settings: TuneSettings, feasible: Sequence[Measured]) -> Measured:
     return min((m for m in feasible if _as_good(settings, m, top)), key=lambda m: m.batch)
 
 
-def _predicted_limit(settings: TuneSettings, measured: Sequence[Measured]) -> int | None:
+def _predicted_limit(
+    settings: TuneSettings, measured: Sequence[Measured], prior: int | None
+) -> int | None:
     """knee and latency under a memory budget: the largest batch (a multiple of batch_step)
-    the largest fitting point's memory lines predict under it; None without a prediction."""
-    guides = [m for m in measured if m.predicted_fit is not None and _feasible(settings, m)]
-    if settings.goal == "maxfit" or not guides:
+    the largest fitting point's memory lines predict under it, or before any does, the prior
+    (never under batch_min: that one is measured, not assumed); None without a prediction."""
+    if settings.goal == "maxfit":
         return None
+    guides = [m for m in measured if m.predicted_fit is not None and _feasible(settings, m)]
+    if not guides:
+        if prior is None:
+            return None
+        return max(prior // settings.batch_step * settings.batch_step, settings.batch_min)
     guide = max(guides, key=lambda m: m.batch)
     assert guide.predicted_fit is not None
     if guide.predicted_fit < guide.batch:  # proven off by the point itself: measure instead
@@ -255,25 +265,47 @@ def _grow(
     return None  # growth() always ends with batch_max, which returns above
 
 
-def _guided_maxfit(settings: TuneSettings, measured: Sequence[Measured]) -> Next | Done | None:
-    """maxfit from the memory prediction of the largest batch that fit so far (each point
-    predicts from its own peak, so the guess sharpens as the search nears the limit): measure
-    the predicted batch, else the next step up from the largest that fit; bisect between the
-    largest that fit and the smallest that did not once a prediction has been wrong. None (the
-    doubling search) when no fitting point predicts anything."""
+def _maxfit_guide(
+    fitting: Sequence[Measured], over: Sequence[Measured], prior: int | None
+) -> tuple[str, int] | None:
+    """Where maxfit's prediction comes from, and the batch it predicts: the largest fitting
+    point's own lines (each point predicts from its own peak, so the guess sharpens near the
+    limit); else the smallest point that did not fit, where its lines predict below it; else
+    the prior (the probe steps before the first point); None: no prediction at all."""
+    guides = [m for m in fitting if m.predicted_fit is not None]
+    if guides:
+        guide = max(guides, key=lambda m: m.batch)
+        assert guide.predicted_fit is not None
+        return f"predicted from batch {guide.batch}", guide.predicted_fit
+    below = [m for m in over if m.predicted_fit is not None and m.predicted_fit < m.batch]
+    if below:
+        guide = min(below, key=lambda m: m.batch)
+        assert guide.predicted_fit is not None
+        return f"predicted from batch {guide.batch}", guide.predicted_fit
+    if prior is not None:
+        return "predicted before the first point", prior
+    return None
+
+
+def _guided_maxfit(
+    settings: TuneSettings, measured: Sequence[Measured], prior: int | None
+) -> Next | Done | None:
+    """maxfit from the memory prediction (`_maxfit_guide`): measure the predicted batch, else
+    the next step up from the largest that fit; bisect between the largest that fit and the
+    smallest that did not once a prediction has been wrong. None (the doubling search) when
+    nothing predicts anything."""
     step = settings.batch_step
     fitting = [m for m in measured if _feasible(settings, m)]
-    guides = [m for m in fitting if m.predicted_fit is not None]
-    if not guides:
-        return None
-    lo = max(m.batch for m in fitting)
+    lo = max((m.batch for m in fitting), default=0)  # 0: nothing fits yet
     over = [m for m in measured if not m.fits and m.batch > lo]
+    found = _maxfit_guide(fitting, over, prior)
+    if found is None:
+        return None
+    source, predicted = found
     hi = min((m.batch for m in over), default=None)
     done = {m.batch for m in measured}
-    guide = max(guides, key=lambda m: m.batch)
-    assert guide.predicted_fit is not None
-    target = min(guide.predicted_fit // step * step, settings.batch_max)
-    above = (lo // step + 1) * step  # the next multiple of batch_step up from what fit
+    target = min(max(predicted // step * step, settings.batch_min), settings.batch_max)
+    above = (lo // step + 1) * step if lo else settings.batch_min  # the next step up
     below_hi = hi is None or target < hi  # no batch at or under the prediction failed
     if lo < target and below_hi and target not in done:
         return Next(target)
@@ -286,11 +318,15 @@ def _guided_maxfit(settings: TuneSettings, measured: Sequence[Measured]) -> Next
         grown = (lo + 2 * max(lo - target, step)) // step * step
         return Next(min(max(grown, above), settings.batch_max))
     inside = _inside(settings, lo, hi, done)
-    if inside is not None:
+    if inside is not None and inside >= settings.batch_min:
         return Next(inside)
     smallest_over = next(m for m in over if m.batch == hi)
     why = f"batch {hi} does not fit ({_bound_text(smallest_over)})"
-    return Done("no_fit", f"{why}; predicted from batch {guide.batch}: {target}", lo)
+    if not lo:
+        if settings.batch_min not in done:
+            return Next(settings.batch_min)
+        return Done("none_fits", why, None)
+    return Done("no_fit", f"{why}; {source}: {target}", lo)
 
 
 def latest(measured: Sequence[Measured]) -> list[Measured]:
@@ -302,12 +338,16 @@ def latest(measured: Sequence[Measured]) -> list[Measured]:
     return [by_batch[b] for b in dict.fromkeys(m.batch for m in measured)]
 
 
-def decide(settings: TuneSettings, measured: Sequence[Measured]) -> Next | Done:
-    """The next batch to measure in this series, or the search's end with its answer. An
-    answer whose deciding points were measured on a busy host is not given at once: those
-    points are measured again (`tune.remeasure` times each at most), and while still busy,
-    the search ends `contended` without one."""
-    step = _decide(settings, latest(measured))
+def decide(
+    settings: TuneSettings, measured: Sequence[Measured], prior: int | None = None
+) -> Next | Done:
+    """The next batch to measure in this series, or the search's end with its answer.
+    `prior`: the largest batch predicted under `memory_budget_mb` before any point was
+    measured (maxfit starts there; knee and latency grow no further). An answer whose deciding
+    points were measured on a busy host is not given at once: those points are measured again
+    (`tune.remeasure` times each at most), and while still busy, the search ends `contended`
+    without one."""
+    step = _decide(settings, latest(measured), prior)
     if not isinstance(step, Done) or step.batch is None:
         return step
     return _trusted(settings, measured, step)
@@ -350,17 +390,17 @@ def _deciding(settings: TuneSettings, measured: Sequence[Measured], batch: int) 
     return sorted(chosen.values(), key=lambda m: m.batch)
 
 
-def _decide(settings: TuneSettings, measured: Sequence[Measured]) -> Next | Done:
+def _decide(settings: TuneSettings, measured: Sequence[Measured], prior: int | None) -> Next | Done:
     """`decide` on each batch's latest measurement, before the busy host is weighed."""
     for point in measured:
         if point.failed is not None:
             return Done("failed", f"batch {point.batch} failed: {point.failed}", None)
     by_batch = {point.batch: point for point in measured}
     if settings.goal == "maxfit":
-        guided = _guided_maxfit(settings, measured)
+        guided = _guided_maxfit(settings, measured, prior)
         if guided is not None:
             return guided
-    grown = _grow(settings, by_batch, _predicted_limit(settings, measured))
+    grown = _grow(settings, by_batch, _predicted_limit(settings, measured, prior))
     if isinstance(grown, Next) or grown is None:
         return grown or Done("batch_max", "reached tune.batch_max", None)
     feasible = sorted((m for m in measured if _feasible(settings, m)), key=lambda m: m.batch)

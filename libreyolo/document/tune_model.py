@@ -4,6 +4,8 @@
 * `TuneSettings`: the search's settings (`tune.*` of the config).
 * `TuneSeries`: one series (a value of every other swept axis): its measured path in the order
   the search measured it (`TuneStep`), why the search stopped, the batch it recommends.
+* `TunePrior`: what a series' probe steps predicted under the memory budget before its
+  first point.
 * `Recommendation`: one series' answer, with the sentence of evidence behind it.
 
 Like `sweep_model.py`: data only, frozen, slotted, keyword-only dataclasses, each field with the
@@ -130,6 +132,17 @@ class TuneStep:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class TunePrior:
+    """What the series' probe steps predicted before its first point, under
+    `memory_budget_mb` (training on the CPU: `libreyolo.measure.budget_prior`)."""
+
+    batch: int = field(metadata=_meta(Count(0, MAX_BATCH)))  # 0: not one image
+    predicted_mb: Number_ = field(metadata=_meta(METRIC))  # the peak RSS predicted at `batch`
+    anchor_mb: Number_ = field(metadata=_meta(METRIC))  # the last probe step's own peak RSS
+    probe_s: Number_ = field(metadata=_meta(METRIC))  # the probe process, start to end
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TuneSeries:
     """One series: the values of the other swept axes, its measured path and its answer."""
 
@@ -143,6 +156,7 @@ class TuneSeries:
     stopped: Stop = field(default="interrupted", metadata=_meta(Choice(STOPS)))
     why: str = field(default="", metadata=_meta(SENTENCE))
     batch: int | None = field(default=None, metadata=_meta(BATCH))  # the recommended batch
+    prior: TunePrior | None = field(default=None, metadata=_meta(Fields(TunePrior, null=True)))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -118,16 +118,22 @@ class HostProbe(Protocol):
     def __call__(self, batch: int, *, tracked: bool) -> HostProbeStep: ...
 
 
-def fit_host_batch(probe: HostProbe, budget: HostBudget, cap: BatchCap) -> tuple[int, str]:
-    """The batch predicted to fit the budget's target and confirmed by a real step, capped by
-    the dataset, and the note saying so with the prediction and its margin."""
+def probe_lines(probe: HostProbe) -> tuple[tuple[PeakLine, ...], Anchor]:
+    """The tensors' lines through the tracked probe steps (PROBE_BATCHES), and the anchor
+    the last one's own peak RSS gives them."""
     points = []
     result = HostProbeStep(0, None)
     for batch in PROBE_BATCHES:
         result = probe(batch, tracked=True)
         points.append(PeakPoint(batch=batch, phase_peak_bytes=dict(result.phase_peak_bytes or {})))
-    lines = lines_through(points)
-    anchor = _Anchor(PROBE_BATCHES[-1], float(result.own_peak_bytes), RSS_PER_TENSOR_BYTE)
+    anchor = Anchor(PROBE_BATCHES[-1], float(result.own_peak_bytes), RSS_PER_TENSOR_BYTE)
+    return lines_through(points), anchor
+
+
+def fit_host_batch(probe: HostProbe, budget: HostBudget, cap: BatchCap) -> tuple[int, str]:
+    """The batch predicted to fit the budget's target and confirmed by a real step, capped by
+    the dataset, and the note saying so with the prediction and its margin."""
+    lines, anchor = probe_lines(probe)
     target = budget.target_bytes
     fits: _Confirmed | None = None
     for _ in range(MAX_CONFIRMS):
@@ -163,7 +169,7 @@ def fit_host_batch(probe: HostProbe, budget: HostBudget, cap: BatchCap) -> tuple
 
 
 @dataclass(frozen=True, slots=True)
-class _Anchor:
+class Anchor:
     """A measured own peak RSS at a batch, and the RSS per tensor byte of growth from it."""
 
     batch: int
@@ -174,12 +180,12 @@ class _Anchor:
         growth = (predict_peak(lines, batch) or 0.0) - (predict_peak(lines, self.batch) or 0.0)
         return self.rss_bytes + self.rss_per_tensor_byte * growth
 
-    def refined(self, lines: tuple[PeakLine, ...], batch: int, measured: int) -> _Anchor:
+    def refined(self, lines: tuple[PeakLine, ...], batch: int, measured: int) -> Anchor:
         """The anchor moved to `batch`, its factor the one measured between the two (kept
         where the tensors did not grow between them)."""
         growth = (predict_peak(lines, batch) or 0.0) - (predict_peak(lines, self.batch) or 0.0)
         factor = (measured - self.rss_bytes) / growth if growth > 0 else 0.0
-        return _Anchor(batch, float(measured), factor if factor > 0 else self.rss_per_tensor_byte)
+        return Anchor(batch, float(measured), factor if factor > 0 else self.rss_per_tensor_byte)
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,13 +196,19 @@ class _Confirmed:
     fitted: int  # the batch memory was predicted to fit, before the caps
 
 
-def _predicted_batch(lines: tuple[PeakLine, ...], anchor: _Anchor, budget: HostBudget) -> int:
+def largest_under(lines: tuple[PeakLine, ...], anchor: Anchor, target_bytes: float) -> int | None:
+    """The largest batch whose RSS `anchor` predicts under `target_bytes` (0: not one
+    image); None where the lines do not grow with the batch."""
+    room = (predict_peak(lines, anchor.batch) or 0.0) + (
+        target_bytes - anchor.rss_bytes
+    ) / anchor.rss_per_tensor_byte
+    return largest_batch(lines, room)
+
+
+def _predicted_batch(lines: tuple[PeakLine, ...], anchor: Anchor, budget: HostBudget) -> int:
     """The largest batch whose predicted RSS stays under the target (NoProfileError where
     the lines do not grow or not one image fits)."""
-    room = (predict_peak(lines, anchor.batch) or 0.0) + (
-        budget.target_bytes - anchor.rss_bytes
-    ) / anchor.rss_per_tensor_byte
-    fitted = largest_batch(lines, room)
+    fitted = largest_under(lines, anchor, budget.target_bytes)
     if fitted is None:
         raise NoProfileError(
             "--batch -1: the probe steps' memory did not grow with the batch, so no batch "

@@ -101,7 +101,7 @@ def _fit_batch(
         return _fit_host_batch(settings, device, limits)
 
     def make_step() -> Callable[[int], object]:
-        trainer, probe_batch = _probe_trainer(settings, device, limits)
+        trainer, probe_batch = probe_trainer(settings, device, limits)
         return lambda batch: trainer.step(probe_batch(batch))
 
     return autobatch(make_step, memory or CudaMemory(device), limits.cap)
@@ -111,7 +111,7 @@ def _fit_host_batch(
     settings: ProfileConfig, device: torch.device, limits: DataLimits
 ) -> tuple[int, str]:
     budget = host_fit.read_budget()  # before the probe model: its memory is the process's
-    probe = _HostProbe(*_probe_trainer(settings, device, limits))
+    probe = HostStepProbe(*probe_trainer(settings, device, limits))
     try:
         return host_fit.fit_host_batch(probe, budget, limits.cap)
     finally:
@@ -119,7 +119,7 @@ def _fit_host_batch(
         gc.collect()
 
 
-class _HostProbe:
+class HostStepProbe:
     """`host_fit.HostProbe`: one step of the probe trainer, its own peak RSS measured."""
 
     def __init__(self, trainer: TrainRunner, probe_batch: Callable[[int], object]) -> None:
@@ -140,7 +140,7 @@ class _HostProbe:
         return host_fit.HostProbeStep(memory.peak_rss_bytes, phases)
 
 
-def _probe_trainer(
+def probe_trainer(
     settings: ProfileConfig, device: torch.device, limits: DataLimits
 ) -> tuple[TrainRunner, Callable[[int], object]]:
     """The measured step on a model of its own, and probe batches of a given size for it."""

@@ -20,7 +20,13 @@ from typing import TYPE_CHECKING
 from libreyolo.render.safe import safe_text, short_name
 
 if TYPE_CHECKING:
-    from libreyolo.document.tune_model import Recommendation, TuneRecord, TuneSeries, TuneSettings
+    from libreyolo.document.tune_model import (
+        Recommendation,
+        TunePrior,
+        TuneRecord,
+        TuneSeries,
+        TuneSettings,
+    )
 
 _OWN_AXES = ("imgsz=", "amp=", "threads=", "batch=")  # shown from the series' own fields
 
@@ -68,6 +74,19 @@ def answer_text(series: TuneSeries, rec: Recommendation | None) -> str:
     return f"recommended batch {rec.batch}: {evidence}"
 
 
+def prior_line(prior: TunePrior) -> str:
+    """`prior: batch 13 predicted under the budget (peak RSS 2489 MB), from two probe steps
+    in 4 s`: where the search started, a prediction and not a measured point."""
+    if prior.batch == 0:
+        head = "prior: not one image predicted under the budget"
+    else:
+        head = (
+            f"prior: batch {prior.batch} predicted under the budget "
+            f"(peak RSS {prior.predicted_mb:.0f} MB)"
+        )
+    return f"{head}, from two probe steps in {prior.probe_s:.0f} s"
+
+
 def _workers(settings: str | None) -> str | None:
     """The `workers=N` of a settings line (`batch=32 imgsz=640 amp=true workers=8`)."""
     words = (settings or "").split()
@@ -76,7 +95,7 @@ def _workers(settings: str | None) -> str | None:
 
 def tune_lines(tune: TuneRecord) -> list[str]:
     """The search's lines: its goal, then per series its answer and stop reason (and, for
-    training, the settings line)."""
+    training, the settings line; under a memory budget on the CPU, the prior)."""
     lines = [goal_line(tune.settings, tune.num_points)]
     for series in tune.series:
         found = recommendation_of(tune, series)
@@ -95,4 +114,6 @@ def tune_lines(tune: TuneRecord) -> list[str]:
         elif rec is not None and rec.train_settings:
             where = f" ({short_name(rec.config_file)})" if rec.config_file else ""
             lines.append(f"train: {safe_text(rec.train_settings)}{where}")
+        if series.prior is not None:
+            lines.append(prior_line(series.prior))
     return lines

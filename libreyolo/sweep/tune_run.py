@@ -5,14 +5,16 @@ Role: `search` (what the plug-in's `TuneSweeper.sweep` runs) splits the override
 (`tune_series.split_series`), reads and checks each series' composed config before any job
 (`tune_series.check_search`, and `owned.refuse_foreign_tune`: a tune.json or tuned*.yaml it did
 not write; a refusal is raised as `Refused`: one line, exit 2, nothing measured), then runs
-rounds: each unfinished series' next batch (`analysis.tune.decide`) goes into one
+rounds (after each series' prior, `tune_prior`, where its probe steps can predict the batch
+under a memory budget): each unfinished series' next batch (`analysis.tune.decide`) goes into one
 `launcher.launch` call, so a parallel launcher measures the series side by side, and each
 job's `PointObjective` becomes the series' next `Measured`. When every series is `Done`,
 or when the sweep is stopped (the unfinished series then `interrupted`, the points of the
 round cut short that had finished read from their folders, and the stop goes on), `tune_write`
 writes `tune.json`; `written` tells `libreyolo.sweep.app` what this process wrote.
 The decision is deterministic, so a resumed search (its points reused by `run_point`) replays
-the same path.
+the same path (a prior is probed again, and its RSS may move it by a batch: the points it
+then asks for are reused where they were measured).
 
 Must not: measure (the jobs do), hand a `DictConfig` on, or keep state but the records this
 process wrote (`_WRITTEN`).
@@ -28,19 +30,22 @@ from hydra.core.config_loader import ConfigLoader
 from hydra.core.utils import JobReturn, JobStatus
 from hydra.errors import HydraException
 from hydra.plugins.launcher import Launcher
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from libreyolo.analysis.tensor_memory import MB, PeakLine, largest_batch
 from libreyolo.analysis.tune import Done, Measured, decide
-from libreyolo.config.compose import ConfigError, describe_error
+from libreyolo.config.compose import ConfigError, as_plain_dict, describe_error
+from libreyolo.config.schema import ProfileConfig
+from libreyolo.document.json_value import JsonObject
 from libreyolo.document.sweep_io import REQUEST_FILE, STATUS_FILE, inside, read_request, read_status
-from libreyolo.document.tune_model import TuneRecord, TuneSettings
+from libreyolo.document.tune_model import TunePrior, TuneRecord, TuneSettings
 from libreyolo.errors import UsageError
 from libreyolo.sweep.objective import PointObjective, point_objective
 from libreyolo.sweep.owned import refuse_foreign_tune
 from libreyolo.sweep.plan import job_folder
 from libreyolo.sweep.refused import Refused
+from libreyolo.sweep.tune_prior import series_prior, wants_prior
 from libreyolo.sweep.tune_series import PERCENTILES, Series, check_search, series_of, split_series
 from libreyolo.sweep.tune_write import SeriesResult, tune_record, write_tune
 
@@ -62,32 +67,60 @@ def forget() -> None:
     _WRITTEN.clear()
 
 
-def _series(config: DictConfig, loader: ConfigLoader, arguments: Sequence[str]) -> list[Series]:
-    """Each series with what its composed config says. ConfigError for one that does not
-    compose."""
+def _series(
+    config: DictConfig, loader: ConfigLoader, arguments: Sequence[str]
+) -> list[tuple[Series, JsonObject]]:
+    """Each series with what its composed config says, and that config resolved (as a point
+    receives it, but for the batch). ConfigError for one that does not compose."""
     found = []
     for job, swept in split_series(loader, arguments):
         try:
             composed = loader.load_sweep_config(config, list(job))
+            resolved = _job_config(composed)
         except (HydraException, OmegaConfBaseException) as err:
             raise ConfigError(describe_error(err, job)) from err
-        found.append(series_of(job, swept, composed))
+        found.append((series_of(job, swept, composed), resolved))
     return found
+
+
+def _job_config(composed: DictConfig) -> JsonObject:
+    """The job's config without Hydra's own node, as `sweep_task` hands it to a point."""
+    job = composed.copy()
+    with open_dict(job):
+        job.pop("hydra", None)
+    typed = OmegaConf.to_object(job)
+    assert isinstance(typed, ProfileConfig)
+    return as_plain_dict(typed)
+
+
+def _priors(
+    series: Sequence[Series], configs: Sequence[JsonObject], settings: TuneSettings
+) -> list[TunePrior | None]:
+    """Each series' prior (`tune_prior`), where one can be predicted."""
+    budget = settings.memory_budget_mb
+    return [
+        series_prior(config, float(budget), " ".join(one.swept) or "the search")
+        if budget is not None and wants_prior(config)
+        else None
+        for one, config in zip(series, configs, strict=True)
+    ]
 
 
 def _prepared(
     config: DictConfig, loader: ConfigLoader, arguments: Sequence[str]
-) -> tuple[list[Series], TuneSettings]:
-    """The series and the search's settings, checked; `Refused` when the search cannot run."""
+) -> tuple[list[Series], list[JsonObject], TuneSettings]:
+    """The series, their configs and the search's settings, checked; `Refused` when the search
+    cannot run."""
     try:
-        series = _series(config, loader, arguments)
+        composed = _series(config, loader, arguments)
+        series = [one for one, _ in composed]
         sweep = OmegaConf.to_container(config.hydra.sweep, resolve=False)
         assert isinstance(sweep, dict)
         settings = check_search(series, str(sweep.get("subdir")))
         refuse_foreign_tune(Path(str(config.hydra.sweep.dir)).resolve())
     except UsageError as err:
         raise Refused(err) from None
-    return series, settings
+    return series, [resolved for _, resolved in composed], settings
 
 
 def _folder(ret: JobReturn, root: Path) -> str:
@@ -166,6 +199,7 @@ class SearchState:
         self.settings = settings
         self.measured: list[list[Measured]] = [[] for _ in series]
         self.done: list[Done | None] = [None] * len(series)
+        self.priors: list[TunePrior | None] = [None] * len(series)
 
     def round(self) -> list[tuple[int, int, bool]]:
         """(series, batch, again) of the next round: each unfinished series' next batch, and
@@ -174,7 +208,8 @@ class SearchState:
         for index, measured in enumerate(self.measured):
             if self.done[index] is not None:
                 continue
-            step = decide(self.settings, measured)
+            prior = self.priors[index]
+            step = decide(self.settings, measured, None if prior is None else prior.batch)
             if isinstance(step, Done):
                 self.done[index] = step
                 continue
@@ -192,8 +227,11 @@ class SearchState:
                 threads=series.threads,
                 measured=tuple(measured),
                 done=done,
+                prior=prior,
             )
-            for series, measured, done in zip(self.series, self.measured, self.done, strict=True)
+            for series, measured, done, prior in zip(
+                self.series, self.measured, self.done, self.priors, strict=True
+            )
         ]
 
 
@@ -208,7 +246,7 @@ def search(
 ) -> list[Sequence[JobReturn]]:
     """Run the search `arguments` (the sweeper's params, then the command line's overrides)
     describes; return every round's job returns, as Hydra's basic sweeper does."""
-    series, settings = _prepared(config, loader, arguments)
+    series, configs, settings = _prepared(config, loader, arguments)
     root = Path(str(config.hydra.sweep.dir)).resolve()
     root.mkdir(parents=True, exist_ok=True)
     OmegaConf.save(config, root / "multirun.yaml")  # as every Hydra sweeper leaves it
@@ -219,6 +257,7 @@ def search(
     folders: list[str] = []
     since = time.time()
     try:
+        state.priors = _priors(series, configs, settings)
         while launches := state.round():
             # measured again: the point's earlier numbers are not reused (it was busy)
             batches = [

@@ -33,6 +33,7 @@ from libreyolo.document.sweep_io import (
 )
 from libreyolo.document.tune_model import (
     Recommendation,
+    TunePrior,
     TuneRecord,
     TuneSeries,
     TuneSettings,
@@ -60,6 +61,7 @@ class SeriesResult:
     threads: int | None
     measured: tuple[Measured, ...]
     done: Done | None  # None: stopped before the search ended
+    prior: TunePrior | None = None  # what its probe steps predicted before its first point
 
 
 def _rounded(value: float | None) -> float | None:
@@ -97,6 +99,7 @@ def _series(result: SeriesResult) -> TuneSeries:
         stopped="interrupted" if done is None else done.stopped,
         why=INTERRUPTED_WHY if done is None else done.why,
         batch=None if done is None else done.batch,
+        prior=result.prior,
     )
 
 

@@ -44,10 +44,14 @@ def search(
     fits_up_to: int = 1 << 20,
     latency_ms: Callable[[int], float] = lambda b: 2.0 * b,
     predicted_fit: int | None = None,
+    prior: int | None = None,
+    over_predicts: int | None = None,
 ) -> tuple[Done, list[Measured]]:
+    """The search on a synthetic curve; `over_predicts`: what a point that does not fit
+    predicts from its own peak (None: nothing)."""
     measured: list[Measured] = []
     for _ in range(64):
-        decision = decide(settings, measured)
+        decision = decide(settings, measured, prior)
         if isinstance(decision, Done):
             return decision, measured
         assert isinstance(decision, Next)
@@ -55,7 +59,7 @@ def search(
         assert batch not in {m.batch for m in measured}, "a batch measured twice"
         assert settings.batch_min <= batch <= settings.batch_max
         if batch > fits_up_to:
-            measured.append(Measured(f"b{batch}", batch, False, "oom"))
+            measured.append(Measured(f"b{batch}", batch, False, "oom", predicted_fit=over_predicts))
         else:
             measured.append(
                 Measured(
@@ -198,6 +202,52 @@ def test_maxfit_without_a_prediction_or_a_first_fit_doubles() -> None:
     assert path(none) == path(unguided)
     done, measured = search(settings, saturating(4), fits_up_to=0, predicted_fit=64)
     assert path(measured) == [1] and done.batch is None
+
+
+@pytest.mark.parametrize(
+    ("prior", "points_predict", "expected_path", "source"),
+    [
+        (96, None, [96, 104], "predicted before the first point: 96"),  # two points
+        (100, None, [96, 104], "predicted before the first point: 96"),
+        # one step short, the point itself predicting the boundary: three
+        (88, 96, [88, 96, 104], "predicted from batch 96: 96"),
+        # too high, the point over the budget predicting from its own peak: three
+        (112, 96, [112, 96, 104], "predicted from batch 96: 96"),
+        # too high, nothing predicting below it: bisects under it
+        (120, None, [120, 64, 96, 112, 104], "predicted before the first point: 120"),
+    ],
+)
+def test_maxfit_from_the_prior_needs_no_first_small_point(
+    prior: int, points_predict: int | None, expected_path: list[int], source: str
+) -> None:
+    """The probes before the first point (`tune.memory_budget_mb` on the CPU) predict the
+    batch: the search starts there, not at batch_min."""
+    settings = TuneSettings(goal="maxfit", batch_max=256, batch_step=8)
+    done, measured = search(
+        settings,
+        saturating(4),
+        fits_up_to=100,
+        prior=prior,
+        predicted_fit=points_predict,
+        over_predicts=points_predict,
+    )
+    assert path(measured) == expected_path
+    assert (done.stopped, done.batch) == ("no_fit", 96)
+    assert done.why == f"batch 104 does not fit (out of memory); {source}"
+
+
+def test_maxfit_prior_of_nothing_fitting_still_measures_batch_min() -> None:
+    """A prior of 0 (not one image predicted to fit) is not an answer: batch_min is measured,
+    and only its failure ends the search without one."""
+    settings = TuneSettings(goal="maxfit", batch_max=64, batch_step=8)
+    done, measured = search(settings, saturating(4), fits_up_to=0, prior=0)
+    assert path(measured) == [1]
+    assert (done.stopped, done.batch) == ("none_fits", None)
+    done, measured = search(settings, saturating(4), fits_up_to=3, prior=0)
+    assert path(measured) == [1, 8] and (done.stopped, done.batch) == ("no_fit", 1)
+    # The prior too high and batch 8 failing with it: batch_min, then nothing left.
+    done, measured = search(settings, saturating(4), fits_up_to=0, prior=8)
+    assert path(measured) == [8, 1] and (done.stopped, done.batch) == ("none_fits", None)
 
 
 def test_maxfit_to_batch_max_says_to_look_further() -> None:
@@ -389,3 +439,10 @@ def test_knee_under_a_budget_does_not_measure_what_is_predicted_not_to_fit() -> 
     done, measured = search(settings, saturating(64), fits_up_to=18, predicted_fit=21)
     assert path(measured)[:6] == [1, 2, 4, 8, 16, 20]
     assert done.why.startswith("batch 20 does not fit (out of memory")
+    # Before any point predicts, the prior caps the growth the same way.
+    done, measured = search(settings, saturating(64), fits_up_to=22, prior=21)
+    assert path(measured) == [1, 2, 4, 8, 16, 20]
+    assert (done.stopped, done.batch) == ("no_fit", 20)
+    # A prior under batch_min caps nothing below it: batch_min is measured.
+    done, measured = search(settings, saturating(64), fits_up_to=0, prior=0)
+    assert path(measured) == [1] and done.stopped == "none_fits"

@@ -49,7 +49,7 @@ SETTINGS_KEYS = {
     "memory_budget_mb",
     "remeasure",
 }
-SERIES_KEYS = {"imgsz", "amp", "threads", "overrides", "path", "stopped", "why", "batch"}
+SERIES_KEYS = {"imgsz", "amp", "threads", "overrides", "path", "stopped", "why", "batch", "prior"}
 STEP_KEYS = {
     "point",
     "batch",

@@ -140,13 +140,16 @@ def test_a_maxfit_training_search_stops_at_a_bound_and_writes_the_config_to_trai
     budget = "tune.memory_budget_mb=1000000"  # far above what a point at imgsz 64 needs
     first = _tune(tmp_path, "tune.goal=maxfit", "tune.batch_max=2", budget, mode="run")
     assert first.returncode == 0, first.stderr
-    assert _json(tmp_path / "tune.json")["recommended"][0]["batch"] == 2
+    first_record = _json(tmp_path / "tune.json")
+    assert first_record["recommended"][0]["batch"] == 2
+    # predicted past batch_max before any point: batch_max is measured first, and alone
+    assert [step["batch"] for step in first_record["series"][0]["path"]] == [2]
     bound = _plant_bound(tmp_path, "b2_s64_amp1", 8)
 
-    # A wider search into the same folder: 1 is reused (other tune.* settings change no
-    # measurement). Under a budget that far above it, 1's memory lines predict batch_max, 8:
-    # that is the bound the search finds recorded, so the prediction was off and it bisects
-    # between 1 and 8 (5, then 7).
+    # A wider search into the same folder. Under a budget that far above what it needs, the
+    # probe steps before the first point predict past batch_max: the search starts at 8, the
+    # bound it finds recorded (reused: other tune.* settings change no measurement), so the
+    # prediction was off and it bisects below it (4, 6, then 7).
     done = _tune(
         tmp_path, "tune.goal=maxfit", "tune.batch_max=8", "tune.batch_step=1", budget, mode="run"
     )
@@ -154,14 +157,15 @@ def test_a_maxfit_training_search_stops_at_a_bound_and_writes_the_config_to_trai
     record = _tune_record(tmp_path)
     assert record["mode"] == "run" and record["num_points"] == 4
     (series,) = record["series"]
+    assert series["prior"]["batch"] > 8 and series["prior"]["probe_s"] > 0
     steps = [(s["batch"], s["fits"], s["bound"], s["reused"]) for s in series["path"]]
     assert steps == [
-        (1, True, None, True),
         (8, False, "over_budget", True),
-        (5, True, None, False),
+        (4, True, None, False),
+        (6, True, None, False),
         (7, True, None, False),
     ]
-    assert series["path"][1]["point"] == bound and series["path"][1]["img_per_s"] is None
+    assert series["path"][0]["point"] == bound and series["path"][0]["img_per_s"] is None
     # what fits was measured, its peak resident memory too (held to the budget)
     assert all(s["peak_mb"] > 0 for s in series["path"] if s["fits"])
     assert (series["stopped"], series["batch"]) == ("no_fit", 7)
@@ -178,6 +182,11 @@ def test_a_maxfit_training_search_stops_at_a_bound_and_writes_the_config_to_trai
     lines = done.stdout.splitlines()
     answer = lines.index(f"imgsz 64, amp on: recommended {evidence} (stopped: no_fit)")
     assert lines[answer + 1] == "train: batch=7 imgsz=64 amp=true workers=0 (tuned.yaml)"
+    prior = series["prior"]
+    assert lines[answer + 2] == (
+        f"prior: batch {prior['batch']} predicted under the budget (peak RSS "
+        f"{prior['predicted_mb']:.0f} MB), from two probe steps in {prior['probe_s']:.0f} s"
+    )
 
     text = (tmp_path / "tuned.yaml").read_text(encoding="utf-8")
     lines = text.splitlines()
