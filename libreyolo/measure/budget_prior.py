@@ -6,25 +6,21 @@ measured step (batches 2 and 4) give the tensors' lines, and the second step's o
 anchors them at RSS_PER_TENSOR_BYTE per tensor byte of growth. No real step confirms it here:
 the search's first point, measured at the predicted batch, does (`analysis.tune`).
 
-Run as `python -m libreyolo.measure.budget_prior BUDGET_MB`, in a process of its own so its
-peak RSS is a fresh process's, as a sweep point's is: the series' resolved config as JSON on
-stdin, the `TunePrior` as JSON on stdout; one line on stderr and exit 1 when it cannot predict.
+`sweep.prior_probe` runs it in a process of its own, so its peak RSS is a fresh process's, as a
+sweep point's is.
 
 Must not: write files, or measure anything but the two probe steps.
 """
 
 from __future__ import annotations
 
-import sys
 import time
 
-import msgspec
 import torch
 
-from libreyolo.config.compose import config_from_dict
 from libreyolo.config.schema import ProfileConfig
 from libreyolo.document.tune_model import TunePrior
-from libreyolo.errors import NoProfileError, ProfileError
+from libreyolo.errors import NoProfileError
 from libreyolo.measure import host_fit
 from libreyolo.measure.autobatch import data_limits
 from libreyolo.measure.train import HostStepProbe, probe_trainer
@@ -52,22 +48,3 @@ def predict_prior(settings: ProfileConfig, budget_mb: float) -> TunePrior:
         anchor_mb=round(anchor.rss_bytes / MB, 1),
         probe_s=round(time.perf_counter() - started, 1),
     )
-
-
-def main(argv: list[str]) -> int:
-    try:
-        (budget,) = argv
-        settings = config_from_dict(msgspec.json.decode(sys.stdin.buffer.read()))
-        prior = predict_prior(settings, float(budget))
-    except ProfileError as err:
-        print(err, file=sys.stderr)
-        return 1
-    except Exception as err:  # one line: the search goes on from batch_min without a prior
-        print(f"{type(err).__name__}: {err}", file=sys.stderr)
-        return 1
-    sys.stdout.buffer.write(msgspec.json.encode(prior))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

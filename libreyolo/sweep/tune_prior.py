@@ -1,6 +1,7 @@
 """Each series' prior before a tune search measures anything: where a training series runs on
 the CPU under `tune.memory_budget_mb` with its own (eager) step, the largest batch its probe
-steps predict under the budget (`libreyolo.measure.budget_prior`, in a process of its own).
+steps predict under the budget (`measure.budget_prior`, run by `sweep.prior_probe` in a process
+of its own).
 maxfit starts there; knee and latency grow no further (`analysis.tune.decide`).
 
 A prior that cannot be had (the probe fails or runs past PRIOR_TIMEOUT_S) is a warning, and
@@ -24,7 +25,7 @@ from libreyolo.document.rules import field_problem
 from libreyolo.document.tune_model import TunePrior
 
 PRIOR_TIMEOUT_S = 300.0  # the probe builds the model and runs two small steps: seconds
-PRIOR_MODULE = "libreyolo.measure.budget_prior"
+PRIOR_MODULE = "libreyolo.sweep.prior_probe"
 
 
 def wants_prior(config: JsonObject) -> bool:

@@ -18,8 +18,7 @@ from libreyolo.config.compose import as_plain_dict
 from libreyolo.config.schema import DeviceConfig, ExecConfig, ExecMode, mode_defaults
 from libreyolo.document.json_value import JsonObject
 from libreyolo.document.tune_model import TunePrior
-from libreyolo.measure import budget_prior
-from libreyolo.sweep import tune_prior
+from libreyolo.sweep import prior_probe, tune_prior
 from tests.sweep.helpers import CHECKPOINT
 
 
@@ -118,9 +117,11 @@ def test_a_prior_that_is_one_decodes(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize(
     ("argv", "stdin", "why"),
     [
-        (["2600"], b"{not json", "DecodeError: "),
-        ([], b"{}", "ValueError: not enough values to unpack"),
-        (["lots"], b"{}", "ValueError: could not convert string to float: 'lots'"),
+        (["2600"], b"{not json", "the config on stdin is not a resolved config (JSON is malformed"),
+        (["2600"], b"[1, 2]", "the config on stdin is not a JSON object"),
+        (["2600"], b'{"no_such_key": 1}', "the config on stdin is not a resolved config ("),
+        ([], b"{}", "takes one memory budget in MB (got 0 arguments)"),
+        (["lots"], b"{}", ": 'lots' is not a number of MB"),
     ],
 )
 def test_the_probe_process_refuses_bad_input_in_one_line(
@@ -131,11 +132,13 @@ def test_the_probe_process_refuses_bad_input_in_one_line(
     why: str,
 ) -> None:
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
-    assert budget_prior.main(argv) == 1
+    with pytest.raises(SystemExit) as ended:
+        prior_probe.main(argv)
+    assert ended.value.code == 2
     out = capsys.readouterr()
     assert out.out == ""
     (line,) = out.err.splitlines()
-    assert line.startswith(why)
+    assert line.startswith("python -m libreyolo.sweep.prior_probe") and why in line
 
 
 def test_the_prior_is_said_as_a_prediction_where_the_search_is_summed_up() -> None:
