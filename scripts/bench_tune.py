@@ -7,10 +7,9 @@ search's answer, the grid's batches as good as its best (`analysis.tune.as_good_
 same test) and whether the grid agrees (`_agrees`: the answer is one of them, or a batch the
 grid never measured that lies between them and the grid batch below them). Target (issue
 23): the same recommendation with at most half of the grid's measured windows; issue 45 counts
-measured steps (windows × steps a window, warmup left out) beside them, so a search that ranks
-on shorter windows is credited for it. A search can only be cheaper than the grid where the
-knee lies well inside the range: where img/s still climbs at batch_max it measures every size
-the grid does.
+measured steps (windows × steps a window, warmup left out), so the search's ranking windows
+(two short trials per new size; only the answer and the best measured again on the full
+window) are credited for what they save.
 
     python scripts/bench_tune.py [--modes infer,run] [--batch-max 32] [--imgsz 128]
                                  [--repeat 3] [--override KEY=VALUE ...]
@@ -31,12 +30,13 @@ from typing import Any
 from libreyolo.analysis.tune import Measured, as_good_as_best
 from libreyolo.document.sweep_io import SWEEP_FILE, TUNE_FILE
 from libreyolo.document.tune_model import TuneSettings
+from libreyolo.sweep.tune_series import MIN_RANK_STEPS, RANK_SHARE
 
 ROOT = Path(__file__).resolve().parents[1]
 # Short windows: every point measures `repeat` trials of these.
 WINDOWS = {
     "infer": ["window.warmup=2", "window.runs=10"],
-    "run": ["window.warmup=1", "window.steps=4", "dataset.workers=0"],
+    "run": ["window.warmup=1", "window.steps=8", "dataset.workers=0"],
 }
 
 
@@ -53,6 +53,9 @@ class Outcome:
     answer: list[int]  # the search's recommendation, or the grid's batches as good as its best
     contended: int  # points measured on a busy host
     measured: tuple[int, ...] = ()  # the grid's batches
+    windows: int = 0  # trial windows measured
+    steps: int = 0  # measured steps (runs) of those windows
+    ranked: int = 0  # points measured on the search's ranking window
 
 
 def _sweep(folder: Path, overrides: list[str]) -> float:
@@ -81,16 +84,25 @@ def _trials(folder: Path, row: dict[str, Any]) -> tuple[float, ...]:
     return tuple(float(t["metrics"]["img_per_s"]) for t in profile["trials"])
 
 
-def search(folder: Path, common: list[str], batch_max: int) -> Outcome:
+def search(folder: Path, common: list[str], batch_max: int, per_window: int) -> Outcome:
+    """The knee search; its windows and steps from tune.json's path: each step's trials, on
+    the ranking window's steps where it was ranked (`tune_series.rank_window`)."""
     overrides = ["hydra/sweeper=tune", "tune.goal=knee", f"tune.batch_max={batch_max}", *common]
     wall = _sweep(folder, overrides)
     record = json.loads((folder / TUNE_FILE).read_text(encoding="utf-8"))
-    measured = sum(1 for s in record["series"] for step in s["path"] if not step["reused"])
+    rank = record["settings"].get("rank_steps")
+    rank_steps = max(MIN_RANK_STEPS, per_window // RANK_SHARE) if rank is None else rank
+    path = [step for s in record["series"] for step in s["path"] if not step["reused"]]
+    windows = sum(int(step["trials"]) for step in path)
+    steps = sum(
+        int(step["trials"]) * (rank_steps if step.get("ranked") else per_window) for step in path
+    )
+    ranked = sum(1 for step in path if step.get("ranked"))
     answer = [int(r["batch"]) for r in record["recommended"]]
-    return Outcome(measured, wall, answer, _contended(folder))
+    return Outcome(len(path), wall, answer, _contended(folder), (), windows, steps, ranked)
 
 
-def grid(folder: Path, common: list[str], batch_max: int) -> Outcome:
+def grid(folder: Path, common: list[str], batch_max: int, per_window: int) -> Outcome:
     batches = [1 << i for i in range(batch_max.bit_length()) if 1 << i <= batch_max]
     wall = _sweep(folder, [f"batch={','.join(map(str, batches))}", *common])
     measured = [
@@ -99,7 +111,9 @@ def grid(folder: Path, common: list[str], batch_max: int) -> Outcome:
         if row["status"] == "ok"
     ]
     equals = as_good_as_best(TuneSettings(), measured)
-    return Outcome(len(batches), wall, equals, _contended(folder), tuple(batches))
+    windows = sum(len(m.trials) for m in measured)
+    steps = windows * per_window
+    return Outcome(len(batches), wall, equals, _contended(folder), tuple(batches), windows, steps)
 
 
 def _agrees(answer: int, full: Outcome) -> bool:
@@ -129,17 +143,15 @@ def main() -> None:
         for mode in args.modes.split(","):
             common = [f"mode={mode}", "device=cpu", f"imgsz={args.imgsz}"]
             common += [f"window.repeat={args.repeat}", *WINDOWS[mode], *args.override]
-            found = search(Path(tmp) / f"{mode}_search", common, args.batch_max)
-            full = grid(Path(tmp) / f"{mode}_grid", common, args.batch_max)
-            agree = bool(found.answer) and all(_agrees(b, full) for b in found.answer)
             per_window = steps_per_window(mode, common)
-            windows = found.points * args.repeat, full.points * args.repeat
-            steps = windows[0] * per_window, windows[1] * per_window
-            ratio = steps[0] / steps[1]
+            found = search(Path(tmp) / f"{mode}_search", common, args.batch_max, per_window)
+            full = grid(Path(tmp) / f"{mode}_grid", common, args.batch_max, per_window)
+            agree = bool(found.answer) and all(_agrees(b, full) for b in found.answer)
+            ratio = found.steps / full.steps
             lines.append(
-                f"{mode:<6} | {found.points:>6} {windows[0]:>7} {steps[0]:>5} "
-                f"{found.wall_s:>6.1f}s | {full.points:>5} {windows[1]:>7} {steps[1]:>5} "
-                f"{full.wall_s:>6.1f}s | {found.answer} | {full.answer} | "
+                f"{mode:<6} | {found.points:>3} ({found.ranked} ranked) {found.windows:>7} "
+                f"{found.steps:>5} {found.wall_s:>6.1f}s | {full.points:>5} {full.windows:>7} "
+                f"{full.steps:>5} {full.wall_s:>6.1f}s | {found.answer} | {full.answer} | "
                 f"{'yes' if agree else 'NO'} | {ratio:.2f} ({'MET' if ratio <= 0.5 else 'MISSED'})"
             )
             if found.contended or full.contended:

@@ -30,6 +30,11 @@ unless the best's gain over it counts.
   fitting point predicts under the budget (before one does, the prior; never under
   `batch_min`) is not measured; the growth measures that batch as its last size instead (a
   prediction the point itself disproves is ignored).
+* knee with ranking windows (`decide(..., ranking=True)`): each new size is measured on the
+  short ranking window (`Next.ranked`); the search runs as above on each batch's latest
+  measurement, and an answer is given only once it and the best were measured on the full
+  window (`_contenders`: the verdicts short windows have little power for); where the full
+  windows move the answer, the new one is measured in full too.
 A search ends when no multiple of `batch_step` lies strictly inside the interval it refines.
 An answer is given only when the points that decide it (itself, the best, its measured
 neighbours; none for maxfit, which memory decides) were measured on a quiet host: a busy one's
@@ -82,6 +87,7 @@ class Measured:
     # maxfit: the largest batch this point's memory lines predict under the budget (None:
     # no prediction, no budget, or not a training point).
     predicted_fit: int | None = None
+    ranked: bool = False  # measured on the knee's short ranking window
 
     @property
     def mean(self) -> float | None:
@@ -94,10 +100,12 @@ class Measured:
 
 @dataclass(frozen=True, slots=True)
 class Next:
-    """Measure this batch next; `again`: once more, though it was measured (on a busy host)."""
+    """Measure this batch next; `again`: once more, though it was measured (on a busy host, or
+    on a ranking window); `ranked`: on the short ranking window."""
 
     batch: int
     again: bool = False
+    ranked: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -339,18 +347,41 @@ def latest(measured: Sequence[Measured]) -> list[Measured]:
 
 
 def decide(
-    settings: TuneSettings, measured: Sequence[Measured], prior: int | None = None
+    settings: TuneSettings,
+    measured: Sequence[Measured],
+    prior: int | None = None,
+    *,
+    ranking: bool = False,
 ) -> Next | Done:
     """The next batch to measure in this series, or the search's end with its answer.
     `prior`: the largest batch predicted under `memory_budget_mb` before any point was
-    measured (maxfit starts there; knee and latency grow no further). An answer whose deciding
-    points were measured on a busy host is not given at once: those points are measured again
+    measured (maxfit starts there; knee and latency grow no further). `ranking` (knee): each
+    new size is measured on the short ranking window, and an answer is given only once it and
+    the best are measured on the full one (`_contenders`). An answer whose deciding points
+    were measured on a busy host is not given at once: those points are measured again
     (`tune.remeasure` times each at most), and while still busy, the search ends `contended`
     without one."""
+    ranking = ranking and settings.goal == "knee"
     step = _decide(settings, latest(measured), prior)
-    if not isinstance(step, Done) or step.batch is None:
+    if isinstance(step, Next):
+        return Next(step.batch, ranked=ranking)
+    if step.batch is None:
         return step
+    if ranking:
+        short = [m for m in _contenders(settings, latest(measured), step.batch) if m.ranked]
+        if short:
+            return Next(min(m.batch for m in short), again=True)
     return _trusted(settings, measured, step)
+
+
+def _contenders(settings: TuneSettings, measured: Sequence[Measured], batch: int) -> list[Measured]:
+    """The points whose ranking-window verdict could change the answer `batch`: itself and
+    the best, both judged as good by a test short windows have little power for. A batch
+    below the answer is out on a significant loss, which short windows do show."""
+    feasible = [m for m in measured if _feasible(settings, m)]
+    answer = next(m for m in feasible if m.batch == batch)
+    top = _top(feasible)
+    return [answer] if top is answer else [answer, top]
 
 
 def _trusted(settings: TuneSettings, measured: Sequence[Measured], done: Done) -> Next | Done:
@@ -360,7 +391,10 @@ def _trusted(settings: TuneSettings, measured: Sequence[Measured], done: Done) -
     busy = [m for m in _deciding(settings, latest(measured), done.batch) if m.contended]
     if not busy:
         return done
-    tries = {m.batch: sum(p.batch == m.batch for p in measured) for m in busy}
+    # a ranking window's measurement is no try of the full one that replaced it
+    tries = {
+        m.batch: sum(p.batch == m.batch and p.ranked == m.ranked for p in measured) for m in busy
+    }
     again = [m.batch for m in busy if tries[m.batch] <= settings.remeasure]
     if again:
         return Next(min(again), again=True)

@@ -163,7 +163,10 @@ class TuneConfig:
     allocator is capped there; CPU: the window's peak resident memory is compared with it).
     None: the device's own memory. `remeasure`: how many more times a point that decides the
     answer is measured when it was measured on a busy host (contended); still busy, the
-    series ends `contended`, with no recommendation.
+    series ends `contended`, with no recommendation. `rank_steps` (knee): the measured steps
+    (inference: runs) of the two-trial window each new size is ranked on before the answer and
+    the best are measured on the full window; None: a quarter of the window (at least 2), 0:
+    every point on the full window.
     """
 
     goal: TuneGoal = TuneGoal.knee
@@ -176,6 +179,7 @@ class TuneConfig:
     max_latency_ms: float | None = None
     memory_budget_mb: float | None = None
     remeasure: int = 2
+    rank_steps: int | None = None
 
 
 @dataclass(frozen=True)

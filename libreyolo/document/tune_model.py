@@ -97,6 +97,8 @@ class TuneSettings:
     memory_budget_mb: Number_ | None = field(default=None, metadata=_meta(METRIC))
     # a deciding point measured on a busy host is measured again up to this many times
     remeasure: int = field(default=2, metadata=_meta(Count(0, 16)))
+    # knee: the steps (runs) of the ranking window as given (None: a quarter of the window)
+    rank_steps: int | None = field(default=None, metadata=_meta(Count(0, 1 << 20)))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -129,6 +131,9 @@ class TuneStep:
     reused: bool = field(default=False, metadata=_meta(Flag(null=False)))
     # measured on a busy host: its img/s ranks the host's load as much as the batch
     contended: bool = field(default=False, metadata=_meta(Flag(null=False)))
+    # measured on the knee's short ranking window (two trials of `rank_steps`): it ranked the
+    # size; where it could change the answer the point was measured again on the full window
+    ranked: bool = field(default=False, metadata=_meta(Flag(null=False)))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

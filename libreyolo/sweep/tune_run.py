@@ -22,6 +22,7 @@ process wrote (`_WRITTEN`).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -34,7 +35,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from libreyolo.analysis.tensor_memory import MB, PeakLine, largest_batch
-from libreyolo.analysis.tune import Done, Measured, decide
+from libreyolo.analysis.tune import Done, Measured, Next, decide
 from libreyolo.config.compose import ConfigError, as_plain_dict, describe_error
 from libreyolo.config.schema import ProfileConfig
 from libreyolo.document.json_value import JsonObject
@@ -46,7 +47,14 @@ from libreyolo.sweep.owned import refuse_foreign_tune
 from libreyolo.sweep.plan import job_folder
 from libreyolo.sweep.refused import Refused
 from libreyolo.sweep.tune_prior import series_prior, wants_prior
-from libreyolo.sweep.tune_series import PERCENTILES, Series, check_search, series_of, split_series
+from libreyolo.sweep.tune_series import (
+    PERCENTILES,
+    Series,
+    check_search,
+    rank_window,
+    series_of,
+    split_series,
+)
 from libreyolo.sweep.tune_write import SeriesResult, tune_record, write_tune
 
 # hydra/sweeper=tune's `_target_` (libreyolo/conf/hydra/sweeper/tune.yaml)
@@ -200,23 +208,40 @@ class SearchState:
         self.measured: list[list[Measured]] = [[] for _ in series]
         self.done: list[Done | None] = [None] * len(series)
         self.priors: list[TunePrior | None] = [None] * len(series)
+        self.rank_windows = [rank_window(one, settings) for one in series]
 
-    def round(self) -> list[tuple[int, int, bool]]:
-        """(series, batch, again) of the next round: each unfinished series' next batch, and
-        whether it is measured again (it was, on a busy host)."""
-        launches = []
+    def round(self) -> list[tuple[int, Next]]:
+        """(series, step) of the next round: each unfinished series' next batch, whether it is
+        measured again (it was, on a busy host or a ranking window) and whether on the ranking
+        window."""
+        launches: list[tuple[int, Next]] = []
         for index, measured in enumerate(self.measured):
             if self.done[index] is not None:
                 continue
             prior = self.priors[index]
-            step = decide(self.settings, measured, None if prior is None else prior.batch)
+            step = decide(
+                self.settings,
+                measured,
+                None if prior is None else prior.batch,
+                ranking=bool(self.rank_windows[index]),
+            )
             if isinstance(step, Done):
                 self.done[index] = step
                 continue
             seen = any(m.batch == step.batch for m in measured)
             assert seen == step.again, "decide() repeated a batch it did not ask again"
-            launches.append((index, step.batch, step.again))
+            launches.append((index, step))
         return launches
+
+    def overrides(self, index: int, step: Next) -> list[str]:
+        """The job's overrides: the series', its batch, the ranking window where ranked, and
+        no reuse where measured again (the point's earlier numbers were busy, or ranked)."""
+        job = [*self.series[index].overrides, f"batch={step.batch}"]
+        if step.ranked:
+            job += self.rank_windows[index]
+        if step.again:
+            job.append("sweep.resume=false")
+        return job
 
     def results(self) -> list[SeriesResult]:
         return [
@@ -253,17 +278,13 @@ def search(
     state = SearchState(series, settings)
     returns: list[Sequence[JobReturn]] = []
     job_idx = 0
-    launches: list[tuple[int, int, bool]] = []
+    launches: list[tuple[int, Next]] = []
     folders: list[str] = []
     since = time.time()
     try:
         state.priors = _priors(series, configs, settings)
         while launches := state.round():
-            # measured again: the point's earlier numbers are not reused (it was busy)
-            batches = [
-                [*series[i].overrides, f"batch={batch}", *(["sweep.resume=false"] if again else [])]
-                for i, batch, again in launches
-            ]
+            batches = [state.overrides(index, step) for index, step in launches]
             folders = [
                 job_folder(loader, config, job, job_idx + n) for n, job in enumerate(batches)
             ]
@@ -271,12 +292,14 @@ def search(
             results = launcher.launch(batches, initial_job_idx=job_idx)
             job_idx += len(batches)
             returns.append(results)
-            for (index, batch, _), ret in zip(launches, results, strict=True):
-                state.measured[index].append(measured_of(ret, batch, settings, root))
+            for (index, step), ret in zip(launches, results, strict=True):
+                point = measured_of(ret, step.batch, settings, root)
+                state.measured[index].append(dataclasses.replace(point, ranked=step.ranked))
     except KeyboardInterrupt:  # the stop goes on once what was measured is written down
-        for (index, batch, _), folder in zip(launches, folders, strict=True):
-            finished = finished_point(root, folder, batch, settings, since)
+        for (index, step), folder in zip(launches, folders, strict=True):
+            finished = finished_point(root, folder, step.batch, settings, since)
             if finished is not None:
+                finished = dataclasses.replace(finished, ranked=step.ranked)
                 state.measured[index].append(finished)
         _finish(root, state)
         raise

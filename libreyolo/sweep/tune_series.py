@@ -32,6 +32,9 @@ MIN_TRIALS = 3  # knee and latency test a gain on the trials' img/s: two give on
 PERCENTILES = (50, 90, 99)  # the profile's latency_p50_ms, latency_p90_ms, latency_p99_ms
 NEEDS_TRIALS = ("knee", "latency")
 MAX_PATIENCE = 64  # as tune.json's rule: far beyond the 20 doublings to MAX_BATCH
+RANK_TRIALS = 2  # a ranking window's trials: the fewest Welch's test takes
+MIN_RANK_STEPS = 2  # the fewest measured steps a window has (window.MIN_MEASURED)
+RANK_SHARE = 4  # tune.rank_steps None: a quarter of the series' window
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +45,7 @@ class Series:
     swept: tuple[str, ...]  # those of them that are the values of swept axes
     mode: str
     repeat: int  # window.repeat
+    steps: int  # a window's measured steps (window.steps), or runs for inference (window.runs)
     imgsz: int | None
     amp: bool | None
     threads: int | None
@@ -98,6 +102,7 @@ def tune_settings(tune: TuneConfig) -> TuneSettings:
         max_latency_ms=number(tune.max_latency_ms),
         memory_budget_mb=number(tune.memory_budget_mb),
         remeasure=tune.remeasure,
+        rank_steps=tune.rank_steps,
     )
 
 
@@ -111,6 +116,7 @@ def series_of(overrides: Sequence[str], swept: Sequence[str], config: DictConfig
         swept=tuple(swept),
         mode=ModeOption(config.mode).value,
         repeat=int(config.window.repeat),
+        steps=int(config.window.runs if config.mode == "infer" else config.window.steps),
         imgsz=int(config.imgsz),
         amp=bool(config.amp),
         threads=None if threads is None else int(threads),
@@ -157,6 +163,13 @@ def check_settings(settings: TuneSettings) -> None:
             f"tune.remeasure must be 0..{MAX_REMEASURE} more measurements of a busy point "
             f"(got {settings.remeasure})"
         )
+    if settings.rank_steps is not None and not (
+        settings.rank_steps == 0 or MIN_RANK_STEPS <= settings.rank_steps <= MAX_BATCH
+    ):
+        raise UsageError(
+            f"tune.rank_steps must be 0 (no ranking window) or at least {MIN_RANK_STEPS} "
+            f"(got {settings.rank_steps}): a window measures one unsynced and one synced step"
+        )
     if settings.percentile not in PERCENTILES:
         raise UsageError(
             f"tune.percentile must be 50, 90 or 99 (got {settings.percentile}): the latency "
@@ -184,6 +197,21 @@ def _check_goal(series: Series) -> None:
         raise UsageError(
             "tune.goal=latency needs tune.max_latency_ms", hint="e.g. tune.max_latency_ms=50"
         )
+
+
+def rank_window(series: Series, settings: TuneSettings) -> tuple[str, ...]:
+    """The overrides a knee series ranks a new size with (RANK_TRIALS trials of the ranking
+    window's steps), or () where it ranks nothing: another goal, `tune.rank_steps=0`, or a
+    window the ranking one would not shorten."""
+    if settings.goal != "knee" or settings.rank_steps == 0 or series.repeat <= RANK_TRIALS:
+        return ()
+    steps = settings.rank_steps
+    if steps is None:
+        steps = max(MIN_RANK_STEPS, series.steps // RANK_SHARE)
+    if steps >= series.steps:
+        return ()
+    key = "window.runs" if series.mode == "infer" else "window.steps"
+    return (f"{key}={steps}", f"window.repeat={RANK_TRIALS}")
 
 
 def check_search(series: Sequence[Series], subdir: str) -> TuneSettings:

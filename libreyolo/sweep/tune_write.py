@@ -83,6 +83,7 @@ def _path(measured: Sequence[Measured]) -> list[TuneStep]:
             versus=versus(measured[: index + 1], point),
             reused=point.reused,
             contended=point.contended,
+            ranked=point.ranked,
         )
         for index, point in enumerate(measured)
     ]

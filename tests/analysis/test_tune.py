@@ -446,3 +446,83 @@ def test_knee_under_a_budget_does_not_measure_what_is_predicted_not_to_fit() -> 
     # A prior under batch_min caps nothing below it: batch_min is measured.
     done, measured = search(settings, saturating(64), fits_up_to=0, prior=0)
     assert path(measured) == [1] and done.stopped == "none_fits"
+
+
+def ranked_search(
+    settings: TuneSettings,
+    rate: Callable[[int], float],
+    *,
+    rank_spread: float,
+    busy: frozenset[int] = frozenset(),
+) -> tuple[Done, list[tuple[int, bool]]]:
+    """The knee search with ranking windows: a ranked point has two trials spread
+    ±`rank_spread` (short windows are noisier), a full one three at ±0.5 %; the path as
+    (batch, ranked)."""
+    measured: list[Measured] = []
+    for _ in range(64):
+        decision = decide(settings, measured, ranking=True)
+        if isinstance(decision, Done):
+            return decision, [(m.batch, m.ranked) for m in measured]
+        assert isinstance(decision, Next)
+        batch, mean = decision.batch, rate(decision.batch)
+        seen = any(m.batch == batch for m in measured)
+        assert seen == decision.again, "a batch measured twice without asking again"
+        if decision.ranked:
+            spread: tuple[float, ...] = (mean * (1 - rank_spread), mean * (1 + rank_spread))
+        else:
+            spread = trials(mean)
+        contended = batch in busy and not decision.ranked
+        measured.append(
+            Measured(
+                f"b{batch}",
+                batch,
+                True,
+                trials=spread,
+                ranked=decision.ranked,
+                contended=contended,
+            )
+        )
+    raise AssertionError("the search did not end")
+
+
+def test_knee_ranks_on_short_windows_and_decides_on_full_ones() -> None:
+    """Every size is ranked on a short window; only the answer and the best are measured on
+    the full one (issue 45: the grid measures all seven on it)."""
+    settings = TuneSettings(batch_max=64)
+    done, steps = ranked_search(settings, saturating(16), rank_spread=0.005)
+    assert steps == [
+        (1, True),
+        (2, True),
+        (4, True),
+        (8, True),
+        (16, True),
+        (32, True),
+        (64, True),
+        (16, False),
+        (32, False),  # the best (32 and 64 tie; the smaller one counts)
+    ]
+    assert (done.stopped, done.batch) == ("no_gain", 16)
+
+
+def test_knee_answer_moves_when_full_windows_show_what_short_ones_could_not() -> None:
+    """+8 % from 16 to 32 is noise on two short trials spread ±2 % and a gain that counts on
+    three full ones at ±0.5 %: the full windows move the answer up, through the refinement's
+    24 (ranked, then full: 64 gains 6.4 % over it), to 32, measured full too."""
+    curve = {1: 10.0, 2: 20.0, 4: 40.0, 8: 80.0, 16: 100.0, 24: 102.0, 32: 108.0, 64: 108.5}
+    done, steps = ranked_search(TuneSettings(batch_max=64), curve.__getitem__, rank_spread=0.02)
+    assert steps[:7] == [(b, True) for b in (1, 2, 4, 8, 16, 32, 64)]
+    assert steps[7:] == [(16, False), (64, False), (24, True), (24, False), (32, False)]
+    assert (done.stopped, done.batch) == ("batch_max", 32)
+
+
+def test_ranking_is_the_knee_s_alone_and_a_busy_full_window_still_counts_its_tries() -> None:
+    # maxfit and latency are not ranked: memory and latency percentiles need the full window
+    for goal in ("maxfit", "latency"):
+        step = decide(TuneSettings(goal=goal, max_latency_ms=5.0), [], ranking=True)
+        assert step == Next(1)
+    # the answer measured on a busy host: its ranking measurement is no try of the full one
+    settings = TuneSettings(batch_max=64, remeasure=1)
+    done, steps = ranked_search(settings, saturating(16), rank_spread=0.005, busy=frozenset({16}))
+    assert steps[-3:] == [(16, False), (32, False), (16, False)]
+    assert done.stopped == "contended"
+    assert done.why.startswith("batch 16 measured on a busy host 2 times")

@@ -48,6 +48,7 @@ SETTINGS_KEYS = {
     "max_latency_ms",
     "memory_budget_mb",
     "remeasure",
+    "rank_steps",
 }
 SERIES_KEYS = {"imgsz", "amp", "threads", "overrides", "path", "stopped", "why", "batch", "prior"}
 STEP_KEYS = {
@@ -63,6 +64,7 @@ STEP_KEYS = {
     "versus",
     "reused",
     "contended",
+    "ranked",
 }
 VERSUS_KEYS = {"batch", "gain_pct", "significant", "p_value"}
 RECOMMENDATION_KEYS = {

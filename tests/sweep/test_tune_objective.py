@@ -13,7 +13,7 @@ import pytest
 from hydra.core.utils import JobReturn, JobStatus
 from omegaconf import OmegaConf
 
-from libreyolo.analysis.tune import Done, Measured
+from libreyolo.analysis.tune import Done, Measured, Next
 from libreyolo.document.sweep_files import read_status
 from libreyolo.document.tune_model import TuneSettings
 from libreyolo.sweep.objective import PointObjective, point_objective
@@ -177,14 +177,14 @@ def test_the_search_reads_each_job_as_a_measured_batch() -> None:
 def test_each_round_launches_every_unfinished_series_next_batch_together() -> None:
     settings = TuneSettings(goal="maxfit", batch_max=2)
     series = [
-        Series(("imgsz=64",), ("imgsz=64",), "infer", 1, 64, True, None, settings),
-        Series(("imgsz=96",), ("imgsz=96",), "infer", 1, 96, True, None, settings),
+        Series(("imgsz=64",), ("imgsz=64",), "infer", 1, 10, 64, True, None, settings),
+        Series(("imgsz=96",), ("imgsz=96",), "infer", 1, 10, 96, True, None, settings),
     ]
     state = SearchState(series, settings)
-    assert state.round() == [(0, 1, False), (1, 1, False)]
+    assert state.round() == [(0, Next(1)), (1, Next(1))]
     state.measured[0].append(Measured(point="a1", batch=1, fits=True, trials=(9.0,)))
     state.measured[1].append(Measured(point="b1", batch=1, fits=False, bound="oom"))
-    assert state.round() == [(0, 2, False)]  # the second series is done: not even batch 1 fits
+    assert state.round() == [(0, Next(2))]  # the second series is done: not even batch 1 fits
     assert state.done[1] == Done("none_fits", "batch 1 does not fit (out of memory)", None)
     state.measured[0].append(Measured(point="a2", batch=2, fits=True, trials=(9.0,)))
     assert state.round() == [] and state.done[0] is not None and state.done[0].batch == 2

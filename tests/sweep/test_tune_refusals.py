@@ -118,6 +118,7 @@ def _series(**changes: object) -> Series:
         "swept": ("imgsz=64",),
         "mode": "infer",
         "repeat": 3,
+        "steps": 8,
         "imgsz": 64,
         "amp": True,
         "threads": None,

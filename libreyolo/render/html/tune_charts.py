@@ -39,6 +39,7 @@ KINDS = {
     "oom": ("cross", BOUND, "✕", "out of memory"),
     "over_budget": ("triangle", BOUND, "▲", "over the memory budget"),
     "failed": ("cross", svg.GREY, "✕", "failed"),
+    "ranked": ("circle", svg.GREY, "●", "ranked on a short window, then measured in full"),
 }
 # (the step's field drawn, the chart's mark name, the y axis) per chart
 THROUGHPUT = ("img_per_s", "tune-throughput", "img/s")
@@ -50,7 +51,10 @@ def tune_src(*keys: str | int) -> Src:
     return ("summary", "tune", *keys)
 
 
-def _kind(settings: TuneSettings, step: TuneStep) -> str:
+def _kind(settings: TuneSettings, step: TuneStep, superseded: bool = False) -> str:
+    """The point's kind; `superseded`: a ranked step its batch's full measurement replaced."""
+    if superseded:
+        return "ranked"
     if not step.fits:
         return step.bound or "failed"
     bound = settings.max_latency_ms
@@ -65,7 +69,8 @@ def _tip(order: int, step: TuneStep, kind: str) -> str:
         return f"{head}: {KINDS[kind][3]}{peak}"
     rate = "no img/s" if step.img_per_s is None else f"{step.img_per_s:.1f}"
     rate += "" if step.img_per_s_sd is None else f" ± {step.img_per_s_sd:.1f}"
-    text = f"{head}: {rate} img/s over {step.trials} trials{peak}"
+    window = " on the ranking window" if step.ranked else ""
+    text = f"{head}: {rate} img/s over {step.trials} trials{window}{peak}"
     text += "" if step.latency_ms is None else f", latency {step.latency_ms:.1f} ms"
     v = step.versus
     if v is not None:
@@ -84,8 +89,7 @@ def _points(
     ringed = None if found is None else found[1].point
     joined: list[xy.XYPoint] = []
     others: dict[str, list[xy.XYPoint]] = {}
-    for order, step in enumerate(series.path):
-        kind = _kind(tune.settings, step)
+    for order, (step, kind) in enumerate(zip(series.path, _step_kinds(tune, series), strict=True)):
         value = getattr(step, key)
         point = xy.XYPoint(
             step.batch,
@@ -98,7 +102,7 @@ def _points(
         )
         if point.ring:
             ringed = None
-        if step.fits and value is not None:
+        if kind != "ranked" and step.fits and value is not None:
             joined.append(point)
         else:
             others.setdefault(kind, []).append(point)
@@ -181,6 +185,7 @@ PATH_COLUMNS = (
     Column("img/s", hint="the trials' mean"),
     Column("± SD"),
     Column("trials"),
+    Column("window", numeric=False, hint="ranked: the knee's short ranking window"),
     Column("peak MB", hint="VRAM on CUDA, the window's resident memory on the CPU"),
     Column("latency ms", hint="the goal's percentile"),
     Column("vs batch", hint="the next smaller batch that fits"),
@@ -207,6 +212,7 @@ def _step_row(index: int, order: int, step: TuneStep) -> tuple[list[str], list[o
         cell("img_per_s", step.img_per_s),
         cell("img_per_s_sd", step.img_per_s_sd),
         cell("trials", step.trials, 0),
+        "ranked" if step.ranked else "full",
         cell("peak_mb", step.peak_mb, 0),
         cell("latency_ms", step.latency_ms),
         "–" if v is None else cell("versus.batch", v.batch, 0),
@@ -216,7 +222,7 @@ def _step_row(index: int, order: int, step: TuneStep) -> tuple[list[str], list[o
     ]
     versus: list[object] = [None] * 3 if v is None else [v.batch, v.gain_pct, v.p_value]
     keys: list[object] = [order, step.batch, fits, step.img_per_s, step.img_per_s_sd]
-    keys += [step.trials, step.peak_mb, step.latency_ms, *versus, called]
+    keys += [step.trials, step.ranked, step.peak_mb, step.latency_ms, *versus, called]
     return cells, keys
 
 
@@ -226,8 +232,17 @@ def path_table(tune: TuneRecord, index: int) -> str:
     return table(PATH_COLUMNS, [r[0] for r in rows], sort_keys=[r[1] for r in rows])
 
 
+def _step_kinds(tune: TuneRecord, series: TuneSeries) -> list[str]:
+    """Each step's kind, in path order (a ranked step measured again in full: "ranked")."""
+    last = {step.batch: order for order, step in enumerate(series.path)}
+    return [
+        _kind(tune.settings, step, superseded=step.ranked and last[step.batch] > order)
+        for order, step in enumerate(series.path)
+    ]
+
+
 def _kinds(tune: TuneRecord, series: TuneSeries) -> set[str]:
-    return {_kind(tune.settings, step) for step in series.path}
+    return set(_step_kinds(tune, series))
 
 
 def _series_block(tune: TuneRecord, index: int, series: TuneSeries) -> str:
