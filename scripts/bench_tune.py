@@ -12,7 +12,8 @@ measured steps (windows × steps a window, warmup left out), so the search's ran
 window) are credited for what they save.
 
     python scripts/bench_tune.py [--modes infer,run] [--batch-max 32] [--imgsz 128]
-                                 [--repeat 3] [--override KEY=VALUE ...]
+                                 [--repeat 3] [--override KEY=VALUE ...] [--keep DIR]
+                                 [--no-rank]
 """
 
 from __future__ import annotations
@@ -30,9 +31,10 @@ from typing import Any
 from libreyolo.analysis.tune import Measured, as_good_as_best
 from libreyolo.document.sweep_io import SWEEP_FILE, TUNE_FILE
 from libreyolo.document.tune_model import TuneSettings
-from libreyolo.sweep.tune_series import MIN_RANK_STEPS, RANK_SHARE
+from libreyolo.sweep.tune_series import MIN_RANK_STEPS
 
 ROOT = Path(__file__).resolve().parents[1]
+RANK_SHARE = 4  # the search's ranking window: a quarter of the window's steps (at least 2)
 # Short windows: every point measures `repeat` trials of these.
 WINDOWS = {
     "infer": ["window.warmup=2", "window.runs=10"],
@@ -90,8 +92,7 @@ def search(folder: Path, common: list[str], batch_max: int, per_window: int) -> 
     overrides = ["hydra/sweeper=tune", "tune.goal=knee", f"tune.batch_max={batch_max}", *common]
     wall = _sweep(folder, overrides)
     record = json.loads((folder / TUNE_FILE).read_text(encoding="utf-8"))
-    rank = record["settings"].get("rank_steps")
-    rank_steps = max(MIN_RANK_STEPS, per_window // RANK_SHARE) if rank is None else rank
+    rank_steps = int(record["settings"].get("rank_steps") or 0)
     path = [step for s in record["series"] for step in s["path"] if not step["reused"]]
     windows = sum(int(step["trials"]) for step in path)
     steps = sum(
@@ -133,17 +134,24 @@ def main() -> None:
     parser.add_argument("--imgsz", type=int, default=128)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--keep", type=Path, help="measure into this folder and keep it")
+    parser.add_argument(
+        "--no-rank", dest="rank", action="store_false", help="search on full windows only"
+    )
     args = parser.parse_args()
     header = (
         "mode   | search: points windows steps wall | grid: points windows steps wall | "
         "answer | grid's equals | agree | steps ratio"
     )
     lines = [header, "-" * len(header)]
-    with tempfile.TemporaryDirectory(prefix="bench_tune_") as tmp:
+    with tempfile.TemporaryDirectory(prefix="bench_tune_") as scratch:
+        tmp = args.keep or scratch
         for mode in args.modes.split(","):
             common = [f"mode={mode}", "device=cpu", f"imgsz={args.imgsz}"]
-            common += [f"window.repeat={args.repeat}", *WINDOWS[mode], *args.override]
+            common += [f"window.repeat={args.repeat}", *WINDOWS[mode]]
             per_window = steps_per_window(mode, common)
+            rank = max(MIN_RANK_STEPS, per_window // RANK_SHARE) if args.rank else 0
+            common += [f"tune.rank_steps={rank}", *args.override]
             found = search(Path(tmp) / f"{mode}_search", common, args.batch_max, per_window)
             full = grid(Path(tmp) / f"{mode}_grid", common, args.batch_max, per_window)
             agree = bool(found.answer) and all(_agrees(b, full) for b in found.answer)

@@ -32,9 +32,10 @@ unless the best's gain over it counts.
   prediction the point itself disproves is ignored).
 * knee with ranking windows (`decide(..., ranking=True)`): each new size is measured on the
   short ranking window (`Next.ranked`); the search runs as above on each batch's latest
-  measurement, and an answer is given only once it and the best were measured on the full
-  window (`_contenders`: the verdicts short windows have little power for); where the full
-  windows move the answer, the new one is measured in full too.
+  measurement, a gain involving a ranked one counting on its mean alone (two short trials
+  have too little power for the test), and an answer is given only once it and the best were
+  measured on the full window (`_contenders`), where the test decides; where the full windows
+  move the answer, the new one is measured in full too.
 A search ends when no multiple of `batch_step` lies strictly inside the interval it refines.
 An answer is given only when the points that decide it (itself, the best, its measured
 neighbours; none for maxfit, which memory decides) were measured on a quiet host: a busy one's
@@ -145,13 +146,16 @@ def gain_test(smaller: Measured, bigger: Measured) -> Test | None:
 
 
 def _counts(settings: TuneSettings, smaller: Measured, bigger: Measured) -> bool:
-    """Whether `bigger` gains over `smaller` what counts: significant and ≥ min_gain_pct."""
+    """Whether `bigger` gains over `smaller` what counts: significant and ≥ min_gain_pct.
+    Where either was measured on a ranking window, its mean gain alone ranks them (two short
+    trials have too little power for the test: taken as "no gain", they would stop the growth
+    at every stall); the test decides between full windows (`_contenders`)."""
     result = gain_test(smaller, bigger)
-    return (
-        result is not None
-        and result.significant is True
-        and result.gain_pct >= settings.min_gain_pct
-    )
+    if result is None:
+        return False
+    if smaller.ranked or bigger.ranked:
+        return result.gain_pct >= settings.min_gain_pct
+    return result.significant is True and result.gain_pct >= settings.min_gain_pct
 
 
 def growth(settings: TuneSettings) -> Iterator[int]:

@@ -165,8 +165,9 @@ class TuneConfig:
     answer is measured when it was measured on a busy host (contended); still busy, the
     series ends `contended`, with no recommendation. `rank_steps` (knee): the measured steps
     (inference: runs) of the two-trial window each new size is ranked on before the answer and
-    the best are measured on the full window; None: a quarter of the window (at least 2), 0:
-    every point on the full window.
+    the best are measured on the full window; 0 (the default): every point on the full window
+    (on this project's CPU the ranking saved steps but not time, and moved answers:
+    docs/benchmarks.md).
     """
 
     goal: TuneGoal = TuneGoal.knee
@@ -179,7 +180,7 @@ class TuneConfig:
     max_latency_ms: float | None = None
     memory_budget_mb: float | None = None
     remeasure: int = 2
-    rank_steps: int | None = None
+    rank_steps: int = 0
 
 
 @dataclass(frozen=True)

@@ -97,8 +97,8 @@ class TuneSettings:
     memory_budget_mb: Number_ | None = field(default=None, metadata=_meta(METRIC))
     # a deciding point measured on a busy host is measured again up to this many times
     remeasure: int = field(default=2, metadata=_meta(Count(0, 16)))
-    # knee: the steps (runs) of the ranking window as given (None: a quarter of the window)
-    rank_steps: int | None = field(default=None, metadata=_meta(Count(0, 1 << 20)))
+    # knee: the steps (runs) of the ranking window (0: none, every point on the full window)
+    rank_steps: int = field(default=0, metadata=_meta(Count(0, 1 << 20)))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

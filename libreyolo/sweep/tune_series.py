@@ -34,7 +34,6 @@ NEEDS_TRIALS = ("knee", "latency")
 MAX_PATIENCE = 64  # as tune.json's rule: far beyond the 20 doublings to MAX_BATCH
 RANK_TRIALS = 2  # a ranking window's trials: the fewest Welch's test takes
 MIN_RANK_STEPS = 2  # the fewest measured steps a window has (window.MIN_MEASURED)
-RANK_SHARE = 4  # tune.rank_steps None: a quarter of the series' window
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,9 +162,7 @@ def check_settings(settings: TuneSettings) -> None:
             f"tune.remeasure must be 0..{MAX_REMEASURE} more measurements of a busy point "
             f"(got {settings.remeasure})"
         )
-    if settings.rank_steps is not None and not (
-        settings.rank_steps == 0 or MIN_RANK_STEPS <= settings.rank_steps <= MAX_BATCH
-    ):
+    if not (settings.rank_steps == 0 or MIN_RANK_STEPS <= settings.rank_steps <= MAX_BATCH):
         raise UsageError(
             f"tune.rank_steps must be 0 (no ranking window) or at least {MIN_RANK_STEPS} "
             f"(got {settings.rank_steps}): a window measures one unsynced and one synced step"
@@ -201,13 +198,12 @@ def _check_goal(series: Series) -> None:
 
 def rank_window(series: Series, settings: TuneSettings) -> tuple[str, ...]:
     """The overrides a knee series ranks a new size with (RANK_TRIALS trials of the ranking
-    window's steps), or () where it ranks nothing: another goal, `tune.rank_steps=0`, or a
+    window's steps), or () where it ranks nothing: another goal, `tune.rank_steps=0` (the
+    default), or a
     window the ranking one would not shorten."""
     if settings.goal != "knee" or settings.rank_steps == 0 or series.repeat <= RANK_TRIALS:
         return ()
     steps = settings.rank_steps
-    if steps is None:
-        steps = max(MIN_RANK_STEPS, series.steps // RANK_SHARE)
     if steps >= series.steps:
         return ()
     key = "window.runs" if series.mode == "infer" else "window.steps"

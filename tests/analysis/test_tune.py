@@ -7,6 +7,7 @@ and the tests assert the exact path measured and the answer.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import pytest
@@ -454,17 +455,19 @@ def ranked_search(
     *,
     rank_spread: float,
     busy: frozenset[int] = frozenset(),
+    rank_rate: Callable[[int], float] | None = None,
 ) -> tuple[Done, list[tuple[int, bool]]]:
     """The knee search with ranking windows: a ranked point has two trials spread
-    ±`rank_spread` (short windows are noisier), a full one three at ±0.5 %; the path as
-    (batch, ranked)."""
+    ±`rank_spread` (short windows are noisier) around `rank_rate` (default: `rate`), a full
+    one three at ±0.5 %; the path as (batch, ranked)."""
     measured: list[Measured] = []
     for _ in range(64):
         decision = decide(settings, measured, ranking=True)
         if isinstance(decision, Done):
             return decision, [(m.batch, m.ranked) for m in measured]
         assert isinstance(decision, Next)
-        batch, mean = decision.batch, rate(decision.batch)
+        batch = decision.batch
+        mean = (rank_rate or rate)(batch) if decision.ranked else rate(batch)
         seen = any(m.batch == batch for m in measured)
         assert seen == decision.again, "a batch measured twice without asking again"
         if decision.ranked:
@@ -505,14 +508,34 @@ def test_knee_ranks_on_short_windows_and_decides_on_full_ones() -> None:
 
 
 def test_knee_answer_moves_when_full_windows_show_what_short_ones_could_not() -> None:
-    """+8 % from 16 to 32 is noise on two short trials spread ±2 % and a gain that counts on
-    three full ones at ±0.5 %: the full windows move the answer up, through the refinement's
-    24 (ranked, then full: 64 gains 6.4 % over it), to 32, measured full too."""
-    curve = {1: 10.0, 2: 20.0, 4: 40.0, 8: 80.0, 16: 100.0, 24: 102.0, 32: 108.0, 64: 108.5}
-    done, steps = ranked_search(TuneSettings(batch_max=64), curve.__getitem__, rank_spread=0.02)
+    """Short windows overstate 24, 32 and 64 (+7 % over 16 by their means, which rank them);
+    the full ones measure +3.5 % at most, a gain that does not count: each answer in turn is
+    measured full (the refinement's 24, then 32 and the best), and the answer moves down to
+    16, measured full too."""
+    full = {1: 10.0, 2: 20.0, 4: 40.0, 8: 80.0, 16: 100.0, 24: 102.0, 32: 103.0, 64: 103.5}
+    short = full | {24: 105.0, 32: 107.0, 64: 107.5}
+    done, steps = ranked_search(
+        TuneSettings(batch_max=64),
+        full.__getitem__,
+        rank_spread=0.02,
+        rank_rate=short.__getitem__,
+    )
     assert steps[:7] == [(b, True) for b in (1, 2, 4, 8, 16, 32, 64)]
-    assert steps[7:] == [(16, False), (64, False), (24, True), (24, False), (32, False)]
-    assert (done.stopped, done.batch) == ("batch_max", 32)
+    assert steps[7:] == [(24, True), (24, False), (32, False), (64, False), (16, False)]
+    assert (done.stopped, done.batch) == ("no_gain", 16)
+
+
+def test_ranked_means_rank_without_the_test_and_full_windows_use_it() -> None:
+    """+8 % on two noisy short trials is not significant, but ranks 32 above 16 by its mean;
+    between full windows the same +8 % counts only because it is significant too."""
+    settings = TuneSettings()
+    short = [Measured("a", 16, True, trials=(97.0, 103.0), ranked=True)]
+    short.append(Measured("b", 32, True, trials=(104.0, 112.0), ranked=True))
+    test = gain_test(short[0], short[1])
+    assert test is not None and test.significant is False and test.gain_pct == 8.0
+    assert as_good_as_best(settings, short) == [32]  # ranked: the mean gain counts
+    full = [dataclasses.replace(m, ranked=False) for m in short]
+    assert as_good_as_best(settings, full) == [16, 32]  # full: not significant, no gain
 
 
 def test_ranking_is_the_knee_s_alone_and_a_busy_full_window_still_counts_its_tries() -> None:

@@ -22,6 +22,9 @@ def _json(path: Path) -> dict[str, Any]:
     return dict(json.loads(path.read_text(encoding="utf-8")))
 
 
+RANKED = TuneSettings(rank_steps=10)
+
+
 def _series(mode: str = "infer", steps: int = 8, repeat: int = 3) -> Series:
     return Series((), (), mode, repeat, steps, 64, True, None, TuneSettings())
 
@@ -29,16 +32,15 @@ def _series(mode: str = "infer", steps: int = 8, repeat: int = 3) -> Series:
 @pytest.mark.parametrize(
     ("series", "settings", "window"),
     [
-        (_series(steps=40), TuneSettings(), ("window.runs=10", "window.repeat=2")),
-        (_series("run", 8), TuneSettings(), ("window.steps=2", "window.repeat=2")),
-        (_series("run", 5), TuneSettings(), ("window.steps=2", "window.repeat=2")),  # floor 2
+        (_series(steps=40), RANKED, ("window.runs=10", "window.repeat=2")),
+        (_series("run", 8), TuneSettings(rank_steps=2), ("window.steps=2", "window.repeat=2")),
         (_series("run", 8), TuneSettings(rank_steps=3), ("window.steps=3", "window.repeat=2")),
-        (_series("run", 2), TuneSettings(), ()),  # no shorter window than 2 steps
-        (_series("run", 8), TuneSettings(rank_steps=8), ()),  # no shorter than the window
-        (_series("run", 8), TuneSettings(rank_steps=0), ()),  # turned off
-        (_series("run", 8, repeat=2), TuneSettings(), ()),  # no fewer trials than 2
-        (_series(steps=40), TuneSettings(goal="maxfit"), ()),  # memory: the full window
-        (_series(steps=40), TuneSettings(goal="latency"), ()),  # a percentile: the full one
+        (_series("run", 8), TuneSettings(), ()),  # the default: no ranking window
+        (_series("run", 2), TuneSettings(rank_steps=2), ()),  # no shorter than the window
+        (_series("run", 8), TuneSettings(rank_steps=8), ()),
+        (_series("run", 8, repeat=2), RANKED, ()),  # no fewer trials than 2
+        (_series(steps=40), TuneSettings(goal="maxfit", rank_steps=10), ()),  # memory: full
+        (_series(steps=40), TuneSettings(goal="latency", rank_steps=10), ()),  # a percentile
     ],
 )
 def test_the_ranking_window_is_shorter_or_there_is_none(
@@ -61,6 +63,7 @@ def test_a_ranked_knee_search_recommends_a_batch_measured_on_the_full_window(
     tmp_path: Path,
 ) -> None:
     search = ("window.repeat=3", "window.runs=8", "tune.batch_max=4", "tune.batch_step=1")
+    search += ("tune.rank_steps=2",)
     done = subprocess.run(
         tune_argv(tmp_path, *search), capture_output=True, text=True, timeout=600, check=False
     )

@@ -73,7 +73,7 @@ def test_a_knee_search_recommends_a_measured_batch_and_resumes_without_measuring
         "max_latency_ms": None,
         "memory_budget_mb": None,
         "remeasure": 2,
-        "rank_steps": None,
+        "rank_steps": 0,
     }
     (series,) = record["series"]
     assert (series["imgsz"], series["amp"], series["threads"]) == (64, True, None)
