@@ -31,7 +31,7 @@ from typing import Any
 from libreyolo.analysis.tune import Measured, as_good_as_best
 from libreyolo.document.sweep_io import SWEEP_FILE, TUNE_FILE
 from libreyolo.document.tune_model import TuneSettings
-from libreyolo.sweep.tune_series import MIN_RANK_STEPS
+from libreyolo.measure.window import MIN_MEASURED
 
 ROOT = Path(__file__).resolve().parents[1]
 RANK_SHARE = 4  # the search's ranking window: a quarter of the window's steps (at least 2)
@@ -150,7 +150,7 @@ def main() -> None:
             common = [f"mode={mode}", "device=cpu", f"imgsz={args.imgsz}"]
             common += [f"window.repeat={args.repeat}", *WINDOWS[mode]]
             per_window = steps_per_window(mode, common)
-            rank = max(MIN_RANK_STEPS, per_window // RANK_SHARE) if args.rank else 0
+            rank = max(MIN_MEASURED, per_window // RANK_SHARE) if args.rank else 0
             common += [f"tune.rank_steps={rank}", *args.override]
             found = search(Path(tmp) / f"{mode}_search", common, args.batch_max, per_window)
             full = grid(Path(tmp) / f"{mode}_grid", common, args.batch_max, per_window)

@@ -366,13 +366,14 @@ def decide(
     (`tune.remeasure` times each at most), and while still busy, the search ends `contended`
     without one."""
     ranking = ranking and settings.goal == "knee"
-    step = _decide(settings, latest(measured), prior)
+    newest = latest(measured)
+    step = _decide(settings, newest, prior)
     if isinstance(step, Next):
         return Next(step.batch, ranked=ranking)
     if step.batch is None:
         return step
     if ranking:
-        short = [m for m in _contenders(settings, latest(measured), step.batch) if m.ranked]
+        short = [m for m in _contenders(settings, newest, step.batch) if m.ranked]
         if short:
             return Next(min(m.batch for m in short), again=True)
     return _trusted(settings, measured, step)

@@ -26,8 +26,6 @@ from libreyolo.measure.autobatch import data_limits
 from libreyolo.measure.train import HostStepProbe, probe_trainer
 from libreyolo.measure.window import plan_window
 
-MB = 1e6
-
 
 def predict_prior(settings: ProfileConfig, budget_mb: float) -> TunePrior:
     """The largest batch the probe steps predict under `budget_mb` of peak RSS (0: not one
@@ -39,12 +37,12 @@ def predict_prior(settings: ProfileConfig, budget_mb: float) -> TunePrior:
     limits = data_limits(settings.dataset.name_or_path, plan)
     probe = HostStepProbe(*probe_trainer(settings, torch.device("cpu"), limits))
     lines, anchor = host_fit.probe_lines(probe)
-    batch = host_fit.largest_under(lines, anchor, budget_mb * MB)
+    batch = host_fit.largest_under(lines, anchor, budget_mb * host_fit.MB)
     if batch is None:
         raise NoProfileError("the probe steps' memory did not grow with the batch")
     return TunePrior(
         batch=batch,
-        predicted_mb=round(anchor.rss_at(lines, max(batch, 1)) / MB, 1),
-        anchor_mb=round(anchor.rss_bytes / MB, 1),
+        predicted_mb=round(anchor.rss_at(lines, max(batch, 1)) / host_fit.MB, 1),
+        anchor_mb=round(anchor.rss_bytes / host_fit.MB, 1),
         probe_s=round(time.perf_counter() - started, 1),
     )

@@ -26,6 +26,7 @@ from libreyolo.config.schema import ModeOption, TuneConfig
 from libreyolo.document.sweep_model import MAX_BATCH, MAX_METRIC
 from libreyolo.document.tune_model import TuneSettings
 from libreyolo.errors import UsageError
+from libreyolo.measure.window import MIN_MEASURED
 from libreyolo.sweep.naming import SUBDIR_HINT, names_key
 
 MIN_TRIALS = 3  # knee and latency test a gain on the trials' img/s: two give one degree of freedom
@@ -33,7 +34,6 @@ PERCENTILES = (50, 90, 99)  # the profile's latency_p50_ms, latency_p90_ms, late
 NEEDS_TRIALS = ("knee", "latency")
 MAX_PATIENCE = 64  # as tune.json's rule: far beyond the 20 doublings to MAX_BATCH
 RANK_TRIALS = 2  # a ranking window's trials: the fewest Welch's test takes
-MIN_RANK_STEPS = 2  # the fewest measured steps a window has (window.MIN_MEASURED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,9 +162,9 @@ def check_settings(settings: TuneSettings) -> None:
             f"tune.remeasure must be 0..{MAX_REMEASURE} more measurements of a busy point "
             f"(got {settings.remeasure})"
         )
-    if not (settings.rank_steps == 0 or MIN_RANK_STEPS <= settings.rank_steps <= MAX_BATCH):
+    if not (settings.rank_steps == 0 or MIN_MEASURED <= settings.rank_steps <= MAX_BATCH):
         raise UsageError(
-            f"tune.rank_steps must be 0 (no ranking window) or at least {MIN_RANK_STEPS} "
+            f"tune.rank_steps must be 0 (no ranking window) or at least {MIN_MEASURED} "
             f"(got {settings.rank_steps}): a window measures one unsynced and one synced step"
         )
     if settings.percentile not in PERCENTILES:
@@ -199,8 +199,7 @@ def _check_goal(series: Series) -> None:
 def rank_window(series: Series, settings: TuneSettings) -> tuple[str, ...]:
     """The overrides a knee series ranks a new size with (RANK_TRIALS trials of the ranking
     window's steps), or () where it ranks nothing: another goal, `tune.rank_steps=0` (the
-    default), or a
-    window the ranking one would not shorten."""
+    default), or a window the ranking one would not shorten."""
     if settings.goal != "knee" or settings.rank_steps == 0 or series.repeat <= RANK_TRIALS:
         return ()
     steps = settings.rank_steps
