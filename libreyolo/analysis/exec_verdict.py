@@ -12,7 +12,9 @@ export is not what is slow), and a run whose detections disagree with eager fp32
 `agreement` below `MIN_AGREEMENT`: not the same model, whatever its speed). An eager fp32 run,
 or a file without `execution`, passes unchanged.
 
-Must not: change the bound label, or touch a contended verdict (`decide` keeps it as it is).
+Must not: change the bound label, or add to a contended verdict anything but the disagreement
+(`with_disagreement`: the detections differ whatever the host's load; timing findings would
+read a starved window).
 """
 
 from __future__ import annotations
@@ -39,9 +41,11 @@ IN_EFFECT = {
 RECOMPILE_LEVER = "fix the guard that fails in the window (TORCH_LOGS=recompiles shows why)"
 BREAK_LEVER = "remove the graph break (TORCH_LOGS=graph_breaks shows each one)"
 DISAGREE_LEVER = "check the mode's outputs against eager fp32 (the export's opset, --half) first"
+# One thing the mode explains: its reason, its numbers, its levers.
+Finding = tuple[str, dict[str, Scalar], list[str]]
 
 
-def _recompiles(execution: Execution) -> tuple[str, dict[str, Scalar], list[str]] | None:
+def _recompiles(execution: Execution) -> Finding | None:
     compiled = execution.compiled
     if compiled is None or compiled.window_recompiles <= 0:
         return None
@@ -53,7 +57,7 @@ def _recompiles(execution: Execution) -> tuple[str, dict[str, Scalar], list[str]
     return why, {"window_recompiles": n}, [RECOMPILE_LEVER]
 
 
-def _breaks(execution: Execution) -> tuple[str, dict[str, Scalar], list[str]] | None:
+def _breaks(execution: Execution) -> Finding | None:
     compiled = execution.compiled
     if compiled is None or compiled.graph_breaks <= 0:
         return None
@@ -68,7 +72,7 @@ def _breaks(execution: Execution) -> tuple[str, dict[str, Scalar], list[str]] | 
 
 def _host_bound(
     execution: Execution, metrics: dict[str, Scalar], verdict: Verdict
-) -> tuple[str, dict[str, Scalar], list[str]] | None:
+) -> Finding | None:
     if verdict.bound != HOST_BOUND or execution.name not in IN_EFFECT:
         return None
     host = stats.as_number(metrics.get("host_overhead_ms"))
@@ -84,9 +88,7 @@ def _host_bound(
     return why, {"host_overhead_ms": host}, levers
 
 
-def _outside_graph(
-    execution: Execution, metrics: dict[str, Scalar]
-) -> tuple[str, dict[str, Scalar], list[str]] | None:
+def _outside_graph(execution: Execution, metrics: dict[str, Scalar]) -> Finding | None:
     if execution.name != "onnxruntime":
         return None
     stages = {
@@ -107,7 +109,7 @@ def _outside_graph(
     return None
 
 
-def _disagrees(execution: Execution) -> tuple[str, dict[str, Scalar], list[str]] | None:
+def _disagrees(execution: Execution) -> Finding | None:
     agreement = execution.agreement
     if agreement is None or not agreement.disagrees(MIN_AGREEMENT):
         return None
@@ -129,25 +131,34 @@ def with_exec(profile: Profile, metrics: dict[str, Scalar], verdict: Verdict) ->
     execution = profile.execution
     if execution is None or (execution.name == "eager" and execution.agreement is None):
         return verdict
-    findings = [
-        finding
-        for finding in (
-            _recompiles(execution),
-            _breaks(execution),
-            _host_bound(execution, metrics, verdict),
-            _outside_graph(execution, metrics),
-            _disagrees(execution),
-        )
-        if finding is not None
-    ]
+    findings = (
+        _recompiles(execution),
+        _breaks(execution),
+        _host_bound(execution, metrics, verdict),
+        _outside_graph(execution, metrics),
+        _disagrees(execution),
+    )
+    return _joined(verdict, execution, findings)
+
+
+def with_disagreement(profile: Profile, verdict: Verdict) -> Verdict:
+    """`verdict` (a contended one) with the mode's disagreement with eager fp32, if any: the
+    detections differ whatever the host's load, so a busy host never hides it."""
+    if profile.execution is None:
+        return verdict
+    return _joined(verdict, profile.execution, (_disagrees(profile.execution),))
+
+
+def _joined(verdict: Verdict, execution: Execution, found: tuple[Finding | None, ...]) -> Verdict:
+    findings = [finding for finding in found if finding is not None]
     if not findings:
         return verdict
     pulled = IN_EFFECT.get(execution.name, frozenset())
     kept = [lever for lever in verdict.levers if lever not in pulled]
     added = [lever for _, _, levers in findings for lever in levers]
     evidence = dict(verdict.evidence)
-    for _, found, _ in findings:
-        evidence |= found
+    for _, found_evidence, _ in findings:
+        evidence |= found_evidence
     return msgspec.structs.replace(
         verdict,
         why="; ".join([verdict.why, *(why for why, _, _ in findings)]),

@@ -14,7 +14,7 @@ from __future__ import annotations
 import msgspec.structs
 
 from libreyolo.analysis import contention
-from libreyolo.analysis.exec_verdict import with_exec
+from libreyolo.analysis.exec_verdict import with_disagreement, with_exec
 from libreyolo.analysis.mfu_verdict import with_mfu
 from libreyolo.analysis.opclass import op_category_ms
 from libreyolo.document.health_names import SUSPECT
@@ -125,7 +125,8 @@ def decide(profile: Profile, metrics: dict[str, Scalar]) -> Verdict:
     it: the verdict a quiet host's rules give when starving cannot have made it (`quiet_bound`
     and `quiet_why`), else only the measured shares (`quiet_why`, no `quiet_bound`). A quiet
     verdict carries `mfu` in its evidence when known (`mfu_verdict`); a contended one states
-    nothing of it (a starved window's img/s, and so its MFU, is off by how long it waited)."""
+    nothing of it (a starved window's img/s, and so its MFU, is off by how long it waited), but
+    states a mode's disagreement with eager fp32, which no load can cause."""
     health = profile.trace.health if profile.trace is not None else None
     if health is not None and health.suspect:  # its numbers are not to be believed at all
         return suspect_verdict(health)
@@ -134,12 +135,13 @@ def decide(profile: Profile, metrics: dict[str, Scalar]) -> Verdict:
         return with_exec(profile, metrics, with_mfu(profile, metrics, quiet))
     why, evidence = contention.reason(profile, metrics)
     supported = _survives_contention(profile, quiet)
-    return msgspec.structs.replace(
+    contended = msgspec.structs.replace(
         _verdict("contended", why, evidence),
         levers=_contention_levers(profile),
         quiet_bound=quiet.bound if supported else None,
         quiet_why=quiet.why if supported else as_measured(profile, metrics),
     )
+    return with_disagreement(profile, contended)
 
 
 def _survives_contention(profile: Profile, quiet: Verdict) -> bool:

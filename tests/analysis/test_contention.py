@@ -9,7 +9,16 @@ from libreyolo.analysis import contention
 from libreyolo.analysis.build import finalize
 from libreyolo.analysis.repeat import aggregate
 from libreyolo.analysis.verdict import decide
-from libreyolo.document.model import Host, Profile, RunInfo, Samples, StepSample, Tool
+from libreyolo.document.model import (
+    Agreement,
+    Execution,
+    Host,
+    Profile,
+    RunInfo,
+    Samples,
+    StepSample,
+    Tool,
+)
 
 
 def _steps(waits: list[float], cpu_ms: float = 20.0, wall_ms: float = 30.0) -> list[StepSample]:
@@ -88,6 +97,24 @@ def test_a_starved_window_is_contended_with_what_it_measured_beside_it() -> None
     assert verdict.evidence["cpu_wait_frac"] == 0.5 and verdict.evidence["usable_cpus"] == 2
     assert "fewer --workers" not in verdict.levers  # inference has no loader workers
     assert "stop the other work on this machine" in verdict.levers
+
+
+def test_a_starved_window_still_says_its_mode_disagrees_with_eager() -> None:
+    # the detections differ whatever the host's load: a busy host must not hide that
+    wrong = Agreement(num_images=1, reference_boxes=300, boxes=280, recall=0.0, precision=0.0)
+    starved = _profile([20.0, 18.0, 22.0, 20.0])
+    executed = Execution(name="onnxruntime", channels_last=False, torch="2.14.1", agreement=wrong)
+    verdict = finalize(msgspec.structs.replace(starved, execution=executed, metrics={})).verdict
+    assert verdict is not None and verdict.bound == "contended"
+    assert verdict.why.startswith("threads waited 50% of their runnable time for a CPU; ")
+    assert "; onnxruntime disagrees with eager fp32 (recall " in verdict.why
+    assert verdict.evidence["agreement"] == 0.0 and verdict.evidence["cpu_wait_frac"] == 0.5
+    assert verdict.levers[0].startswith("check the mode's outputs against eager fp32")
+    assert "stop the other work on this machine" in verdict.levers
+    agreeing = msgspec.structs.replace(wrong, recall=1.0, precision=1.0, max_rel_diff=1e-6)
+    fine = msgspec.structs.replace(executed, agreement=agreeing)
+    quiet = finalize(msgspec.structs.replace(starved, execution=fine, metrics={})).verdict
+    assert quiet is not None and "disagrees" not in quiet.why and "agreement" not in quiet.evidence
 
 
 def test_an_oversubscribed_run_is_told_its_own_threads_did_it() -> None:
