@@ -112,6 +112,13 @@ class TrialCrashedError(NoProfileError):
     code = "trial_crashed"
 
 
+class RankFailedError(NoProfileError):
+    """A rank of a multi-process run died, hung past the collective timeout, or failed: the
+    whole run fails (the line names the rank)."""
+
+    code = "rank_failed"
+
+
 class ResultNotShownError(ProfileError):
     """A reader's result could not be written to stdout (closed, full, or its reader gone)."""
 

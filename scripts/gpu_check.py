@@ -199,6 +199,7 @@ def measurements(py: str, runs: Path) -> list[Step]:
         budget_sweep(py, runs),
         Step("fake_trainer_env", fake_trainer_env(py, runs), 10, kind="setup"),
         Step("train_trainer", prof("train_trainer", *trainer_words(runs)), 30),
+        *two_gpu_leg(py, runs, gpu_count()),
         Step(
             "truth_planted",
             (py, "scripts/truth_report.py", "--device", "0", "--only", "planted"),
@@ -206,6 +207,32 @@ def measurements(py: str, runs: Path) -> list[Step]:
             kind="truth",
         ),
     ]
+
+
+def two_gpu_leg(py: str, runs: Path, gpus: int) -> list[Step]:
+    """Training on two ranks, one per GPU (NCCL, SyncBatchNorm), with its world profile; none
+    on a machine with fewer GPUs (`_measure` logs why). It adds 60 s: on a 2-GPU machine the
+    plan runs past TIME_BUDGET_S by that much (the lent machines have one GPU)."""
+    if gpus < 2:
+        return []
+    words = (*TRAIN, "--device", "0,1", "--batch", "16", "--steps", "6", "--warmup", "3")
+    return [Step("train_ddp", profile_argv(py, runs, "train_ddp", *words), 60)]
+
+
+def skipped_legs(gpus: int) -> list[str]:
+    """Why a leg of the plan is left out on this machine."""
+    return [] if gpus >= 2 else [f"train_ddp skipped: {gpus} GPU here, the 2-rank leg needs 2"]
+
+
+def gpu_count() -> int:
+    """The GPUs nvidia-smi lists (0 where it cannot run)."""
+    try:
+        listed = subprocess.run(
+            ["nvidia-smi", "-L"], capture_output=True, text=True, timeout=15, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    return sum(1 for line in listed.stdout.splitlines() if line.startswith("GPU "))
 
 
 def fake_trainer_env(py: str, runs: Path) -> tuple[str, ...]:
@@ -436,6 +463,14 @@ def profile_checks(step: Step, doc: dict[str, Any], stderr: str) -> dict[str, bo
         checks["tensor-core share > 0"] = (m.get("tensorcore_pct") or 0) > 0
     if step.train:
         checks["step time measured"] = m.get("step_ms") is not None
+    if step.name == "train_ddp":  # issue 47: NCCL's collectives, per rank, in the world
+        world = doc.get("world") or {}
+        checks["world of 2 ranks (nccl)"] = (world.get("world_size"), world.get("backend")) == (
+            2,
+            "nccl",
+        )
+        checks["NCCL collective time measured"] = (m.get("comm_ms") or 0) > 0
+        checks["BatchNorm synchronised"] = world.get("sync_bn") is True
     if step.train and not step.trainer:
         checks["2 loader workers sampled"] = host.get("num_workers") == 2
     if step.trainer:
@@ -667,6 +702,8 @@ def _measure(py: str, wheels: str, out: Path, log: Log) -> int:
     steps = setup_steps(py, wheels=wheels, site=str(site))
     outcomes = [_one(step, runs, env, out, log) for step in steps]
     if outcomes[-1].rc == 0:
+        for line in skipped_legs(gpu_count()):
+            log(f"gpu_check: {line}")
         steps += measurements(py, runs)
         outcomes += [_one(step, runs, env, out, log) for step in steps[len(outcomes) :]]
     else:

@@ -17,8 +17,9 @@
 # --no-trace), AutoBatch (--batch -1), a one-point training sweep under tune.memory_budget_mb far
 # below its need (it must be recorded `oom`), `profile run --trainer` on the tests' fake
 # libreyolo 1.x (the trainer probe's CUDA path: syncs, CUDA activity, allocator peaks, energy
-# read from outside; 1.6.0 itself cannot be installed there), and the truth suite's planted
-# bottlenecks. Each
+# read from outside; 1.6.0 itself cannot be installed there), training on two ranks with
+# --device 0,1 (NCCL, SyncBatchNorm, the world profile; skipped with its reason on one GPU), and
+# the truth suite's planted bottlenecks. Each
 # profile is checked (GPU fields, kernels, phases, peak memory, tensor cores under AMP/half, no
 # libkineto line on stderr, MFU in (0, 1] against the H200's datasheet peak, YOLOv9-t's 7.7
 # GFLOP/img at 640 px scaled to the side, and the untraced one's NVML J/img over >= 1 s, ...).

@@ -10,19 +10,27 @@ import msgspec.structs
 from libreyolo.analysis.efficiency import KEYS as EFFICIENCY_KEYS
 from libreyolo.analysis.execution import KEYS as EXECUTION_KEYS
 from libreyolo.analysis.execution import execution_metrics
-from libreyolo.analysis.metrics import compute_metrics
+from libreyolo.analysis.metrics import COMM_KEYS, compute_metrics
 from libreyolo.analysis.trainer_levers import for_trainer
 from libreyolo.analysis.variant_levers import variant_levers
 from libreyolo.analysis.verdict import decide
+from libreyolo.analysis.world import KEYS as WORLD_KEYS
+from libreyolo.analysis.world import world_metrics, world_verdict
 from libreyolo.document.mode import Mode
 from libreyolo.document.model import Artifacts, Profile, RunInfo, Scalar, Tool, TraceAnalysis
 from libreyolo.document.phases import TRAINING_ONLY
+
+# Keys added to the metric map after files were written: an older file reads them as null.
+NEWER_KEYS = EFFICIENCY_KEYS + EXECUTION_KEYS + COMM_KEYS + WORLD_KEYS
 
 
 def finalize(profile: Profile) -> Profile:
     """`profile` with its metric map and verdict derived from its samples and trace."""
     provisional = compute_metrics(profile, bound="")
-    verdict = decide(profile, provisional)
+    # A multi-process run's world profile has the world's keys; any other, each of them null.
+    world = profile.world
+    provisional |= dict.fromkeys(WORLD_KEYS) if world is None else world_metrics(world)
+    verdict = world_verdict(profile, provisional, decide(profile, provisional))
     if profile.run.trainer is not None:  # what to change is libreyolo 1.x's `train` words
         verdict = for_trainer(verdict)
     measured = variant_levers(profile, provisional)
@@ -38,7 +46,7 @@ def read_older(profile: Profile) -> Profile:
     efficiency key present and null (unknown: `get mfu` prints `null`, never "unknown
     metric"), the execution keys derived from its `execution` record (null without one), and a
     migrated v1 CPU verdict re-decided. The file is never rewritten."""
-    if any(key not in profile.metrics for key in EFFICIENCY_KEYS + EXECUTION_KEYS):
+    if any(key not in profile.metrics for key in NEWER_KEYS):
         derived = execution_metrics(profile.execution)
         metrics = {key: value for key, value in derived.items() if key not in profile.metrics}
         metrics = with_efficiency_keys(profile.metrics | metrics)
@@ -47,9 +55,9 @@ def read_older(profile: Profile) -> Profile:
 
 
 def with_efficiency_keys(metrics: dict[str, Scalar]) -> dict[str, Scalar]:
-    """`metrics` with every efficiency and execution key it lacks added as null (unknown)."""
-    newer = EFFICIENCY_KEYS + EXECUTION_KEYS
-    return metrics | {key: None for key in newer if key not in metrics}
+    """`metrics` with every efficiency, execution and world key it lacks added as null
+    (unknown, or for the world's keys: not a multi-process run)."""
+    return metrics | {key: None for key in NEWER_KEYS if key not in metrics}
 
 
 def refresh_legacy_verdict(profile: Profile) -> Profile:

@@ -193,14 +193,21 @@ def _gpu_metrics(trace: TraceAnalysis) -> dict[str, Scalar]:
     } | _comm_metrics(trace)
 
 
+COMM_KEYS = ("comm_ms", "comm_exposed_pct")
+
+
 def _comm_metrics(trace: TraceAnalysis) -> dict[str, Scalar]:
-    """The busiest device's collective-kernel time per step and the share of it no
-    computation kernel ran beside (exposed: the step waits for it); none in traces read
-    before they were measured, the exposed share null where no collective ran."""
-    if not trace.devices or trace.devices[0].comm_busy_ms is None:
-        return {}
-    device = max(trace.devices, key=lambda d: d.busy_ms)
-    comm, overlap = device.comm_busy_ms or 0.0, device.comm_overlap_ms or 0.0
+    """Collective time per step and the share of it nothing computed beside (exposed: the
+    step waits for it): the busiest device's collective kernels, or on the CPU gloo's
+    collectives against the step thread's ops; both null where no collective was recorded
+    (one process on the CPU), the exposed share null where no collective kernel ran."""
+    if trace.devices and trace.devices[0].comm_busy_ms is not None and trace.has_gpu:
+        device = max(trace.devices, key=lambda d: d.busy_ms)
+        comm, overlap = device.comm_busy_ms or 0.0, device.comm_overlap_ms or 0.0
+    elif trace.host_comm_ms is not None:
+        comm, overlap = trace.host_comm_ms, trace.host_comm_overlap_ms or 0.0
+    else:
+        return dict.fromkeys(COMM_KEYS)
     return {
         "comm_ms": round(comm / per_step_divisor(trace), 3),
         "comm_exposed_pct": round(100 * (comm - overlap) / comm, 1) if comm > 0 else None,

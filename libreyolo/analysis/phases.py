@@ -40,11 +40,20 @@ class StepPhases(msgspec.Struct, frozen=True):
     source: str  # "collector" | "trace"
 
 
+class CommShare(msgspec.Struct, frozen=True):
+    """Collective time per step beside the phases (it overlaps them: never added to them),
+    and the part of it nothing computed beside (the step waited for it)."""
+
+    comm_ms_per_step: float
+    exposed_ms_per_step: float | None
+
+
 class PhaseBreakdown(msgspec.Struct, frozen=True):
     result_kind: ClassVar[ResultKind] = ResultKind.PHASES
     rows: tuple[PhaseRow, ...]
     steps: tuple[StepWait, ...] = ()  # each measured step's CPU wait, where it was sampled
     per_step: tuple[StepPhases, ...] = ()
+    comm: CommShare | None = None  # None where no collective ran (one process)
 
 
 def phase_names(profile: Profile) -> tuple[str, ...]:
@@ -78,7 +87,20 @@ def phase_breakdown(profile: Profile) -> PhaseBreakdown:
                 phase.num_unique_kernels,
             )
         )
-    return PhaseBreakdown(rows=tuple(rows), steps=step_waits(profile), per_step=per_step(profile))
+    return PhaseBreakdown(
+        rows=tuple(rows),
+        steps=step_waits(profile),
+        per_step=per_step(profile),
+        comm=_comm(profile),
+    )
+
+
+def _comm(profile: Profile) -> CommShare | None:
+    comm = stats.as_number(profile.metrics.get("comm_ms"))
+    if not comm:
+        return None
+    exposed = stats.as_number(profile.metrics.get("comm_exposed_pct"))
+    return CommShare(comm, None if exposed is None else round(comm * exposed / 100, 3))
 
 
 def _fence(walls: list[float]) -> float:

@@ -33,6 +33,7 @@ from libreyolo.analysis.tensor_memory import memory_view as tensor_view
 from libreyolo.document.mode import Mode
 from libreyolo.document.model import Execution, Profile, Scalar, TraceHealth, Verdict
 from libreyolo.document.phases import FORWARD, POSTPROCESS, PREPROCESS
+from libreyolo.document.world import World
 
 TOP_KERNELS = 8
 TOP_OPS = 5
@@ -103,6 +104,7 @@ class Summary(msgspec.Struct, frozen=True):
     tensors: TensorMemoryView | None  # a training step's tensors by category, where tracked
     compute: ComputeView  # FLOPs, achieved FLOP/s, peaks, MFU, energy (None parts: unknown)
     execution: Execution | None  # how the model ran; None in files that predate the record
+    world: World | None = None  # a multi-process run's ranks (its world profile only)
 
 
 # libreyolo 1.6.0 recorded no family; its model names carry it (LibreYOLO9t, YOLOv9-t, ...).
@@ -250,6 +252,7 @@ def summarize(profile: Profile) -> Summary:
         trials=trials,
         trial_spread=trial_spread(trials),
         memory=memory_view(profile),
+        world=profile.world,
         tensors=None if profile.tensor_memory is None else tensor_view(profile, origin=""),
         compute=compute_view(profile),
         execution=profile.execution,

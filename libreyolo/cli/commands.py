@@ -57,17 +57,28 @@ def get(args: argparse.Namespace) -> CommandResult:
     return get_metric(metrics, args.field, source=args.trace), args.trace
 
 
+def _ranked(args: argparse.Namespace) -> str:
+    """The profile a reader with `--rank` reads: that rank's, beside the world profile."""
+    if args.rank is None:
+        return str(args.trace)
+    from libreyolo.cli.sources import rank_profile_path
+
+    return rank_profile_path(args.trace, args.rank, max_input_bytes=args.max_input_bytes)
+
+
 def phases(args: argparse.Namespace) -> CommandResult:
     from libreyolo.analysis.phases import phase_breakdown
 
-    return phase_breakdown(_profile(args, args.trace)), args.trace
+    path = _ranked(args)
+    return phase_breakdown(_profile(args, path)), path
 
 
 def kernels(args: argparse.Namespace) -> CommandResult:
     from libreyolo.analysis.kernels import top_kernels
 
+    path = _ranked(args)
     table = top_kernels(
-        _profile(args, args.trace),
+        _profile(args, path),
         top=args.top,
         category=args.category,
         pattern=args.grep,
@@ -75,13 +86,14 @@ def kernels(args: argparse.Namespace) -> CommandResult:
         sort=args.sort,
         phase=args.phase,
     )
-    return table, args.trace
+    return table, path
 
 
 def ops(args: argparse.Namespace) -> CommandResult:
     from libreyolo.analysis.ops import top_ops
 
-    return top_ops(_profile(args, args.trace), top=args.top, phase=args.phase), args.trace
+    path = _ranked(args)
+    return top_ops(_profile(args, path), top=args.top, phase=args.phase), path
 
 
 def memory(args: argparse.Namespace) -> CommandResult:

@@ -87,7 +87,8 @@ def _run(words: list[str], out: Output) -> ExitStatus:
             out.close()
         emit = out.emit_csv if table else out.emit
         try:
-            emit(result, source)  # inside: a result that cannot be shown is one line too
+            if result is not None:  # None: a torchrun rank other than 0, which prints nothing
+                emit(result, source)  # inside: a result that cannot be shown is one line too
             out.deliver()
         except OSError as err:
             raise _not_shown(words, err, out) from None

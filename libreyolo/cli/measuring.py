@@ -42,12 +42,18 @@ def _compose(args: argparse.Namespace, mode: str) -> tuple[ProfileConfig, list[s
 
 def measure(
     args: argparse.Namespace, mode: str, progress: Callable[..., None] | None
-) -> MeasurementOutcome | ConfigView:
-    """Compose, measure `--repeat` trials, write the profile(s) and return the outcome."""
+) -> MeasurementOutcome | ConfigView | None:
+    """Compose, measure `--repeat` trials, write the profile(s) and return the outcome; None
+    on a rank other than 0 of a world torchrun started (rank 0 prints the world's)."""
+    from libreyolo.measure.world import joined_world
+
     cfg, overrides = _compose(args, mode)
     if args.print_config:
         return ConfigView(as_plain_dict(cfg), config_yaml(cfg))
     profile, path = measure_config(cfg, overrides, progress, notice=args.notice)
+    joined = joined_world()
+    if joined is not None and joined.rank != 0:
+        return None
     trace = profile.artifacts.trace
     # In the set, also for the --repeat aggregate, whose path is its link beside the set.
     trace_path = str(set_dir(cfg.project, cfg.mode.value) / trace) if trace else None

@@ -222,7 +222,18 @@ def _add_run(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
         help="Measure every --repeat trial in this process (default: each in a fresh process "
         "of its own, since a process's later profiler sessions can drop events and drift)",
     )
-    p.add_argument("--device", default=defaults.DEVICE, help="CUDA device index, or cpu")
+    p.add_argument(
+        "--device",
+        default=defaults.DEVICE,
+        help="CUDA device index, or cpu; several indices (0,1) train on one rank each (DDP)",
+    )
+    p.add_argument(
+        "--nproc",
+        type=positive_int,
+        default=1,
+        help="Training ranks (DDP, one process each; with --device cpu); --batch is the "
+        "global batch, split evenly as libreyolo train splits it",
+    )
     p.add_argument("--project", default=defaults.PROJECT, help="Output root directory")
     _add_exec(p, defaults.TRAIN_EXEC_MODES)
     _add_threads(p)
@@ -499,12 +510,22 @@ def _add_phases(sub: argparse._SubParsersAction[Parser], common: Parser) -> None
     p = _add(sub, "phases", commands.phases, common)
     p.add_argument("trace", help=TRACE_HELP)
     _add_csv(p, "the phase table")
+    _add_rank(p)
+
+
+def _add_rank(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--rank",
+        type=non_negative_int,
+        help="A multi-process run: read this rank's profile (default: the world's, rank 0's trace)",
+    )
 
 
 def _add_kernels(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
     p = _add(sub, "kernels", commands.kernels, common)
     p.add_argument("trace", help=TRACE_HELP)
     _add_csv(p, "the kernel table")
+    _add_rank(p)
     p.add_argument("--top", type=non_negative_int, default=20, help="Show top N by GPU time")
     p.add_argument(
         "--category", help="Filter by category substring (gemm, layout, norm, elementwise, ...)"
@@ -526,6 +547,7 @@ def _add_ops(sub: argparse._SubParsersAction[Parser], common: Parser) -> None:
     p = _add(sub, "ops", commands.ops, common)
     p.add_argument("trace", help=TRACE_HELP)
     _add_csv(p, "the op table")
+    _add_rank(p)
     p.add_argument("--top", type=non_negative_int, default=20, help="Show top N by CPU time")
     p.add_argument("--phase", help="Restrict to a phase (forward/backward/...)")
 

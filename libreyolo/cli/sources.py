@@ -14,14 +14,15 @@ from typing import TYPE_CHECKING
 from libreyolo import __version__
 from libreyolo.document.files import load, peek_metrics, sniff
 from libreyolo.document.limits import MAX_INPUT_BYTES
+from libreyolo.errors import UsageError
 
 if TYPE_CHECKING:
     from libreyolo.analysis.sweep import SweepView
     from libreyolo.document.model import Profile, Scalar
 
-# A metric every current profile's map holds (`analysis.execution.KEYS`, the newest); a map
+# A metric every current profile's map holds (`analysis.world.KEYS`, the newest); a map
 # without it is older and is completed on load (`analysis.build.read_older`).
-NEWEST_METRIC = "exec"
+NEWEST_METRIC = "world_size"
 
 
 def open_profile(path: str, *, max_input_bytes: int = MAX_INPUT_BYTES) -> Profile:
@@ -39,6 +40,30 @@ def open_profile(path: str, *, max_input_bytes: int = MAX_INPUT_BYTES) -> Profil
 
     analysis = analyse_trace(path, max_input_bytes=max_input_bytes)
     return profile_from_trace(analysis, trace_path=path, created=None, version=__version__)
+
+
+def rank_profile_path(path: str, rank: int, *, max_input_bytes: int = MAX_INPUT_BYTES) -> str:
+    """Where rank `rank`'s profile of the world profile at `path` lies (its folder beside it).
+    UsageError for a profile of one process, a rank the world has not, or a world whose
+    record names another file than `rank<i>/profile.json`."""
+    world = open_profile(path, max_input_bytes=max_input_bytes).world
+    if world is None:
+        raise UsageError(
+            f"{path} is not a multi-process run's profile: --rank has no rank to read",
+            hint="leave --rank out, or pass the profile.json of a run with --nproc N",
+        )
+    record = next((r for r in world.ranks if r.rank == rank), None)
+    if record is None:
+        raise UsageError(
+            f"--rank {rank}: {path} has ranks 0 to {world.world_size - 1}",
+            hint=f"give a rank below {world.world_size}",
+        )
+    if record.profile != f"rank{rank}/profile.json" or path == "-":
+        raise UsageError(
+            f"{path}: rank {rank}'s profile cannot be found from it ({record.profile[:80]!r})",
+            hint="pass that rank's profile.json itself",
+        )
+    return os.path.join(os.path.dirname(path), record.profile)
 
 
 def open_metrics(path: str, *, max_input_bytes: int = MAX_INPUT_BYTES) -> dict[str, Scalar]:

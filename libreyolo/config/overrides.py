@@ -42,6 +42,7 @@ FLAG_KEYS: dict[str, str] = {
     "iou": "iou",
     "max_det": "max_det",
     "device": "device.name",
+    "nproc": "device.nproc",
     "trace": "trace",
     "include_decode": "include_decode",
     "project": "project",

@@ -74,9 +74,12 @@ class DatasetConfig:
 
 @dataclass(frozen=True)
 class DeviceConfig:
-    """Where to measure: a CUDA index ("0"), "cpu" or a torch device string ("cuda:1")."""
+    """Where to measure: a CUDA index ("0"), "cpu" or a torch device string ("cuda:1"); for
+    training on several ranks, CUDA indices ("0,1": one rank each) or "cpu" with `nproc`."""
 
     name: str = defaults.DEVICE
+    # Training ranks (DDP, one process each): `libreyolo train`'s world size. 1: one process.
+    nproc: int = 1
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ import msgspec.structs
 
 from libreyolo.document.mode import Mode, RunMode
 from libreyolo.document.version import SCHEMA
+from libreyolo.document.world import World
 
 Scalar = float | int | bool | str | None
 
@@ -559,6 +560,15 @@ class TraceAnalysis(msgspec.Struct, frozen=True, kw_only=True):
     categories: list[CategoryStat] = msgspec.field(default_factory=list)
     kernels: list[KernelStat] = msgspec.field(default_factory=list)
     ops: list[OpStat] = msgspec.field(default_factory=list)
+    # Host-side collectives (gloo, on its own threads) in the window: their union, and the part
+    # of it during which the step's thread ran an ATen op (computation beside the collective:
+    # HTA's overlap, with the CPU's ops for kernels). None where no gloo collective ran and in
+    # files that predate it; GPU collectives are the devices' `comm_busy_ms`.
+    host_comm_ms: float | None = None
+    host_comm_overlap_ms: float | None = None
+    # The exposed rest (`host_comm_ms − host_comm_overlap_ms`) by the phase it fell in (whole
+    # window, ms); empty where none, and in files that predate it.
+    host_comm_exposed_ms: dict[str, float] = msgspec.field(default_factory=dict)
     # Caveats the analyser found while reducing the trace (no ProfilerStep, unlinked activity);
     # what the run itself noted is `Profile.notes`.
     notes: list[str] = msgspec.field(default_factory=list)
@@ -662,6 +672,9 @@ class Profile(msgspec.Struct, frozen=True, kw_only=True):
     # Speed-ups the run did not use, each timed on the part of the step it changes (training,
     # built-in step); empty where none applies and in files that predate it.
     variant_trials: list[VariantTrial] = msgspec.field(default_factory=list)
+    # The ranks of a multi-process training run, in its world profile (`document/world.py`);
+    # null for a one-process run, in each rank's own profile, and in files that predate it.
+    world: World | None = None
     artifacts: Artifacts = msgspec.field(default_factory=Artifacts)
     legacy_v1: dict[str, Any] | None = None
 

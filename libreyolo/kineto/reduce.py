@@ -42,6 +42,7 @@ from libreyolo.kineto.attribution import (
 from libreyolo.kineto.columns import Columns
 from libreyolo.kineto.events import KERNEL, TraceEvents, read_trace
 from libreyolo.kineto.health import HealthFacts, trace_health
+from libreyolo.kineto.host_comm import host_comm
 from libreyolo.kineto.intervals import US_DECIMALS, Coverage, sorted_runs, start_order, to_ms
 from libreyolo.kineto.launch_ops import NO_OP, launching_ops
 from libreyolo.kineto.op_stream import Disordered, Queries, sweep_ops
@@ -149,6 +150,7 @@ def reduce_trace(events: TraceEvents) -> TraceAnalysis:
     steps = trace_steps(window, counts, busy)
     notes += _notes(window, launcher)
     facts = _health_facts(events, window, launcher, times, launches.num_launches, silent)
+    collectives = host_comm(events, window)
     return TraceAnalysis(
         source=window.source,
         time_unit=events.time_unit,
@@ -172,6 +174,13 @@ def reduce_trace(events: TraceEvents) -> TraceAnalysis:
         categories=category_table(kernels, events, link.in_window),
         kernels=kernel_stats(kernels),
         ops=ops,
+        host_comm_ms=to_ms(collectives.comm_us) if collectives else None,
+        host_comm_overlap_ms=to_ms(collectives.overlap_us) if collectives else None,
+        host_comm_exposed_ms={
+            phase: to_ms(us) for phase, us in (collectives.exposed_us_by_phase.items())
+        }
+        if collectives
+        else {},
         notes=notes,
         health=trace_health(facts, steps),
     )

@@ -7,6 +7,8 @@ On disk (for `run`, read `run` and `profile_repeat.json`):
                                        aggregate infer_repeat.json
     <project>/infer_repeat.json        a symlink to infer/infer_repeat.json (with --repeat)
     <project>/.infer.partial-<pid>-<hex>/   a running measurement's staging directory
+    <project>/run/rank<i>/             on several ranks: each rank's profile.json and trace
+                                       (the set's profile.json is the world's)
 
 Commit: under an flock on `<project>` (swap.folder_lock: two racing runs commit in turn, the
 last complete set stays, both exit 0), the staging directory and the current set trade places
@@ -55,6 +57,7 @@ MARKER_NAME = ".libreyolo-profile"
 REPEAT_NAMES = {"infer": "infer_repeat.json", "run": "profile_repeat.json"}  # by set folder
 OUR_FILES = frozenset({PROFILE_NAME, TRACE_NAME, MARKER_NAME, *REPEAT_NAMES.values()})
 LEGACY_FILES = frozenset({PROFILE_NAME, TRACE_NAME})
+RANK_DIR = re.compile(r"rank[0-9]{1,4}")  # a rank's folder in a multi-process run's set
 LOCK_TIMEOUT_S = 60.0  # a commit takes milliseconds; this long means a stuck holder
 REFUSE_HINT = "move it away or choose another --project"
 
@@ -224,10 +227,24 @@ def is_profile_set(path: Path) -> bool:
         entries = list(os.scandir(path))
     except OSError:
         return False
-    if not all(entry.is_file(follow_symlinks=False) for entry in entries):
+    names = {entry.name for entry in entries if entry.is_file(follow_symlinks=False)}
+    folders = [entry for entry in entries if entry.name not in names]
+    if folders and MARKER_NAME not in names:
         return False
-    names = {entry.name for entry in entries}
+    if not all(_is_rank_folder(entry) for entry in folders):
+        return False
     return names <= (OUR_FILES if MARKER_NAME in names else LEGACY_FILES)
+
+
+def _is_rank_folder(entry: os.DirEntry[str]) -> bool:
+    """A multi-process run's `rank<i>/`: a real folder holding at most a profile and its trace."""
+    if not RANK_DIR.fullmatch(entry.name) or not entry.is_dir(follow_symlinks=False):
+        return False
+    try:
+        inside = list(os.scandir(entry.path))
+    except OSError:
+        return False
+    return all(item.is_file(follow_symlinks=False) and item.name in LEGACY_FILES for item in inside)
 
 
 def check_replaceable(target: Path) -> None:

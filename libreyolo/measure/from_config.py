@@ -27,6 +27,7 @@ from libreyolo.errors import UsageError
 
 if TYPE_CHECKING:
     from libreyolo.measure.artifacts import StagedRun
+    from libreyolo.measure.world import Joined, WorldPlan
 
 
 class Note(UserWarning):
@@ -99,21 +100,39 @@ def measure_config(
     """`cfg.window.repeat` measurements of `cfg` (infer or run) into one staged set, committed
     once: `profile.json` is the last trial with its config, and with more than one trial the
     aggregate `{infer,profile}_repeat.json` lies beside it (reached through its link at
-    `<project>/`, the path returned with it). The output folder is checked before any model
-    is built; memory or disk exhaustion anywhere ends as its one-line error (exit 3)."""
+    `<project>/`, the path returned with it). On several ranks (`measure/world.py`) the set
+    holds each rank's profile in `rank<i>/` and `profile.json` is the world's. The output
+    folder is checked before any model is built; memory or disk exhaustion anywhere ends as
+    its one-line error (exit 3)."""
     from libreyolo.analysis.repeat import aggregate
     from libreyolo.measure.artifacts import PROFILE_NAME, REPEAT_NAMES, StagedRun, set_dir
     from libreyolo.measure.assemble import commit_set
     from libreyolo.measure.failures import resource_failures
     from libreyolo.measure.trials import measure_trials
+    from libreyolo.measure.world import (
+        joined_world,
+        measure_world,
+        plan_world,
+        world_documents,
+    )
 
     check_trainer_named(cfg, overrides)
+    joined = joined_world()
+    world = plan_world(cfg, joined)
+    if joined is not None and world is not None:
+        return _measure_joined(cfg, overrides, on_progress, held_device, joined, world, notice)
     num_trials = max(1, cfg.window.repeat)
     with one_line_warnings(notice), resource_failures():
         target = set_dir(cfg.project, cfg.mode.value)
         repeat_name = REPEAT_NAMES[target.name]
         with StagedRun(target, aggregate=num_trials > 1) as run:
             cfg, notes = rounded_imgsz(cfg)  # after the folder check: a refusal is one line
+            if world is not None:
+                ranks = measure_world(cfg, run, world, on_progress, notes)
+                ranks = [with_config(rank, overrides, held_device) for rank in ranks]
+                documents = world_documents(cfg, ranks, world, launcher="spawn")
+                commit_set(run, documents)
+                return documents[PROFILE_NAME], target / PROFILE_NAME
             measured = measure_trials(cfg, run, on_progress, notes, num_trials)
             trials = [with_config(trial, overrides, held_device) for trial in measured]
             documents = {PROFILE_NAME: trials[-1]}
@@ -123,6 +142,38 @@ def measure_config(
     if num_trials == 1:
         return trials[-1], target / PROFILE_NAME
     return documents[repeat_name], target.parent / repeat_name
+
+
+def _measure_joined(
+    cfg: ProfileConfig,
+    overrides: list[str],
+    on_progress: Callable[[str, int, int], None] | None,
+    held_device: str | None,
+    joined: Joined,
+    world: WorldPlan,
+    notice: Notice,
+) -> tuple[Profile, Path]:
+    """This rank's part of a world torchrun started (`world.measure_joined`): rank 0 commits
+    the set and returns the world profile; another rank returns its own, in its folder."""
+    from libreyolo.measure.artifacts import PROFILE_NAME, StagedRun, set_dir
+    from libreyolo.measure.assemble import commit_set
+    from libreyolo.measure.failures import resource_failures
+    from libreyolo.measure.world import measure_joined, world_documents
+
+    target = set_dir(cfg.project, cfg.mode.value)
+    with one_line_warnings(notice), resource_failures():
+        cfg, notes = rounded_imgsz(cfg)
+        ranks, run, mine = measure_joined(
+            cfg, world, joined, on_progress, notes, lambda: StagedRun(target)
+        )
+        if run is None:
+            path = target / f"rank{joined.rank}" / PROFILE_NAME
+            return with_config(mine, overrides, held_device), path
+        with run:
+            measured = [with_config(rank, overrides, held_device) for rank in ranks]
+            documents = world_documents(cfg, measured, world, launcher="torchrun")
+            commit_set(run, documents)
+    return documents[PROFILE_NAME], target / PROFILE_NAME
 
 
 def check_trainer_named(cfg: ProfileConfig, overrides: list[str]) -> None:

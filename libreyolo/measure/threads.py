@@ -57,14 +57,27 @@ def training_threads(notes: list[str], cgroup_root: Path = CGROUP_ROOT) -> int |
         return None  # the user's choice, as 1.6.0 leaves it
     quota = cpu_quota(cgroup_root)
     usable = usable_cpus() if quota is None else min(usable_cpus(), quota)
+    ranks = local_ranks()  # 1.6.0 splits them between the ranks on this machine
+    usable = max(1, usable // ranks)
     current = torch.get_num_threads()
     if current <= usable:
         return None
+    share = "the CPUs this process may use" if ranks == 1 else f"its share of {ranks} local ranks"
     notes.append(
-        f"CPU threads lowered from torch's {current} to {usable}, the CPUs this process may use, "
+        f"CPU threads lowered from torch's {current} to {usable}, {share}, "
         "as libreyolo 1.6.0's trainer does (--threads N to choose)"
     )
     return usable
+
+
+def local_ranks() -> int:
+    """Ranks on this machine, as 1.6.0 reads them: torchrun's LOCAL_WORLD_SIZE, else
+    WORLD_SIZE (its own spawn sets only that), else 1."""
+    text = os.environ.get("LOCAL_WORLD_SIZE") or os.environ.get("WORLD_SIZE") or "1"
+    try:
+        return max(1, int(text))
+    except ValueError:
+        return 1
 
 
 def cpu_quota(cgroup_root: Path = CGROUP_ROOT) -> int | None:

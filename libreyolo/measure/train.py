@@ -27,14 +27,22 @@ import time
 import warnings
 from collections.abc import Callable, Generator, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
 from libreyolo.config.compose import as_plain_dict
 from libreyolo.config.schema import ExecMode, ProfileConfig
 from libreyolo.document.mode import Mode
-from libreyolo.document.model import Compute, Flops, Profile, RunInfo, Samples, TensorMemory
+from libreyolo.document.model import (
+    Compute,
+    Flops,
+    Profile,
+    RunInfo,
+    Samples,
+    TensorMemory,
+    VariantTrial,
+)
 from libreyolo.document.phases import DATALOAD, TRAIN_PHASES
 from libreyolo.errors import NoProfileError, UsageError
 from libreyolo.measure import host_fit
@@ -72,9 +80,10 @@ from libreyolo.measure.train_options import (
 )
 from libreyolo.measure.variant_trials import time_variants
 from libreyolo.measure.window import TraceRecorder, WindowPlan, fit_calibration, plan_window
+from libreyolo.workload.distributed import world_size
 
 if TYPE_CHECKING:
-    from torch.utils.data import DataLoader, Dataset
+    from torch.utils.data import DataLoader, Dataset, Sampler
 
     from libreyolo.measure.autobatch import DataLimits, DeviceMemory
     from libreyolo.workload.data.dataset_config import DatasetSpec
@@ -305,6 +314,7 @@ def _profile_training(
     select_device(device)
     _validate(settings)
     batch, fitted_note, spec = _dataset_spec(settings, device, plan, on_progress)
+    batch //= world_size()  # the global batch, split as `libreyolo train` splits it
     dtype = math_dtype(device, torch.float16 if settings.amp else None)  # the step's autocast
     compute_notes: list[str] = []
     # Before the weights load: the GEMM's operands must not count in the window's peaks.
@@ -324,6 +334,9 @@ def _profile_training(
     loader = _loader(settings, loaded, device, workers, on_progress)
     if settings.amp and not trainer.amp_effective:
         notes.append(f"AMP has no effect on {device.type}: the step ran in float32")
+    ranks = world_size()
+    if ranks > 1:
+        notes += _distributed(trainer, loaded.workload.name, ranks)
     with staged(set_dir(settings.project, "run"), into) as run:
         measured = _measure(settings, trainer, loaded, loader, plan, device, notes, on_progress)
         notes += measured.window.notes
@@ -336,10 +349,7 @@ def _profile_training(
         ran = execution(
             settings.exec, channels_last=channels_last, compiled=measured.compiled(settings.exec)
         )
-        with stage("time variants", on_progress, hint="a family's variant pairs failed: report it"):
-            trials = time_variants(trainer, lambda: _first_batch(loaded), device, notes)
-        with stage("track memory", on_progress, hint="report it; --exec eager tracks it"):
-            tensors = _tensor_memory(settings, trainer, loaded, notes)
+        trials, tensors = _after_window(settings, trainer, loaded, device, notes, on_progress)
         window = measured.window
         energy = window_energy(window.energy, batch * plan.num_unsynced)  # the metered images
         profile = assemble_profile(
@@ -360,6 +370,39 @@ def _profile_training(
             tensor_memory=tensors,
         )
         return profile, conclude(run, profile, commit=into is None)
+
+
+def _distributed(trainer: TrainRunner, family: str, ranks: int) -> list[str]:
+    """The step made one rank of `ranks` (SyncBatchNorm where it can, DDP), and its notes."""
+    from libreyolo.workload.distributed import Distributable, distribute, rank
+
+    if not hasattr(trainer, "forward_model"):
+        raise UsageError(f"the {family} family's training step cannot run on several ranks")
+    notes = distribute(cast("Distributable", trainer), sync_bn=True)
+    return [f"rank {rank()} of {ranks}: DDP as libreyolo 1.6.0 wraps the model", *notes]
+
+
+def _after_window(
+    settings: ProfileConfig,
+    trainer: TrainRunner,
+    loaded: _TrainingInputs,
+    device: torch.device,
+    notes: list[str],
+    on_progress: Progress | None,
+) -> tuple[list[VariantTrial], TensorMemory | None]:
+    """The variant trials and tensor memory, each on steps of its own after the window; not
+    on several ranks, where their extra steps would enter the world's collectives."""
+    if world_size() > 1:
+        notes.append(
+            "variant trials and tensor memory by category not measured on several ranks "
+            "(--nproc 1 measures them)"
+        )
+        return [], None
+    with stage("time variants", on_progress, hint="a family's variant pairs failed: report it"):
+        trials = time_variants(trainer, lambda: _first_batch(loaded), device, notes)
+    with stage("track memory", on_progress, hint="report it; --exec eager tracks it"):
+        tensors = _tensor_memory(settings, trainer, loaded, notes)
+    return trials, tensors
 
 
 def _tensor_memory(
@@ -439,6 +482,7 @@ class _TrainingInputs:
     available: int  # whole batches in one epoch
     weight_notes: list[str]
     options: RunOptions  # the step's 1.6.0 keys and departures, resolved against the file
+    sampler: Sampler[int] | None  # this rank's shard on several ranks; None: the whole set
 
 
 def _load(
@@ -451,6 +495,7 @@ def _load(
     """The weights, then the dataset: the family (from the file) decides its transforms."""
     from libreyolo.workload.api import load_workload_model
     from libreyolo.workload.data.loader import batches_available
+    from libreyolo.workload.distributed import shard
 
     weight_notes: list[str] = []  # they keep their place after the data's notes
     with stage("load weights", on_progress, hint="check --weights and --size"):
@@ -468,6 +513,9 @@ def _load(
         dataset = workload.train_dataset(
             spec, settings.imgsz, seed=SEED, cache=settings.dataset.cache, options=chosen.options
         )
+    # On several ranks each draws its shard of every epoch, as 1.6.0's DistributedSampler.
+    sampler = shard(dataset, SEED) if world_size() > 1 else None  # type: ignore[arg-type]
+    drawn = dataset if sampler is None else sampler
     return _TrainingInputs(
         workload=workload,
         model=model,
@@ -479,7 +527,8 @@ def _load(
         random_init=bool(getattr(model, "random_init", False)),
         dataset=dataset,
         num_images=len(dataset),  # type: ignore[arg-type]
-        available=batches_available(dataset, batch),  # type: ignore[arg-type]
+        available=batches_available(drawn, batch),  # type: ignore[arg-type]
+        sampler=sampler,
         weight_notes=[*weight_notes, *chosen.notes],
         options=chosen,
     )
@@ -565,6 +614,7 @@ def _loader(
         workers=workers,
         seed=SEED,
         collate_fn=loaded.workload.collate,
+        sampler=loaded.sampler,
     )
 
 

@@ -167,13 +167,28 @@ def _trial_main(
     """A trial's own process: the parent's environment (before CUDA starts), one measurement
     into the parent's staged set, and one last message saying how it went."""
     from libreyolo.measure.artifacts import BorrowedRun
-    from libreyolo.measure.failures import resource_failures
     from libreyolo.measure.from_config import collect_trial
 
+    start_child(env)
+    report_to_parent(
+        writer, lambda progress: collect_trial(cfg, BorrowedRun(staging, target), progress, notes)
+    )
+
+
+def start_child(env: dict[str, str]) -> None:
+    """A fresh child's first step: its parent's environment, SIGTERM as `Terminated`, and an
+    end when the parent is gone."""
     os.environ.clear()
     os.environ.update(env)
     signal.signal(signal.SIGTERM, _stop)
     end_with_parent()
+
+
+def report_to_parent(writer: Connection, measure: Callable[[Progress], Profile]) -> None:
+    """In a fresh child: `measure(progress)`, its progress and warnings sent to the parent as
+    they come, then one last message: the profile, the expected error (pickled), a stop, or a
+    crash with its traceback."""
+    from libreyolo.measure.failures import resource_failures
 
     def send(kind: str, payload: Any) -> None:
         with contextlib.suppress(OSError):  # the parent is gone: nobody to tell
@@ -183,20 +198,20 @@ def _trial_main(
         send("progress", (stage, done, total))
 
     try:
-        with _warnings_sent(send), resource_failures():
-            profile = collect_trial(cfg, BorrowedRun(staging, target), progress, notes)
+        with warnings_sent(send), resource_failures():
+            profile = measure(progress)
         send("profile", profile)
     except KeyboardInterrupt:
         send("stopped", signal.SIGINT)
     except Terminated:
         send("stopped", signal.SIGTERM)
     except ProfileError as err:
-        send(*_error_message(err))
+        send(*error_message(err))
     except Exception:
         send("crash", traceback.format_exc())
 
 
-def _error_message(err: ProfileError) -> tuple[str, Any]:
+def error_message(err: ProfileError) -> tuple[str, Any]:
     """("error", the pickled error) when it comes back whole, else a crash with its line."""
     try:
         data = pickle.dumps(err)
@@ -207,7 +222,7 @@ def _error_message(err: ProfileError) -> tuple[str, Any]:
 
 
 @contextmanager
-def _warnings_sent(send: Callable[[str, Any], None]) -> Iterator[None]:
+def warnings_sent(send: Callable[[str, Any], None]) -> Iterator[None]:
     """The child's Python warnings sent to the parent, which shows them as its own would be."""
     from libreyolo.measure.from_config import Note
 

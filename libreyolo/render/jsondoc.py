@@ -201,6 +201,7 @@ def _(result: PhaseBreakdown, source: ReadFrom) -> Any:
         "phases": rows,
         "steps": [step_wait(row) for row in result.steps],
         "per_step": per_step,
+        "comm": None if result.comm is None else to_plain(result.comm),
     }
 
 
@@ -456,9 +457,22 @@ def _(result: Summary, source: ReadFrom) -> Any:
         "tensor_memory": None if result.tensors is None else _tensor_memory(result.tensors),
         "compute": compute_json(result.compute),
         "execution": None if result.execution is None else to_plain(result.execution),
+        "world": _world(result),
     }
     out |= rest
     return out
+
+
+def _world(result: Summary) -> JsonObject | None:
+    """A multi-process run's world: its record and its figures (`analysis/world.py`); null
+    for one process."""
+    if result.world is None:
+        return None
+    from libreyolo.analysis.world import KEYS
+
+    record = to_plain(result.world)
+    assert isinstance(record, dict)
+    return record | {key: result.metrics.get(key) for key in KEYS}
 
 
 def _run_header(run: RunHeader) -> JsonObject:

@@ -17,6 +17,7 @@ from libreyolo.render.exec_text import exec_lines
 from libreyolo.render.memory_text import split_line
 from libreyolo.render.safe import safe_text, short_name
 from libreyolo.render.units import bar, fmt_or_unknown, fmt_share, fmt_value
+from libreyolo.render.world_text import world_lines
 
 if TYPE_CHECKING:
     from libreyolo.analysis.summary import Summary
@@ -46,9 +47,10 @@ def _num(value: object) -> float:
 def _headline(s: Summary) -> str:
     m = s.metrics
     family = f" ({short_name(s.family)})" if s.family else ""
+    rank = " on rank 0" if s.world is not None else ""
     line = (
         f"model {short_name(s.model or '?')}{family}  |  "
-        f"{fmt_or_unknown(m.get('img_per_s'))} img/s  |  "
+        f"{fmt_or_unknown(m.get('img_per_s'))} img/s{rank}  |  "
         f"step {fmt_or_unknown(m.get('step_ms'))} ms"
     )
     if not s.has_gpu:  # no kernels ran: "0 kernels/step @ ~0us" (or "?") would mean nothing
@@ -264,7 +266,8 @@ def _fragmentation_lines(s: Summary) -> list[str]:
 
 def summary_lines(s: Summary) -> list[str]:
     """Every line of the summary view, in order."""
-    lines: list[str] = [_headline(s), *_trainer_lines(s), *_inference_lines(s)]
+    lines: list[str] = [_headline(s), *world_lines(s.world, s.metrics)]
+    lines += [*_trainer_lines(s), *_inference_lines(s)]
     lines += compute_lines(s.compute)
     lines += exec_lines(s.execution)
     lines += [*_device_lines(s), *_host_lines(s)]

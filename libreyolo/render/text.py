@@ -130,6 +130,12 @@ def _(result: PhaseBreakdown) -> Lines:
             f"{short_name(row.phase):<11} {row.gpu_ms_per_step:8.1f} {wall:>8} "
             f"{fmt_count(row.kernels_per_step):>8} {fmt_count(row.ops_per_step):>7}"
         )
+    if result.comm is not None:
+        exposed = result.comm.exposed_ms_per_step
+        lines.append(
+            f"comm: {result.comm.comm_ms_per_step:.1f} ms/step in collectives, beside the phases "
+            f"above ({'?' if exposed is None else f'{exposed:.1f}'} ms of it exposed)"
+        )
     return lines
 
 
@@ -246,6 +252,12 @@ def _(result: Projection) -> Lines:
 
 
 def _throughput(result: MeasurementOutcome) -> str:
+    ranks = result.metrics.get("world_size")
+    if isinstance(ranks, int):  # a multi-process run: the world's pace, and rank 0's own
+        return (
+            f"{fmt_or_unknown(result.metrics.get('global_img_per_s'))} over {ranks} ranks "
+            f"({fmt_or_unknown(result.metrics.get('img_per_s'))} on rank 0)"
+        )
     text = fmt_or_unknown(result.metrics.get("img_per_s"))
     if result.num_trials > 1 and result.img_per_s_std is not None:
         text += f" +/- {result.img_per_s_std} (n={result.num_trials})"

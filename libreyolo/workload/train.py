@@ -420,6 +420,8 @@ class TrainStep:
             foreach=foreach_updates,
         )
         self.ema = ModelEMA(self.model, ema_decay, foreach=foreach_updates) if ema else None
+        # What the forward runs: the model, or its DDP wrapper on several ranks (`distribute`).
+        self.forward_model: nn.Module = self.model
         self.updates = UpdateRecord()
         self.iteration = 0
         self._apply_schedule()
@@ -435,7 +437,7 @@ class TrainStep:
             targets = fit_rows(trimmed, self.target_rows)
         autocast = torch.autocast(self.device.type, torch.float16, enabled=self.amp_effective)
         with phases(FORWARD), autocast:
-            outputs = self.model(images)
+            outputs = self.forward_model(images)
             total, parts = self.loss(outputs, targets, (images.shape[2], images.shape[3]))
         backward_and_update(total, self, phases)
         self.iteration += 1

@@ -74,10 +74,20 @@ def _program(command: Command) -> str:
 COMMANDS = commands()
 
 
+def _after_module(words: tuple[str, ...]) -> tuple[str, ...]:
+    """The words after `-m libreyolo` (torchrun's), else ()."""
+    for at in range(len(words) - 1):
+        if words[at : at + 2] == ("-m", "libreyolo"):
+            return words[at + 2 :]
+    return ()
+
+
 def _kind(command: Command) -> str:
     program, words = _program(command), command.words
     if program == "libreyolo" and words[1:2] == ("profile",):
         return "profile"
+    if program == "torchrun" and _after_module(words)[:1] == ("profile",):
+        return "profile"  # torchrun ... -m libreyolo profile ...: a world it joins
     if program == "libreyolo-sweep":
         return "sweep"
     if program == "python" and words[1:2] and words[1].startswith("scripts/"):
@@ -101,7 +111,8 @@ def test_the_pages_show_commands_of_every_kind() -> None:
 def test_profile_command_parses(command: Command) -> None:
     from libreyolo.cli.parser import build_parser, reject_key_value
 
-    words = list(command.words[1:])
+    torchrun = _program(command) == "torchrun"
+    words = list(_after_module(command.words) if torchrun else command.words[1:])
     parser = build_parser(words)
     reject_key_value(words, parser)
     args = parser.parse_args(words)

@@ -59,3 +59,48 @@ def test_the_overlap_agrees_with_holistic_trace_analysis(tmp_path: Path) -> None
     theirs = float(hta.get_comm_comp_overlap(visualize=False)["comp_comm_overlap_pctg"][0])
     ours = 100.0 - float(_get(fixture_path(A100), "comm_exposed_pct")[0])
     assert abs(ours - theirs) <= HTA_AGREEMENT_PP, (ours, theirs)
+
+
+def test_host_collectives_overlap_the_step_threads_aten_ops(write_trace: Writer) -> None:
+    """CPU DDP (gloo): two steps of 100 µs on thread 1; all-reduces on gloo's thread 2 at
+    [20, 60) beside aten ops [10, 30) and [50, 70) (overlap 10 + 10 of 40 µs), then [120, 150)
+    beside a c10d op only (not computation: exposed whole); a gloo range outside the window
+    and an aten op on another thread count for nothing."""
+    events = [
+        event("user_annotation", "ProfilerStep#1", 0.0, 100.0),
+        event("user_annotation", "ProfilerStep#2", 100.0, 100.0),
+        event("user_annotation", "step/forward", 0.0, 50.0),
+        event("user_annotation", "step/backward", 100.0, 60.0),
+        event("cpu_op", "aten::convolution", 10.0, 20.0),
+        event("cpu_op", "aten::add_", 50.0, 20.0),
+        event("cpu_op", "c10d::allreduce_", 118.0, 5.0),
+        event("cpu_op", "aten::mm", 120.0, 30.0, tid=3),  # a loader's thread, not the step's
+        event("user_annotation", "gloo:all_reduce", 20.0, 40.0, tid=2),
+        event("user_annotation", "gloo:all_reduce", 120.0, 30.0, tid=2),
+        event("user_annotation", "gloo:broadcast", 300.0, 10.0, tid=2),  # after the window
+    ]
+    path = write_trace({"traceEvents": events})
+    analysis = analyse_trace(path, workers=1)
+    assert analysis.devices == []
+    assert (analysis.host_comm_ms, analysis.host_comm_overlap_ms) == (
+        pytest.approx(0.07),
+        pytest.approx(0.02),
+    )
+    # exposed: [30, 50) inside forward, [120, 150) inside backward
+    assert analysis.host_comm_exposed_ms == {
+        "forward": pytest.approx(0.02),
+        "backward": pytest.approx(0.03),
+    }
+    # 70 µs of collectives over 2 steps; 50 of them with nothing computing beside
+    assert _get(path, "comm_ms", "comm_exposed_pct") == ["0.035", "71.4"]
+
+
+def test_a_cpu_trace_without_collectives_has_no_comm_figures(write_trace: Writer) -> None:
+    events = [
+        event("user_annotation", "ProfilerStep#1", 0.0, 100.0),
+        event("cpu_op", "aten::convolution", 10.0, 20.0),
+    ]
+    path = write_trace({"traceEvents": events})
+    analysis = analyse_trace(path, workers=1)
+    assert analysis.host_comm_ms is None and analysis.host_comm_overlap_ms is None
+    assert _get(path, "comm_ms", "comm_exposed_pct") == ["null", "null"]

@@ -35,6 +35,7 @@ from libreyolo.render.html.markup import (
     table,
 )
 from libreyolo.render.html.page import document
+from libreyolo.render.html.world_card import ranks_block
 from libreyolo.render.summary_text import (
     CONTENDED_LINE,
     MEMORY_PRESSURE_LINE,
@@ -628,11 +629,18 @@ def trace_help(s: Summary, source: str) -> str:
 def body(report: ProfileReport) -> tuple[list[tuple[str, str]], str]:
     """The page's sections: (contents line, HTML)."""
     s = report.summary
-    toc: list[tuple[str, str]] = [("verdict", "verdict"), ("limit", "limit"), ("steps", "per step")]
+    toc: list[tuple[str, str]] = [("verdict", "verdict"), ("limit", "limit")]
     parts = [
         banners(s),
         section("verdict", "Verdict", verdict_block(s) + headline_cards(s) + split_bar(report)),
         section("limit", "How far from the limit", compute_card(s)),
+    ]
+    ranks = ranks_block(s)
+    if ranks:
+        toc.append(("ranks", "ranks"))
+        parts.append(section("ranks", "Ranks", ranks))
+    toc.append(("steps", "per step"))
+    parts += [
         section(
             "steps",
             "Per-step time",

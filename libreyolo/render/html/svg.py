@@ -42,6 +42,7 @@ PHASE_COLOURS = {
     phases.POSTPROCESS: "#F0E442",
     "other": GREY,
     phases.UNPHASED: GREY,
+    "collective wait": "#3b3b3b",  # a multi-process run's ranks (`world_card.py`)
 }
 
 

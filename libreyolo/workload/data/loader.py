@@ -31,7 +31,7 @@ from collections.abc import Callable, Sized
 from typing import Any, NamedTuple
 
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, Sampler
 
 from libreyolo.errors import UsageError
 from libreyolo.workload.data.dataset import Sample, YoloDataset
@@ -90,6 +90,7 @@ def build_loader(
     multiprocessing_context: str | None = None,
     seed: int | None = None,
     collate_fn: Callable[[list[Any]], Any] | None = None,
+    sampler: Sampler[int] | None = None,
 ) -> DataLoader[Any]:
     """A DataLoader yielding `Batch`es (or what `collate_fn`, a family's own collate, makes).
 
@@ -107,6 +108,8 @@ def build_loader(
         seed: seeds the shuffle order, for reproducible tests.
         collate_fn: how samples become a Batch; the default is `collate` (the contract above).
             A family with another input contract passes its own (YOLOX: `yolox.data.collate`).
+        sampler: which samples, in which order (a rank's shard: `distributed.shard`); it
+            shuffles, so `shuffle` and `seed` are not used with it.
     """
     if batch < 1:
         raise UsageError(f"batch size must be at least 1, got {batch}")
@@ -116,13 +119,17 @@ def build_loader(
         pin_memory = pins_for(device)
     if persistent_workers is None:
         persistent_workers = workers > 0
-    if drop_last is None:
-        drop_last = len(dataset) >= batch  # type: ignore[arg-type]
+    if drop_last is None:  # 1.6.0's rule, on what each epoch draws
+        drawn = sampler if sampler is not None else dataset
+        drop_last = len(drawn) >= batch  # type: ignore[arg-type]
     generator = torch.Generator().manual_seed(seed) if seed is not None else None
+    if sampler is not None:
+        shuffle, generator = False, None
     return DataLoader(
         dataset,
         batch_size=batch,
         shuffle=shuffle,
+        sampler=sampler,
         num_workers=workers,
         collate_fn=collate_fn or collate,
         pin_memory=pin_memory,

@@ -35,6 +35,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from libreyolo.workload.distributed import global_count, world_size
 from libreyolo.workload.yolo9.model import TrainOutput, make_anchors
 
 EPS = 1e-7  # the reference's IoU epsilon
@@ -355,7 +356,9 @@ class YOLOv9Loss:
             beta=self.beta,
             vectorised=self.vectorised,
         )
-        norm = found.cls.sum().clamp(min=1)  # cls_norm; a tensor, so no host sync
+        # cls_norm; a tensor, so no host sync. On several ranks 1.6.0 divides by the global
+        # count's mean (one all_reduce per loss call).
+        norm = found.cls.sum().clamp(min=1) if world_size() == 1 else global_count(found.cls)
         cls = F.binary_cross_entropy_with_logits(cls_logits, found.cls, reduction="sum") / norm
         target = found.boxes / stride  # box and DFL terms work in grid cells
         sides = torch.cat((points - target[..., :2], target[..., 2:] - points), -1)

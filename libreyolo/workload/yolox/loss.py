@@ -26,6 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from libreyolo.workload.distributed import global_count, world_size
 from libreyolo.workload.yolox.simota import SimOTAAssignment, simota_assign
 
 IOU_WEIGHT = 5.0  # 1.6.0's reg_weight
@@ -115,6 +116,8 @@ class YOLOXLoss:
 
         fg_mask = torch.cat(fg_masks)
         norm = float(max(num_fg, 1))
+        if world_size() > 1:  # 1.6.0: the global count's mean, read back (`all_reduce_avg_scalar`)
+            norm = float(global_count(torch.tensor(float(num_fg), device=raw.device)))
         flat_boxes = boxes.reshape(-1, 4)[fg_mask].float()
         box_target = _cat_rows(box_targets, 4, flat_boxes)
         loss_iou = iou_loss(flat_boxes, box_target).sum() / norm

@@ -190,6 +190,8 @@ class YOLOXTrainStep:
             foreach=foreach_updates,
         )
         self.ema = ModelEMA(self.model, ema_decay, foreach=foreach_updates) if ema else None
+        # What the forward runs: the model, or its DDP wrapper on several ranks (`distribute`).
+        self.forward_model: nn.Module = self.model
         self.updates = UpdateRecord()
         self.iteration = 0
         self._apply_schedule()
@@ -217,7 +219,7 @@ class YOLOXTrainStep:
             targets = batch.targets.to(self.device, non_blocking=True)
         autocast = torch.autocast(self.device.type, torch.float16, enabled=self.amp_effective)
         with phases(FORWARD), autocast:
-            outputs = self.model(images)
+            outputs = self.forward_model(images)
             total, parts = self.loss(outputs, targets)
         backward_and_update(total, self, phases)
         self.iteration += 1
