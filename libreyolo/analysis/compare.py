@@ -29,6 +29,7 @@ from libreyolo.analysis.diff import PhaseTest, ProfileDiff, diff_profiles, with_
 from libreyolo.analysis.exec_compare import disagreement, exec_warnings
 from libreyolo.analysis.gate import Gate, gate_metric, regression_gate, require_trials
 from libreyolo.analysis.result_kind import ResultKind
+from libreyolo.analysis.scaling import Scaling, scaling
 from libreyolo.analysis.tensor_compare import TensorDeltas, tensor_deltas
 from libreyolo.analysis.trainer_gap import TrainerGap, trainer_gap
 from libreyolo.defaults import MIN_AGREEMENT
@@ -92,6 +93,8 @@ class Comparison:
     tensors: TensorDeltas | None = None
     # The built-in step beside libreyolo 1.x's own trainer (one side `--trainer`), per part.
     trainer_gap: TrainerGap | None = None
+    # Runs on different numbers of ranks: the world's throughput and scaling efficiency.
+    scaling: Scaling | None = None
 
     @property
     def failed_gates(self) -> tuple[tuple[str | None, Gate], ...]:
@@ -324,4 +327,5 @@ def compare(
         tensors=tensor_deltas(before, after),
         diff=with_phase_tests(diff_profiles(before, after, top), _phase_test(before, after)),
         trainer_gap=trainer_gap(before, after),
+        scaling=scaling(before, after),
     )

@@ -300,6 +300,8 @@ def _profile_head(raw: JsonObject, metrics: JsonObject, where: str) -> _ProfileH
     """What a row takes from its point's profile (`where`, relative to the point folder), or
     the first value of those no sweep writes."""
     headline: JsonObject = {k: metrics.get(k) for k in HEADLINE}
+    if metrics.get("world_size") is not None:  # a world profile: the point is the whole world
+        headline["img_per_s"] = metrics.get("global_img_per_s")
     verdict = member(raw, "verdict").get("bound") or metrics.get("bound")
     amp = member(raw, "run").get("amp")
     memory = member(raw, "environment").get("device_memory_bytes")

@@ -136,6 +136,7 @@ class HeadlineMetrics:
     """The metrics a row copies from its point's profile (the profile's `metrics` names them);
     none at all (`{}`) for a point without a profile."""
 
+    # the point's throughput: on several ranks the world's (`global_img_per_s`)
     img_per_s: Number_ | None = field(default=None, metadata=_meta(METRIC, group="metrics"))
     step_ms: Number_ | None = field(default=None, metadata=_meta(METRIC, group="metrics"))
     latency_p50_ms: Number_ | None = field(default=None, metadata=_meta(METRIC, group="metrics"))
@@ -168,6 +169,10 @@ class HeadlineMetrics:
     energy_j_per_img: Number_ | None = field(default=None, metadata=_meta(METRIC, group="metrics"))
     # false: the point's execution mode disagrees with eager fp32 (its speed is another model's)
     agrees: bool | None = field(default=None, metadata=_meta(Flag(), group="metrics"))
+    # the ranks it trained on (`--nproc`): null for one process
+    world_size: int | None = field(
+        default=None, metadata=_meta(Count(2, MAX_THREADS), group="metrics")
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -277,6 +277,10 @@ def measure_world(
     `rank<i>/` of `run`."""
     import torch.distributed as dist
 
+    from libreyolo.measure.device import resolve_device
+
+    for device in dict.fromkeys(plan.devices):  # one not there: one line now, no rank started
+        resolve_device(device)
     timeout = timedelta(seconds=COLLECTIVE_TIMEOUT_S)
     # Hosted here, on a port the kernel chose: the ranks join it, nothing else can take it.
     store = dist.TCPStore(

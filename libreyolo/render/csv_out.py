@@ -30,7 +30,7 @@ Row = dict[str, Any]
 PAIRS = ("std", "n", "mean")
 PAIR_SIDES = ("before", "after")
 # compare's top-level keys that are not one metric's delta (in the JSON; not CSV rows)
-NOT_DELTAS = ("before", "after", "gate", "warnings", "changes", "trainer_gap")
+NOT_DELTAS = ("before", "after", "gate", "warnings", "changes", "trainer_gap", "scaling")
 
 
 # The columns of the fixed tables, so that one with no row (a CPU profile's kernels) still

@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # result types only; importing them would cost every reader s
     from libreyolo.analysis.outcome import ConfigView, MeasurementOutcome
     from libreyolo.analysis.phases import PhaseBreakdown
     from libreyolo.analysis.run_view import MemoryView, RunHeader
+    from libreyolo.analysis.scaling import Scaling
     from libreyolo.analysis.summary import Summary
     from libreyolo.analysis.sweep import SweepView
     from libreyolo.analysis.sweep_compare import SweepComparison
@@ -305,6 +306,19 @@ def _(result: Comparison, source: ReadFrom) -> Any:
         "warnings": list(result.warnings),
         "changes": diff_json(result.diff) if result.diff else None,
         "trainer_gap": trainer_gap_json(result.trainer_gap) if result.trainer_gap else None,
+        "scaling": _scaling(result.scaling),
+    }
+
+
+def _scaling(scaling: Scaling | None) -> JsonObject | None:
+    if scaling is None:
+        return None
+    return {
+        "ranks": list(scaling.ranks),
+        "global_batch": list(scaling.global_batch),
+        "img_per_s": list(scaling.img_per_s),
+        "speedup": round(scaling.speedup, 3),
+        "efficiency": round(scaling.efficiency, 3),
     }
 
 

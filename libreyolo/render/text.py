@@ -38,6 +38,7 @@ if TYPE_CHECKING:  # result types only; importing them would cost every reader s
     from libreyolo.analysis.ops import OpTable
     from libreyolo.analysis.outcome import ConfigView, MeasurementOutcome
     from libreyolo.analysis.phases import PhaseBreakdown
+    from libreyolo.analysis.scaling import Scaling
     from libreyolo.analysis.summary import Summary
     from libreyolo.analysis.sweep import SweepView
     from libreyolo.analysis.sweep_compare import SweepComparison
@@ -168,6 +169,16 @@ def _tested(sig: Significance) -> str:
     return f"  [{'significant' if sig.significant else 'NOT significant'}: {sig.text}]"
 
 
+def _scaling_line(scaling: Scaling) -> str:
+    """The world's throughput on each side and how far from linear the ranks scale."""
+    (ranks_b, ranks_a), (rate_b, rate_a) = scaling.ranks, scaling.img_per_s
+    return (
+        f"scaling        {ranks_b} -> {ranks_a} rank{'s' if ranks_a != 1 else ''}: "
+        f"{rate_b:.2f} -> {rate_a:.2f} img/s over all ranks, {scaling.speedup:.2f}x of an "
+        f"ideal {ranks_a / ranks_b:.2f}x: {scaling.efficiency * 100:.0f}% scaling efficiency"
+    )
+
+
 @_view(ResultKind.COMPARE)
 def _(result: Comparison) -> Lines:
     sig = result.significance
@@ -178,6 +189,8 @@ def _(result: Comparison) -> Lines:
     lines: Lines = [
         f"img/s          {_arrow(result.img_per_s)}{fmt_pct_change(result.img_per_s.change)}{tag}"
     ]
+    if result.scaling is not None:
+        lines.append(_scaling_line(result.scaling))
     if sig.significant is not None:
         lines.append(
             f"               trials: mean {sig.mean_before:.2f} (n={sig.n[0]}) -> "

@@ -195,8 +195,9 @@ def _measure(request: PointRequest, point_dir: Path, clock: WindowClock) -> Poin
 
     cfg = config_from_dict(request.config)
     cfg = dataclasses.replace(cfg, project=str(point_dir))
-    if request.device:  # the leased GPU as this process numbers it
-        cfg = dataclasses.replace(cfg, device=DeviceConfig(name=request.device))
+    if request.device:  # the leased GPU as this process numbers it; the ranks stay asked for
+        device = DeviceConfig(name=request.device, nproc=cfg.device.nproc)
+        cfg = dataclasses.replace(cfg, device=device)
     if cfg.mode.measures == Mode.INFER:
         cfg = dataclasses.replace(cfg, half=cfg.amp)  # a sweep's `amp` means --half for infer
     budget_mb = checked_budget(cfg.tune.memory_budget_mb)

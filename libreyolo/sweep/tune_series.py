@@ -109,6 +109,12 @@ def series_of(overrides: Sequence[str], swept: Sequence[str], config: DictConfig
     """A series from its overrides, its swept values and its composed (job) config."""
     tune = OmegaConf.to_object(config.tune)
     assert isinstance(tune, TuneConfig)
+    if int(config.device.get("nproc", 1)) > 1 or "," in str(config.device.name):
+        raise UsageError(
+            "the batch search measures one process: several ranks (device.nproc, a device "
+            "list) are not searched yet",
+            hint="sweep the ranks as a grid: libreyolo-sweep -m device.nproc=1,2 batch=...",
+        )
     threads = config.get("threads")
     return Series(
         overrides=tuple(overrides),

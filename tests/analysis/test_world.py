@@ -3,14 +3,19 @@ ranks whose numbers say what the verdict must be."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import msgspec.structs
 import pytest
 
 from libreyolo.analysis.build import finalize
+from libreyolo.analysis.scaling import scaling
 from libreyolo.analysis.world import KEYS, own_phase_ms, world_metrics
 from libreyolo.analysis.world_profile import world_profile
+from libreyolo.document.files import save
 from libreyolo.document.model import Profile, RunInfo, Samples, StepSample, Tool
 from libreyolo.document.world import RankRecord, World
+from tests.conftest import invoke
 
 
 def _rank(
@@ -186,3 +191,34 @@ def test_communication_is_the_verdict_when_every_rank_waits_on_the_wire() -> Non
     overlapped = _world(_rank(0, exposed_pct=20.0), _rank(1, exposed_pct=20.0))
     quiet = finalize(msgspec.structs.replace(base, world=overlapped)).verdict
     assert quiet is not None and quiet.bound not in ("communication", "straggler")
+
+
+def test_compare_of_one_rank_against_two_reports_scaling_efficiency(tmp_path: Path) -> None:
+    one = _profile(0, step_ms=400.0, dataload_ms=5.0)  # batch 2 at 400 ms: 5 img/s
+    ranks = [
+        _profile(0, step_ms=500.0, dataload_ms=5.0),
+        _profile(1, step_ms=500.0, dataload_ms=5.0),
+    ]
+    two = world_profile(ranks, ["rank0", "rank1"], backend="gloo", launcher="spawn", global_batch=4)
+    found = scaling(one, two)
+    assert found is not None
+    assert found.ranks == (1, 2) and found.global_batch == (2, 4)
+    assert found.img_per_s == (5.0, 8.0)  # 4 images every 500 ms over the world
+    assert found.speedup == pytest.approx(1.6) and found.efficiency == pytest.approx(0.8)
+    assert scaling(one, one) is None  # the same ranks: nothing to say
+    before, after = save(one, tmp_path / "one.json"), save(two, tmp_path / "two.json")
+    text = invoke(["profile", "compare", str(before), str(after)])
+    assert text.status == 0, text.stderr
+    assert (
+        "scaling        1 -> 2 ranks: 5.00 -> 8.00 img/s over all ranks, 1.60x of an ideal "
+        "2.00x: 80% scaling efficiency"
+    ) in text.stdout.splitlines()
+    as_json = invoke(["profile", "compare", str(before), str(after), "--json"]).json()
+    assert isinstance(as_json, dict)
+    assert as_json["scaling"] == {
+        "ranks": [1, 2],
+        "global_batch": [2, 4],
+        "img_per_s": [5.0, 8.0],
+        "speedup": 1.6,
+        "efficiency": 0.8,
+    }

@@ -153,3 +153,29 @@ def test_a_world_set_is_ours_and_a_folder_with_anything_else_is_not(tmp_path: Pa
     linked = _set(tmp_path / "e")
     (linked / "rank1").symlink_to(tmp_path)
     assert not is_profile_set(linked)
+
+
+def test_gpu_ranks_without_cuda_are_one_line_before_any_rank_starts(tmp_path: Path) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA: the refusal is for one without")
+    project = tmp_path / "project"
+    result = invoke(
+        [
+            "profile",
+            "run",
+            "synthetic",
+            "--device",
+            "0,1",
+            "--batch",
+            "4",
+            "--project",
+            str(project),
+        ]
+    )
+    assert result.status == 2 and result.stdout == ""
+    assert result.stderr.splitlines() == [
+        "--device cuda:0 needs CUDA, but torch finds no CUDA device (use --device cpu)"
+    ]
+    assert not project.exists()

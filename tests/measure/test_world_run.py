@@ -248,3 +248,23 @@ def test_torchrun_gives_the_same_world_profile(tmp_path: Path) -> None:
     assert world["global_batch"] == 4 and world["batch_per_rank"] == 2
     for rank in (0, 1):
         assert (project / "run" / f"rank{rank}" / "profile_trace.json").is_file()
+
+
+def test_a_sweep_point_on_two_ranks_measures_its_world(tmp_path: Path) -> None:
+    sweep = tmp_path / "sweep"
+    words = ["mode=run", "device=cpu", "device.nproc=2", "batch=4", "imgsz=64"]
+    words += ["window.steps=2", "window.warmup=1", "dataset.workers=0"]
+    words += [f"hydra.sweep.dir={sweep}", f"sweep.lock_dir={tmp_path / 'locks'}"]
+    done = subprocess.run(
+        [sys.executable, "-m", "libreyolo.sweep", "-m", *words],
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    (point,) = [p for p in sweep.iterdir() if (p / "point.json").is_file()]
+    run = point / "run"
+    assert sorted(p.name for p in run.iterdir() if p.is_dir()) == ["rank0", "rank1"]
+    world = json.loads((run / "profile.json").read_text())["world"]
+    assert world["world_size"] == 2 and world["global_batch"] == 4

@@ -127,7 +127,7 @@ def test_compare_csv_has_one_row_per_metric(reference_v1: Path, monkeypatch) -> 
             *["mean.before", "mean.after", "standard_error", "threshold_multiplier", "df"],
         ]
     )
-    not_deltas = ("before", "after", "gate", "warnings", "changes", "trainer_gap")
+    not_deltas = ("before", "after", "gate", "warnings", "changes", "trainer_gap", "scaling")
     metrics = [k for k in doc if k not in not_deltas]
     metrics.remove("compute")
     metrics.remove("tensor_memory")  # neither 1.6.0 file tracked a step: no rows

@@ -54,6 +54,13 @@ REPEAT = "window.repeat=3"
             "tune.goal=latency needs tune.max_latency_ms (e.g. tune.max_latency_ms=50)",
         ),
         (
+            ("device.nproc=2", REPEAT),
+            "run",
+            "the batch search measures one process: several ranks (device.nproc, a device "
+            "list) are not searched yet (sweep the ranks as a grid: libreyolo-sweep -m "
+            "device.nproc=1,2 batch=...)",
+        ),
+        (
             ("tune.goal=latency", REPEAT, "tune.max_latency_ms=50", "tune.percentile=95"),
             "infer",
             "tune.percentile must be 50, 90 or 99 (got 95): the latency percentiles a profile "
