@@ -103,7 +103,20 @@ def reason(profile: Profile, metrics: dict[str, Scalar]) -> tuple[str, dict[str,
     if isinstance(steal, float) and steal >= STEAL_FRAC_CONTENDED:
         parts.append(f"the hypervisor stole {steal:.0%} of the host's CPU time")
     used = cpus_used(profile)
-    if used is not None and host.usable_cpus:
+    world = profile.world
+    ranks = [r.cpus_used for r in world.ranks] if world and world.launcher == "spawn" else []
+    if ranks and all(r is not None for r in ranks) and host.usable_cpus:
+        # ranks this tool started share the host: their threads (gloo's too) are the run's own
+        used = sum(r for r in ranks if r is not None)
+        whose = (
+            "their threads (gloo's among them) oversubscribe them"
+            if used >= 0.8 * host.usable_cpus
+            else "other processes held the rest"
+        )
+        parts.append(
+            f"the {len(ranks)} ranks kept {used:.1f} of {host.usable_cpus} CPUs busy: {whose}"
+        )
+    elif used is not None and host.usable_cpus:
         whose = (
             "its own threads and workers oversubscribe them"
             if used >= 0.8 * host.usable_cpus

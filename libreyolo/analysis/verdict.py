@@ -47,6 +47,8 @@ LEVERS = {
 }
 
 
+# Ranks this tool started on one host share its CPUs.
+WORLD_CONTENTION_LEVER = "fewer ranks on this host (--nproc), or --threads 1 per rank"
 CPU_LEVERS = ["more CPU threads", "smaller --imgsz", "a smaller model", "a CUDA device"]
 NO_GPU_TRACE = "no-gpu-trace"
 NO_GPU_TRACE_LEVERS = [
@@ -182,7 +184,10 @@ def as_measured(profile: Profile, metrics: dict[str, Scalar]) -> str:
 
 def _contention_levers(profile: Profile) -> list[str]:
     workers = profile.host.num_workers if profile.host is not None else None
-    return [lever for lever in contention.LEVERS if workers or "--workers" not in lever]
+    levers = [lever for lever in contention.LEVERS if workers or "--workers" not in lever]
+    if profile.world is not None and profile.world.launcher == "spawn":
+        levers.insert(0, WORLD_CONTENTION_LEVER)
+    return levers
 
 
 def _decide_quiet(profile: Profile, metrics: dict[str, Scalar]) -> Verdict:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import statistics
 
+from libreyolo.analysis.contention import cpus_used
 from libreyolo.analysis.metrics import per_step_divisor
 from libreyolo.document.health_names import SUSPECT
 from libreyolo.document.model import Profile, Scalar, Verdict
@@ -82,6 +83,7 @@ def rank_record(rank: int, profile: Profile, path: str) -> RankRecord:
         peak_rss_mb=_number(metrics.get("peak_rss_mb")),
         peak_vram_mb=_number(metrics.get("peak_vram_mb")),
         contended=contended if isinstance(contended := metrics.get("contended"), bool) else None,
+        cpus_used=None if (used := cpus_used(profile)) is None else round(used, 2),
     )
 
 

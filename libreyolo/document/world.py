@@ -34,6 +34,8 @@ class RankRecord(msgspec.Struct, frozen=True, kw_only=True):
     peak_rss_mb: float | None = None
     peak_vram_mb: float | None = None
     contended: bool | None = None
+    # CPUs the rank's sampled threads kept busy over its measured steps (`contention.cpus_used`)
+    cpus_used: float | None = None
 
 
 class World(msgspec.Struct, frozen=True, kw_only=True):

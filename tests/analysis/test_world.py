@@ -222,3 +222,21 @@ def test_compare_of_one_rank_against_two_reports_scaling_efficiency(tmp_path: Pa
         "speedup": 1.6,
         "efficiency": 0.8,
     }
+
+
+def test_a_contended_world_names_its_own_ranks_as_the_load() -> None:
+    from tests.analysis.test_contention import _profile as starved_profile
+
+    starved = starved_profile([20.0, 18.0, 22.0, 20.0], mode="training")  # 50 % wait
+    ranks = [
+        msgspec.structs.replace(_rank(0, contended=True), cpus_used=0.97),
+        msgspec.structs.replace(_rank(1, contended=True), cpus_used=0.95),
+    ]
+    verdict = finalize(msgspec.structs.replace(starved, world=_world(*ranks), metrics={})).verdict
+    assert verdict is not None and verdict.bound == "contended"
+    assert verdict.why.endswith(
+        "the 2 ranks kept 1.9 of 2 CPUs busy: their threads (gloo's among them) oversubscribe them"
+    )
+    assert verdict.levers[0] == "fewer ranks on this host (--nproc), or --threads 1 per rank"
+    one = finalize(msgspec.structs.replace(starved, metrics={})).verdict
+    assert one is not None and "ranks" not in one.why and "--nproc" not in one.levers[0]
