@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from libreyolo.analysis.result_kind import ResultKind, kind_of
 from libreyolo.document.convert import to_plain
-from libreyolo.document.json_value import JsonObject
+from libreyolo.document.json_value import JsonObject, JsonValue
 from libreyolo.document.mode import Mode
 from libreyolo.document.phases import FORWARD, POSTPROCESS, PREPROCESS
 from libreyolo.render.compute_json import compute_json
@@ -482,10 +482,20 @@ def _world(result: Summary) -> JsonObject | None:
     for one process."""
     if result.world is None:
         return None
-    from libreyolo.analysis.world import KEYS
+    from libreyolo.analysis.world import KEYS, exposed_ms, own_phase_ms
 
     record = to_plain(result.world)
     assert isinstance(record, dict)
+    ranks: list[JsonValue] = []
+    for rank in result.world.ranks:
+        plain = to_plain(rank)
+        assert isinstance(plain, dict)
+        exposed = exposed_ms(rank)
+        own: JsonObject = {phase: round(ms, 3) for phase, ms in own_phase_ms(rank).items()}
+        plain["exposed_ms"] = None if exposed is None else round(exposed, 3)
+        plain["own_phase_ms"] = own  # each phase less the collective wait inside it
+        ranks.append(plain)
+    record["ranks"] = ranks
     return record | {key: result.metrics.get(key) for key in KEYS}
 
 

@@ -104,30 +104,21 @@ def test_inference_has_no_ranks() -> None:
         plan_world(infer)
 
 
-def test_the_cli_refuses_an_uneven_batch_with_one_line_and_writes_nothing(tmp_path: Path) -> None:
+def _refusal(tmp_path: Path, *words: str) -> list[str]:
+    """The stderr lines of a `profile run synthetic WORDS` that must be refused: exit 2, no
+    result, nothing written."""
     project = tmp_path / "project"
-    result = invoke(
-        [
-            "profile",
-            "run",
-            "synthetic",
-            "--device",
-            "cpu",
-            "--nproc",
-            "2",
-            "--batch",
-            "5",
-            "--project",
-            str(project),
-        ]
-    )
-    assert result.status == 2
-    assert result.stdout == ""
-    assert result.stderr.splitlines() == [
+    result = invoke(["profile", "run", "synthetic", *words, "--project", str(project)])
+    assert result.status == 2 and result.stdout == ""
+    assert not project.exists()
+    return result.stderr.splitlines()
+
+
+def test_the_cli_refuses_an_uneven_batch_with_one_line_and_writes_nothing(tmp_path: Path) -> None:
+    assert _refusal(tmp_path, "--device", "cpu", "--nproc", "2", "--batch", "5") == [
         "--batch 5 does not split over 2 ranks: libreyolo train gives each rank 5 // 2 "
         "= 2 images and leaves the rest out (give a multiple of 2, e.g. --batch 4)"
     ]
-    assert not project.exists()
 
 
 def _set(root: Path, *, extra: dict[str, str] | None = None) -> Path:
@@ -160,22 +151,6 @@ def test_gpu_ranks_without_cuda_are_one_line_before_any_rank_starts(tmp_path: Pa
 
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA: the refusal is for one without")
-    project = tmp_path / "project"
-    result = invoke(
-        [
-            "profile",
-            "run",
-            "synthetic",
-            "--device",
-            "0,1",
-            "--batch",
-            "4",
-            "--project",
-            str(project),
-        ]
-    )
-    assert result.status == 2 and result.stdout == ""
-    assert result.stderr.splitlines() == [
+    assert _refusal(tmp_path, "--device", "0,1", "--batch", "4") == [
         "--device cuda:0 needs CUDA, but torch finds no CUDA device (use --device cpu)"
     ]
-    assert not project.exists()

@@ -102,3 +102,14 @@ def test_hostile_names_are_escaped(reference_v1: Path, tmp_path: Path) -> None:
     text = html.read_text()
     assert "<script>alert" not in text and "\x1b" not in text
     assert "&lt;script&gt;alert(1)&lt;/script&gt;\\x1b[2J&quot;&amp;" in text
+
+
+def test_world_page_draws_one_lane_per_rank(tmp_path: Path) -> None:
+    world = Path(__file__).parents[1] / "fixtures" / "docs" / "world_cpu_straggler" / "profile.json"
+    page, summary = _check(world, tmp_path / "report.html")
+    ranks = summary["world"]["ranks"]
+    lanes = pagecheck.marks(page, "ranks")
+    # each rank: its five phases, and the collective wait apart where it waited
+    assert len(lanes) == sum(len(r["phase_ms"]) + (1 if r["comm_ms"] else 0) for r in ranks)
+    text = pagecheck.plain_text(page)
+    assert "straggler: rank 1" in text and "collective wait" in text

@@ -17,8 +17,8 @@ WORLD = ("summary", "world")  # where the page's JSON holds the world and its fi
 
 def _lane(i: int, record: RankRecord) -> svg.StackedColumn:
     base = (*WORLD, "ranks", i)
-    wait = exposed_ms(record) or 0.0
-    own = own_phase_ms(record)
+    wait = round(exposed_ms(record) or 0.0, 3)  # as the page's JSON holds them
+    own = {phase: round(ms, 3) for phase, ms in own_phase_ms(record).items()}
     segments = []
     for phase in TRAIN_PHASES:
         ms = own.get(phase)
@@ -28,7 +28,7 @@ def _lane(i: int, record: RankRecord) -> svg.StackedColumn:
             svg.Segment(
                 phase,
                 ms,
-                (*base, "phase_ms", phase),
+                (*base, "own_phase_ms", phase),
                 f"rank {record.rank} {phase}: {ms:.2f} ms per step, its collective wait apart",
             )
         )
@@ -37,7 +37,7 @@ def _lane(i: int, record: RankRecord) -> svg.StackedColumn:
             svg.Segment(
                 WAIT,
                 wait,
-                (*base, "comm_ms"),
+                (*base, "exposed_ms"),
                 f"rank {record.rank}: {wait:.2f} ms per step waiting in collectives",
             )
         )
