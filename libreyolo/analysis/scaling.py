@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from libreyolo.analysis.stats import as_number
 from libreyolo.document.model import Profile
 
 
@@ -32,12 +33,8 @@ def _side(profile: Profile) -> tuple[int, int | None, float | None]:
     """(ranks, global batch, images per second over them)."""
     world = profile.world
     if world is None:
-        img_per_s = profile.metrics.get("img_per_s")
-        value = float(img_per_s) if isinstance(img_per_s, int | float) else None
-        return 1, profile.run.batch, value
-    global_rate = profile.metrics.get("global_img_per_s")
-    value = float(global_rate) if isinstance(global_rate, int | float) else None
-    return world.world_size, world.global_batch, value
+        return 1, profile.run.batch, as_number(profile.metrics.get("img_per_s"))
+    return world.world_size, world.global_batch, as_number(profile.metrics.get("global_img_per_s"))
 
 
 def scaling(before: Profile, after: Profile) -> Scaling | None:

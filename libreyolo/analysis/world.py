@@ -24,6 +24,7 @@ import statistics
 
 from libreyolo.analysis.contention import cpus_used
 from libreyolo.analysis.metrics import per_step_divisor
+from libreyolo.analysis.stats import as_number
 from libreyolo.document.health_names import SUSPECT
 from libreyolo.document.model import Profile, Scalar, Verdict
 from libreyolo.document.phases import BACKWARD, DATALOAD, TO_DEVICE, TRAIN_PHASES
@@ -74,14 +75,14 @@ def rank_record(rank: int, profile: Profile, path: str) -> RankRecord:
         device=profile.run.device or "",
         pid=profile.run.pid,
         profile=path,
-        step_ms=_number(metrics.get("step_ms")),
-        img_per_s=_number(metrics.get("img_per_s")),
+        step_ms=as_number(metrics.get("step_ms")),
+        img_per_s=as_number(metrics.get("img_per_s")),
         phase_ms={name: float(ms) for name, ms in phases.items()},
-        comm_ms=_number(metrics.get("comm_ms")),
+        comm_ms=as_number(metrics.get("comm_ms")),
         wait_ms=_waits(profile),
-        comm_exposed_pct=_number(metrics.get("comm_exposed_pct")),
-        peak_rss_mb=_number(metrics.get("peak_rss_mb")),
-        peak_vram_mb=_number(metrics.get("peak_vram_mb")),
+        comm_exposed_pct=as_number(metrics.get("comm_exposed_pct")),
+        peak_rss_mb=as_number(metrics.get("peak_rss_mb")),
+        peak_vram_mb=as_number(metrics.get("peak_vram_mb")),
         contended=contended if isinstance(contended := metrics.get("contended"), bool) else None,
         cpus_used=None if (used := cpus_used(profile)) is None else round(used, 2),
     )
@@ -212,7 +213,3 @@ def _straggler(world: World, metrics: dict[str, Scalar], rank: int) -> Verdict:
         },
         levers=list(CAUSE_LEVERS[kind]),
     )
-
-
-def _number(value: object) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None

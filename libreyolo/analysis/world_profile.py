@@ -8,27 +8,22 @@ in rank 0's folder.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import msgspec.structs
 
 from libreyolo.analysis.build import finalize
 from libreyolo.analysis.world import rank_record
 from libreyolo.document.model import Artifacts, Profile
-from libreyolo.document.world import World
-
-PROFILE_FILE = "profile.json"
+from libreyolo.document.world import RANK_FOLDER, World, rank_profile
 
 
 def world_profile(
-    ranks: Sequence[Profile],
-    folders: Sequence[str],
+    ranks: list[Profile],
     *,
     backend: str,
     launcher: str,
     global_batch: int,
 ) -> Profile:
-    """The world profile of `ranks` (in rank order, each saved in its folder of `folders`)."""
+    """The world profile of `ranks` (in rank order, each saved as `rank_profile(rank)`)."""
     base = ranks[0]
     world = World(
         world_size=len(ranks),
@@ -39,10 +34,9 @@ def world_profile(
         # Both built-in families sync BatchNorm, where DDP can: on CUDA (`distribute`).
         sync_bn=(base.run.device or "").startswith("cuda"),
         ranks=[
-            rank_record(rank, profile, f"{folder}/{PROFILE_FILE}")
-            for rank, (profile, folder) in enumerate(zip(ranks, folders, strict=True))
+            rank_record(rank, profile, rank_profile(rank)) for rank, profile in enumerate(ranks)
         ],
     )
     trace = base.artifacts.trace
-    artifacts = Artifacts(trace=f"{folders[0]}/{trace}" if trace else None)
+    artifacts = Artifacts(trace=f"{RANK_FOLDER.format(rank=0)}/{trace}" if trace else None)
     return finalize(msgspec.structs.replace(base, world=world, artifacts=artifacts))

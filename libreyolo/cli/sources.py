@@ -46,6 +46,8 @@ def rank_profile_path(path: str, rank: int, *, max_input_bytes: int = MAX_INPUT_
     """Where rank `rank`'s profile of the world profile at `path` lies (its folder beside it).
     UsageError for a profile of one process, a rank the world has not, or a world whose
     record names another file than `rank<i>/profile.json`."""
+    from libreyolo.document.world import rank_profile
+
     world = open_profile(path, max_input_bytes=max_input_bytes).world
     if world is None:
         raise UsageError(
@@ -58,7 +60,7 @@ def rank_profile_path(path: str, rank: int, *, max_input_bytes: int = MAX_INPUT_
             f"--rank {rank}: {path} has ranks 0 to {world.world_size - 1}",
             hint=f"give a rank below {world.world_size}",
         )
-    if record.profile != f"rank{rank}/profile.json" or path == "-":
+    if record.profile != rank_profile(rank) or path == "-":
         raise UsageError(
             f"{path}: rank {rank}'s profile cannot be found from it ({record.profile[:80]!r})",
             hint="pass that rank's profile.json itself",

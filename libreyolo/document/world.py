@@ -15,6 +15,11 @@ import msgspec
 RANK_FOLDER = "rank{rank}"  # inside the set, beside the world profile
 
 
+def rank_profile(rank: int) -> str:
+    """Rank `rank`'s profile, relative to the world profile (the one path a record names)."""
+    return f"{RANK_FOLDER.format(rank=rank)}/profile.json"
+
+
 class RankRecord(msgspec.Struct, frozen=True, kw_only=True):
     """One rank's figures per measured step (medians where the profile has samples)."""
 

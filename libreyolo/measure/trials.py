@@ -104,8 +104,6 @@ def _relay(
 ) -> tuple[str, Any] | None:
     """Pass the child's progress and warnings on until its last message (the profile, an
     error, a stop or a crash) or its end; that message, or None when it sent none."""
-    from libreyolo.measure.from_config import Note
-
     while True:
         ready = multiprocessing.connection.wait([reader, sentinel])
         # it ended: anything it sent before is readable still
@@ -115,14 +113,39 @@ def _relay(
             kind, payload = reader.recv()
         except EOFError:
             return None
-        if kind == "progress":
-            if on_progress is not None:
-                on_progress(*payload)
-        elif kind == "warning":
-            is_note, text = payload
-            warnings.warn(text, Note if is_note else UserWarning, stacklevel=2)
-        else:
+        if not relayed(kind, payload, on_progress):
             return kind, payload
+
+
+def relayed(kind: str, payload: Any, on_progress: Progress | None) -> bool:
+    """Pass on a child's progress or warning (True); False for its last message."""
+    from libreyolo.measure.from_config import Note
+
+    if kind == "progress":
+        if on_progress is not None:
+            on_progress(*payload)
+        return True
+    if kind == "warning":
+        is_note, text = payload
+        warnings.warn(text, Note if is_note else UserWarning, stacklevel=3)
+        return True
+    return False
+
+
+def ended(kind: str, payload: Any) -> BaseException | str:
+    """A child's last message other than its profile: a stop is raised here (Ctrl-C or
+    SIGTERM reached it); an expected error comes back as itself; a crash as the last line of
+    its traceback."""
+    if kind == "stopped":
+        if payload == signal.SIGTERM:
+            raise Terminated
+        raise KeyboardInterrupt
+    if kind == "error":
+        error = pickle.loads(payload)
+        assert isinstance(error, BaseException)
+        return error
+    lines = [line for line in str(payload).splitlines() if line.strip()]
+    return lines[-1] if lines else "no traceback"
 
 
 def _outcome(
@@ -139,17 +162,10 @@ def _outcome(
     if kind == "profile":
         assert isinstance(payload, Profile)
         return payload
-    if kind == "error":
-        raise pickle.loads(payload)
-    if kind == "stopped":
-        if payload == signal.SIGTERM:
-            raise Terminated
-        raise KeyboardInterrupt
-    lines = [line for line in str(payload).splitlines() if line.strip()]
-    raise TrialCrashedError(
-        f"{which} crashed in its process: {lines[-1] if lines else 'no traceback'}",
-        hint=CRASH_HINT,
-    )
+    error = ended(kind, payload)
+    if isinstance(error, BaseException):
+        raise error
+    raise TrialCrashedError(f"{which} crashed in its process: {error}", hint=CRASH_HINT)
 
 
 def _stop(signum: int, frame: object) -> NoReturn:

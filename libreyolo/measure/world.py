@@ -23,8 +23,6 @@ import contextlib
 import dataclasses
 import multiprocessing.connection
 import os
-import pickle
-import signal
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -32,8 +30,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from libreyolo.config.schema import DeviceConfig, ExecMode, ProfileConfig
 from libreyolo.document.mode import Mode
 from libreyolo.document.model import Profile
-from libreyolo.document.world import RANK_FOLDER
-from libreyolo.errors import ProfileError, RankFailedError, Terminated, UsageError
+from libreyolo.document.world import RANK_FOLDER, rank_profile
+from libreyolo.errors import ProfileError, RankFailedError, UsageError
 from libreyolo.measure.fresh import fresh_context, start_method, stop_child
 from libreyolo.pids import exit_text
 
@@ -231,10 +229,10 @@ def measure_joined(
         assert mine is not None
         if gathered is None:
             return [], None, mine
-        for rank, (profile, error) in enumerate(gathered):
+        for rank, (profile, failure) in enumerate(gathered):
             if profile is None:
                 raise RankFailedError(
-                    f"rank {rank} of {joined.world_size} failed: {error}",
+                    f"rank {rank} of {joined.world_size} failed: {failure}",
                     hint="its own output names the error",
                 )
         return [profile for profile, _ in gathered], run, mine
@@ -316,7 +314,6 @@ def measure_world(
             stop_child(child)
         for reader in readers:
             reader.close()
-        del store
 
 
 def _collect(
@@ -326,9 +323,7 @@ def _collect(
 ) -> list[Profile]:
     """Relay rank 0's progress and every rank's warnings until each rank has sent its profile;
     the first rank that ends otherwise fails the run."""
-    import warnings
-
-    from libreyolo.measure.from_config import Note
+    from libreyolo.measure.trials import relayed
 
     profiles: dict[int, Profile] = {}
     waiting = {reader: rank for rank, reader in enumerate(readers)}
@@ -342,13 +337,9 @@ def _collect(
             except EOFError:
                 del waiting[reader]
                 continue
-            if kind == "progress":
-                if rank == 0 and on_progress is not None:
-                    on_progress(*payload)
-            elif kind == "warning":
-                is_note, text = payload
-                warnings.warn(text, Note if is_note else UserWarning, stacklevel=2)
-            elif kind == "profile":
+            if relayed(kind, payload, on_progress if rank == 0 else None):
+                continue
+            if kind == "profile":
                 profiles[rank] = payload
                 del waiting[reader]
             else:
@@ -387,6 +378,8 @@ def _failed(
     world_size: int,
 ) -> NoReturn:
     """Raise what rank `rank`'s end means for the run (the caller stops the other ranks)."""
+    from libreyolo.measure.trials import ended
+
     if last is None:
         hint = "run it again; if the kernel's OOM killer ended it (dmesg says), lower --batch"
         raise RankFailedError(
@@ -394,19 +387,10 @@ def _failed(
             "finished",
             hint=hint,
         )
-    kind, payload = last
-    if kind == "stopped":
-        if payload == signal.SIGTERM:
-            raise Terminated
-        raise KeyboardInterrupt
-    if kind == "error":
-        error = pickle.loads(payload)
-        if isinstance(error, ProfileError) and not _waited_out(str(error)):
-            raise error  # an expected error: the same line and exit as one process gives
-        text = str(error)
-    else:
-        lines = [line for line in str(payload).splitlines() if line.strip()]
-        text = lines[-1] if lines else "no traceback"
+    error = ended(*last)
+    if isinstance(error, ProfileError) and not _waited_out(str(error)):
+        raise error  # an expected error: the same line and exit as one process gives
+    text = str(error)
     if _waited_out(text):
         pending = [r for r in range(world_size) if r != rank and r not in profiles]
         who = ", ".join(str(r) for r in pending) or "another rank"
@@ -483,8 +467,7 @@ def world_documents(
     from libreyolo.config.compose import as_plain_dict
     from libreyolo.measure.artifacts import PROFILE_NAME
 
-    folders = [RANK_FOLDER.format(rank=rank) for rank in range(len(profiles))]
-    documents = {f"{folder}/{PROFILE_NAME}": p for folder, p in zip(folders, profiles, strict=True)}
+    documents = {rank_profile(rank): profile for rank, profile in enumerate(profiles)}
     base = profiles[0]
     ranks = [
         msgspec.structs.replace(
@@ -494,7 +477,6 @@ def world_documents(
     ]
     documents[PROFILE_NAME] = world_profile(
         ranks,
-        folders,
         backend=plan.backend,
         launcher=launcher,
         global_batch=plan.global_batch,

@@ -152,9 +152,7 @@ def test_the_world_profile_is_rank_zeros_with_every_rank_recorded() -> None:
         _profile(0, step_ms=500.0, dataload_ms=5.0),
         _profile(1, step_ms=500.0, dataload_ms=5.0),
     ]
-    world = world_profile(
-        ranks, ["rank0", "rank1"], backend="gloo", launcher="spawn", global_batch=4
-    )
+    world = world_profile(ranks, backend="gloo", launcher="spawn", global_batch=4)
     assert world.world is not None
     assert [r.profile for r in world.world.ranks] == ["rank0/profile.json", "rank1/profile.json"]
     assert [r.pid for r in world.world.ranks] == [100, 101]
@@ -199,7 +197,7 @@ def test_compare_of_one_rank_against_two_reports_scaling_efficiency(tmp_path: Pa
         _profile(0, step_ms=500.0, dataload_ms=5.0),
         _profile(1, step_ms=500.0, dataload_ms=5.0),
     ]
-    two = world_profile(ranks, ["rank0", "rank1"], backend="gloo", launcher="spawn", global_batch=4)
+    two = world_profile(ranks, backend="gloo", launcher="spawn", global_batch=4)
     found = scaling(one, two)
     assert found is not None
     assert found.ranks == (1, 2) and found.global_batch == (2, 4)

@@ -34,9 +34,7 @@ def _world(tmp_path: Path) -> Path:
     for rank, profile in enumerate(ranks):
         (folder / f"rank{rank}").mkdir(parents=True)
         save(profile, folder / f"rank{rank}" / "profile.json")
-    world = world_profile(
-        ranks, ["rank0", "rank1"], backend="gloo", launcher="spawn", global_batch=4
-    )
+    world = world_profile(ranks, backend="gloo", launcher="spawn", global_batch=4)
     save(world, folder / "profile.json")
     return folder / "profile.json"
 
