@@ -149,7 +149,7 @@ def main() -> None:
         for mode in args.modes.split(","):
             common = [f"mode={mode}", "device=cpu", f"imgsz={args.imgsz}"]
             common += [f"window.repeat={args.repeat}", *WINDOWS[mode]]
-            per_window = steps_per_window(mode, common)
+            per_window = steps_per_window(mode, [*common, *args.override])  # the last counts
             rank = max(MIN_MEASURED, per_window // RANK_SHARE) if args.rank else 0
             common += [f"tune.rank_steps={rank}", *args.override]
             found = search(Path(tmp) / f"{mode}_search", common, args.batch_max, per_window)
