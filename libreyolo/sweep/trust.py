@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from libreyolo.errors import UsageError
 
@@ -156,11 +157,36 @@ def composed_hydra(argv: Sequence[str]) -> dict[str, object] | None:
             with_log_configuration=False,
         )
         plain = OmegaConf.to_container(config.hydra, resolve=False)
+        _check_group_sweeps(hydra, args.overrides)
+    except ConfigError:
+        raise
     except Exception as err:  # Hydra's and OmegaConf's errors (and a schema's)
         raise ConfigError(describe_error(err, args.overrides)) from err
     finally:
         GlobalHydra.instance().clear()
     return {str(k): v for k, v in plain.items()} if isinstance(plain, dict) else None
+
+
+def _check_group_sweeps(hydra: Any, overrides: Sequence[str]) -> None:
+    """ConfigError for a config group swept over values that are no option names
+    (`device=0,1`): Hydra composes the primary config without the sweep, then fails each job
+    with a traceback."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from libreyolo.config.compose import ConfigError
+
+    loader = hydra.config_loader
+    for override in OverridesParser.create(config_loader=loader).parse_overrides(list(overrides)):
+        group = override.key_or_group
+        if not override.is_sweep_override() or not loader.repository.group_exists(group):
+            continue
+        names = [v for v in override.sweep_iterator() if not isinstance(v, str)]
+        if names:
+            options = ", ".join(sorted(loader.get_group_options(group))) or "none"
+            raise ConfigError(
+                f"{override.input_line}: {group} is a config group and {names[0]!r} is none "
+                f"of its options (choose from: {options})"
+            )
 
 
 def check_sweep_config(argv: Sequence[str], trust: Trust) -> None:

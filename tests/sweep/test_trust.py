@@ -126,3 +126,28 @@ def test_a_sweep_with_a_foreign_callback_is_refused_before_anything_runs(tmp_pat
         "builtins.open)\n"
     )
     assert victim.read_text(encoding="utf-8") == "precious" and not sweep.exists()
+
+
+@pytest.mark.parametrize(
+    ("override", "line"),
+    [
+        (
+            "device=0,1",
+            "device=0,1: device is a config group and 0 is none of its options (choose from: "
+            "cpu, cuda)",
+        ),
+        (
+            "window=quick,3",
+            "window=quick,3: window is a config group and 3 is none of its options (choose "
+            "from: default, long, quick)",
+        ),
+    ],
+)
+def test_a_config_group_swept_over_no_option_names_is_one_line(override: str, line: str) -> None:
+    from libreyolo.config.compose import ConfigError
+
+    register_schemas()
+    with pytest.raises(ConfigError) as refused:
+        composed_hydra(["-m", override, "batch=2"])
+    assert refused.value.message == line
+    assert composed_hydra(["-m", "device=cpu,cuda", "batch=2"]) is not None  # option names
