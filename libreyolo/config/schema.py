@@ -13,6 +13,7 @@ Must not: import torch or anything from the measuring layers, or hand `DictConfi
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -80,6 +81,14 @@ class DeviceConfig:
     name: str = defaults.DEVICE
     # Training ranks (DDP, one process each): `libreyolo train`'s world size. 1: one process.
     nproc: int = 1
+
+
+def requested_ranks(device: Mapping[str, object]) -> int:
+    """The training ranks a resolved `device` group asks for: one per listed device ("0,1"),
+    else `nproc` (the measurement refuses a list and an nproc that disagree)."""
+    names = str(device.get("name", defaults.DEVICE)).split(",")
+    nproc = device.get("nproc", 1)
+    return len(names) if len(names) > 1 else nproc if type(nproc) is int else 1
 
 
 @dataclass(frozen=True)

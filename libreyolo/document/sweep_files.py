@@ -69,6 +69,7 @@ from libreyolo.document.sweep_model import (
     SweepRow,
 )
 from libreyolo.document.sweep_validate import POINT_RULES
+from libreyolo.document.world import largest_rank_value
 
 __all__ = [  # the file layer, for the sweep's code and the readers
     "CHART_FILE",
@@ -302,6 +303,8 @@ def _profile_head(raw: JsonObject, metrics: JsonObject, where: str) -> _ProfileH
     headline: JsonObject = {k: metrics.get(k) for k in HEADLINE}
     if metrics.get("world_size") is not None:  # a world profile: the point is the whole world
         headline["img_per_s"] = metrics.get("global_img_per_s")
+        for key in ("peak_rss_mb", "peak_vram_mb"):  # its largest rank's, as a budget reads it
+            headline[key] = largest_rank_value(raw, key)
     verdict = member(raw, "verdict").get("bound") or metrics.get("bound")
     amp = member(raw, "run").get("amp")
     memory = member(raw, "environment").get("device_memory_bytes")

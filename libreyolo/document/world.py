@@ -8,6 +8,7 @@ the world's readers compare across ranks; the rank's whole profile is the file i
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal
 
 import msgspec
@@ -54,3 +55,15 @@ class World(msgspec.Struct, frozen=True, kw_only=True):
     batch_per_rank: int
     sync_bn: bool
     ranks: list[RankRecord] = msgspec.field(default_factory=list)
+
+
+def largest_rank_value(profile: Mapping[str, object], key: str) -> float | None:
+    """The largest of a world profile's ranks' `key` (`peak_rss_mb`: a memory budget holds for
+    each rank), read from its JSON; None where it has no ranks or one of them lacks a number."""
+    world = profile.get("world")
+    ranks = world.get("ranks") if isinstance(world, dict) else None
+    if not isinstance(ranks, list) or not ranks:
+        return None
+    values = [rank.get(key) if isinstance(rank, dict) else None for rank in ranks]
+    numbers = [float(v) for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+    return max(numbers) if len(numbers) == len(values) else None

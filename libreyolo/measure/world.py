@@ -424,6 +424,7 @@ def _rank_main(
     """One rank's process: join the world through the parent's store, measure the window into
     its folder of the staged set, leave the world, and say how it went."""
     from libreyolo.measure.artifacts import BorrowedRun
+    from libreyolo.measure.device_cap import capped_device_memory, checked_budget
     from libreyolo.measure.from_config import collect_trial
     from libreyolo.measure.trials import report_to_parent, start_child
 
@@ -440,7 +441,10 @@ def _rank_main(
             backend, store=store, rank=rank, world_size=world_size, timeout=timeout
         )
         try:
-            return collect_trial(cfg, BorrowedRun(staging, target), progress, notes)
+            # a sweep point's tune.memory_budget_mb caps each rank's own GPU (sweep/budget.py)
+            budget_mb = checked_budget(cfg.tune.memory_budget_mb)
+            with capped_device_memory(budget_mb, cfg.device.name):
+                return collect_trial(cfg, BorrowedRun(staging, target), progress, notes)
         finally:
             dist.destroy_process_group()
 

@@ -30,6 +30,7 @@ from libreyolo.document.model import Scalar, TensorMemory
 from libreyolo.document.sweep_files import inside, read_json
 from libreyolo.document.sweep_model import METRIC, PointStatus
 from libreyolo.document.tune_model import Bound
+from libreyolo.document.world import largest_rank_value
 
 LATENCY_PERCENTILES = (50, 90, 99)  # the profile's latency_p50_ms, latency_p90_ms, latency_p99_ms
 # A failed point's code when it is a bound the tune search records, not a failure.
@@ -165,6 +166,11 @@ def _memory_lines(profile: JsonObject) -> tuple[tuple[float, float], ...]:
     )
 
 
+def _peak(profile: JsonObject, metrics: JsonObject, key: str, world: bool) -> float | None:
+    """The point's peak `key`: a world's largest rank's (a memory budget holds for each)."""
+    return _metric(largest_rank_value(profile, key) if world else metrics.get(key))
+
+
 def point_objective(
     record: PointStatus, point_dir: Path, root: Path, config: Mapping[str, JsonValue]
 ) -> PointObjective:
@@ -175,7 +181,8 @@ def point_objective(
     metrics: JsonObject = raw if isinstance(raw, dict) else {}
     fits = record.status == "ok"
     bound = BOUND_OF_CODE.get(record.code or "") if record.status == "failed" else None
-    img_per_s = _metric(metrics.get("img_per_s"))
+    world = metrics.get("world_size") is not None  # the point is the whole world: its img/s
+    img_per_s = _metric(metrics.get("global_img_per_s" if world else "img_per_s"))
     latency = {
         f"latency_p{p}_ms": _metric(metrics.get(f"latency_p{p}_ms")) for p in LATENCY_PERCENTILES
     }
@@ -190,10 +197,10 @@ def point_objective(
         imgsz=_setting(config, "imgsz", int),
         amp=_setting(config, "amp", bool),
         threads=_setting(config, "threads", int),
-        trials_img_per_s=_trials(profile, img_per_s),
+        trials_img_per_s=_trials({} if world else profile, img_per_s),
         **latency,
-        peak_vram_mb=_metric(metrics.get("peak_vram_mb")),
-        peak_rss_mb=_metric(metrics.get("peak_rss_mb")),
+        peak_vram_mb=_peak(profile, metrics, "peak_vram_mb", world),
+        peak_rss_mb=_peak(profile, metrics, "peak_rss_mb", world),
         memory_lines=_memory_lines(profile),
         mfu=_metric(metrics.get("mfu")),
         energy_j_per_img=_metric(metrics.get("energy_j_per_img")),

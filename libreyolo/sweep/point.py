@@ -51,6 +51,7 @@ from libreyolo.config.compose import config_from_dict
 from libreyolo.config.schema import (
     DeviceConfig,
     SweepConfig,
+    requested_ranks,
 )
 from libreyolo.document.codec import document_bytes
 from libreyolo.document.convert import convert
@@ -71,6 +72,7 @@ from libreyolo.errors import (
     UsageError,
     WontFitError,
 )
+from libreyolo.measure.device_cap import capped_device_memory, checked_budget
 from libreyolo.measure.failures import is_out_of_memory
 from libreyolo.measure.fresh import (
     CHILD_PRELOAD,
@@ -80,7 +82,7 @@ from libreyolo.measure.fresh import (
     stop_child,
 )
 from libreyolo.pids import exit_text
-from libreyolo.sweep.budget import budget_failure, capped_device_memory, checked_budget
+from libreyolo.sweep.budget import budget_failure
 from libreyolo.sweep.child_log import last_error, relayed
 from libreyolo.sweep.lease import Lease, device_lease
 from libreyolo.sweep.owned import HINT, foreign_point_file
@@ -202,7 +204,9 @@ def _measure(request: PointRequest, point_dir: Path, clock: WindowClock) -> Poin
         cfg = dataclasses.replace(cfg, half=cfg.amp)  # a sweep's `amp` means --half for infer
     budget_mb = checked_budget(cfg.tune.memory_budget_mb)
     clock.started = time.perf_counter()
-    with capped_device_memory(budget_mb, cfg.device.name):
+    # several ranks: each caps its own GPU (measure/world.py's rank), not this process
+    capped = None if requested_ranks(dataclasses.asdict(cfg.device)) > 1 else budget_mb
+    with capped_device_memory(capped, cfg.device.name):
         profile, path = measure_config(
             cfg,
             list(request.overrides),

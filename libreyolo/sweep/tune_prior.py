@@ -19,6 +19,7 @@ import sys
 import msgspec
 
 from libreyolo.boundary.output import Output
+from libreyolo.config.schema import requested_ranks
 from libreyolo.document.convert import convert
 from libreyolo.document.json_value import JsonObject
 from libreyolo.document.rules import field_problem
@@ -29,9 +30,10 @@ PRIOR_MODULE = "libreyolo.sweep.prior_probe"
 
 
 def wants_prior(config: JsonObject) -> bool:
-    """The series' resolved config measures our own eager training step on the CPU under a
-    memory budget: the case the probe steps predict (`trainer=` measures another program,
-    a compiled step has no tracked step, CUDA budgets hold the allocator's peak)."""
+    """The series' resolved config measures our own eager training step on the CPU, in one
+    process, under a memory budget: the case the probe steps predict (`trainer=` measures
+    another program, a compiled step has no tracked step, CUDA budgets hold the allocator's
+    peak, and ranks track no step by category)."""
     tune, device, execution = config.get("tune"), config.get("device"), config.get("exec")
     if not isinstance(tune, dict) or tune.get("memory_budget_mb") is None:
         return False
@@ -40,6 +42,7 @@ def wants_prior(config: JsonObject) -> bool:
         and config.get("trainer") is None
         and isinstance(device, dict)
         and device.get("name") == "cpu"
+        and requested_ranks(device) == 1
         and isinstance(execution, dict)
         and execution.get("name") == "eager"
     )

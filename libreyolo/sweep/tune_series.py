@@ -6,7 +6,10 @@ swept axis; the tune sweeper then chooses `batch` within each. `series_of` reads
 composed config; `check_search` refuses, before any job, a search that cannot be run as asked
 (UsageError, one line): a batch given, a `tune.*` key swept, settings out of range, a goal
 without what it needs (trials for a significance test, an inference latency bound), series that
-disagree on the mode or the settings, or point folders that do not name the batch.
+disagree on the mode or the settings, or point folders that do not name the batch. On several
+CPU ranks (`device.nproc`) the search is maxfit's over the global batch, which splits evenly
+over the ranks as `libreyolo train` splits it: its batch range and step must be multiples of
+the ranks, and a window measures one trial.
 
 Must not: run a job, write anything, or hand a `DictConfig` on.
 """
@@ -22,7 +25,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
 
-from libreyolo.config.schema import ModeOption, TuneConfig
+from libreyolo.config.schema import ModeOption, TuneConfig, requested_ranks
 from libreyolo.document.sweep_model import MAX_BATCH, MAX_METRIC
 from libreyolo.document.tune_model import TuneSettings
 from libreyolo.errors import UsageError
@@ -49,6 +52,7 @@ class Series:
     amp: bool | None
     threads: int | None
     settings: TuneSettings
+    ranks: int = 1  # training ranks of each point (`device.nproc`, or a device list's length)
 
 
 def split_series(
@@ -109,12 +113,6 @@ def series_of(overrides: Sequence[str], swept: Sequence[str], config: DictConfig
     """A series from its overrides, its swept values and its composed (job) config."""
     tune = OmegaConf.to_object(config.tune)
     assert isinstance(tune, TuneConfig)
-    if int(config.device.get("nproc", 1)) > 1 or "," in str(config.device.name):
-        raise UsageError(
-            "the batch search measures one process: several ranks (device.nproc, a device "
-            "list) are not searched yet",
-            hint="sweep the ranks as a grid: libreyolo-sweep -m device.nproc=1,2 batch=...",
-        )
     threads = config.get("threads")
     return Series(
         overrides=tuple(overrides),
@@ -126,6 +124,7 @@ def series_of(overrides: Sequence[str], swept: Sequence[str], config: DictConfig
         amp=bool(config.amp),
         threads=None if threads is None else int(threads),
         settings=tune_settings(tune),
+        ranks=requested_ranks(config.device),
     )
 
 
@@ -180,8 +179,45 @@ def check_settings(settings: TuneSettings) -> None:
         )
 
 
+def _check_ranks(series: Series) -> None:
+    """UsageError for a search several ranks cannot run: a goal that tests trials' img/s (a
+    run on several ranks measures one trial), or a batch range that does not split evenly."""
+    ranks, settings = series.ranks, series.settings
+    if ranks < 2:
+        return
+    if settings.goal != "maxfit":
+        raise UsageError(
+            f"tune.goal={settings.goal} on {ranks} ranks: it tests a gain on window.repeat "
+            "trials, and a run on several ranks measures one trial",
+            hint=f"tune.goal=maxfit searches the global batch on {ranks} ranks; for the "
+            f"fastest batch sweep it as a grid: libreyolo-sweep -m batch={ranks},{2 * ranks},"
+            f"{4 * ranks}",
+        )
+    if series.repeat > 1:
+        raise UsageError(
+            f"window.repeat={series.repeat} on {ranks} ranks: a run on several ranks measures "
+            "one trial",
+            hint="add window.repeat=1",
+        )
+    fixes = []
+    if settings.batch_min % ranks:
+        fixes.append(f"tune.batch_min={-(-settings.batch_min // ranks) * ranks}")
+    if settings.batch_step % ranks:
+        fixes.append(f"tune.batch_step={math.lcm(settings.batch_step, ranks)}")
+    if settings.batch_max % ranks:
+        fixes.append(f"tune.batch_max={max(ranks, settings.batch_max // ranks * ranks)}")
+    if fixes:
+        raise UsageError(
+            f"on {ranks} ranks the global batch splits evenly, as libreyolo train splits it: "
+            f"tune.batch_min, tune.batch_max and tune.batch_step must be multiples of {ranks} "
+            f"(got {settings.batch_min}, {settings.batch_max} and {settings.batch_step})",
+            hint=f"add {' '.join(fixes)}",
+        )
+
+
 def _check_goal(series: Series) -> None:
     """UsageError when the series lacks what its goal needs."""
+    _check_ranks(series)
     settings = series.settings
     goal = settings.goal
     if goal in NEEDS_TRIALS and series.repeat < MIN_TRIALS:

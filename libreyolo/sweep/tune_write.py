@@ -45,6 +45,7 @@ from libreyolo.sweep.tuned_config import (
     tuned_name,
     tuned_text,
     workers_of,
+    world_of,
     write_tuned,
 )
 
@@ -167,7 +168,12 @@ def tune_record(
             )
             workers = workers_of(config)
             line = train_settings(
-                batch=batch, imgsz=imgsz, amp=amp, threads=threads, workers=workers
+                batch=batch,
+                imgsz=imgsz,
+                amp=amp,
+                threads=threads,
+                workers=workers,
+                world=world_of(config),
             )
             recommendation = dataclasses.replace(
                 recommendation,

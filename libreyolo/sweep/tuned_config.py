@@ -2,7 +2,8 @@
 
 Role: for each recommendation of a `mode=run` search, `tuned_text` writes the settings to
 train with (batch, imgsz, amp, threads when the series set them, the dataset's name and
-workers, the model's family, size and weights, from the recommended point's `point.json`)
+workers, the model's family, size and weights, and on several ranks the device group whose
+ranks share the global batch, from the recommended point's `point.json`)
 as a `# @package _global_` file, composable as `+experiment=<name>` by `libreyolo-sweep` and
 as `--config experiment/<name>` by `libreyolo profile`, with its evidence on a comment line.
 One series writes `tuned.yaml` (`sweep_io.TUNED_CONFIG`); several write one file each, named
@@ -22,6 +23,7 @@ from pathlib import Path
 
 import yaml
 
+from libreyolo.config.schema import requested_ranks
 from libreyolo.document.files import write_atomic
 from libreyolo.document.json_value import JsonObject, JsonValue
 from libreyolo.document.limits import open_regular
@@ -57,15 +59,36 @@ def _picked(group: JsonObject, keys: tuple[str, ...], kinds: tuple[type, ...]) -
 
 
 def train_settings(
-    *, batch: int, imgsz: int | None, amp: bool | None, threads: int | None, workers: int | None
+    *,
+    batch: int,
+    imgsz: int | None,
+    amp: bool | None,
+    threads: int | None,
+    workers: int | None,
+    world: JsonObject | None = None,
 ) -> str:
-    """The settings as one line: `batch=32 imgsz=640 amp=true workers=8`."""
+    """The settings as one line: `batch=32 imgsz=640 amp=true workers=8`; on several ranks
+    (`world`, the point's device group) `batch` is the global batch and the line says over
+    which: `device=0,1`, or on CPU ranks the torchrun that starts them."""
     words = [f"batch={batch}"]
     words += [] if imgsz is None else [f"imgsz={imgsz}"]
     words += [] if amp is None else [f"amp={str(amp).lower()}"]
     words += [] if workers is None else [f"workers={workers}"]
     words += [] if threads is None else [f"threads={threads}"]
-    return " ".join(words)
+    if world is not None:
+        name, ranks = str(world.get("name")), requested_ranks(world)
+        words.append(f"device={name}")
+        if name == "cpu":  # CPU ranks: libreyolo train runs them under torchrun
+            words.append(
+                f"; the global batch over {ranks} ranks: torchrun --nproc-per-node {ranks}"
+            )
+    return " ".join(words).replace(" ;", ";")
+
+
+def world_of(config: Mapping[str, JsonValue]) -> JsonObject | None:
+    """The point config's device group where it trains on several ranks (None for one)."""
+    device = _picked(_member(config, "device"), ("name", "nproc"), (str, int))
+    return device if requested_ranks(device) > 1 else None
 
 
 def workers_of(config: Mapping[str, JsonValue]) -> int | None:
@@ -95,6 +118,8 @@ def tuned_text(
     model = _picked(_member(config, "model"), ("family", "size", "weights"), (str, type(None)))
     settings |= {"dataset": dataset} if dataset else {}
     settings |= {"model": model} if model else {}
+    world = world_of(config)  # the global batch means nothing without its ranks
+    settings |= {} if world is None else {"device": world}
     settings |= _trainer_settings(config)
     comment = _CONTROL.sub(" ", why)
     body = yaml.safe_dump(settings, sort_keys=False, allow_unicode=True, default_flow_style=False)

@@ -14,10 +14,12 @@ import pytest
 import torch
 
 from libreyolo.document.convert import to_plain
+from libreyolo.document.files import load
 from libreyolo.document.model import Trial
 from libreyolo.errors import OutOfMemoryError, UsageError
 from libreyolo.measure import device as device_module
-from libreyolo.sweep.budget import budget_failure, capped_device_memory, checked_budget
+from libreyolo.measure.device_cap import capped_device_memory, checked_budget
+from libreyolo.sweep.budget import budget_failure
 from libreyolo.sweep.point import run_point
 from tests.profiles import training_profile
 from tests.sweep.helpers import CHECKPOINT
@@ -101,6 +103,30 @@ def test_the_largest_trial_peak_is_checked_against_the_device_s_own_metric() -> 
     )
     assert budget_failure(_with("cuda:0", {"peak_vram_mb": 600.0}), 600) is None
     assert budget_failure(_with("cpu", {"peak_rss_mb": 10.0}, {"peak_rss_mb": 12.0}), 600) is None
+
+
+WORLD = Path(__file__).parents[1] / "fixtures" / "docs" / "world_cpu_straggler" / "profile.json"
+
+
+def test_on_several_ranks_the_budget_holds_for_each_rank() -> None:
+    profile = load(str(WORLD))
+    assert profile.world is not None and profile.metrics["peak_rss_mb"] == 797.7  # rank 0's
+    ranks = list(profile.world.ranks)
+    ranks[1] = msgspec.structs.replace(ranks[1], peak_rss_mb=905.2)
+    world = msgspec.structs.replace(profile.world, ranks=ranks)
+    profile = msgspec.structs.replace(profile, world=world)
+    assert budget_failure(profile, 900) == (
+        "over_budget",
+        "rank 1's peak RSS 905.2 MB over the 900 MB budget (tune.memory_budget_mb)",
+    )
+    assert budget_failure(profile, 905.2) is None
+    ranks[1] = msgspec.structs.replace(ranks[1], peak_rss_mb=None)
+    unmeasured = msgspec.structs.replace(profile, world=msgspec.structs.replace(world, ranks=ranks))
+    assert budget_failure(unmeasured, 900) == (
+        "usage",
+        "tune.memory_budget_mb cannot be checked: the profile has no peak_rss_mb (see its notes) "
+        "(unset tune.memory_budget_mb, or measure where the peak can be measured)",
+    )
 
 
 @pytest.mark.parametrize(

@@ -55,6 +55,28 @@ def test_the_file_holds_the_settings_to_train_with_and_runs_nothing() -> None:
     assert line == "batch=24 imgsz=320 amp=true workers=3"
 
 
+def test_on_several_ranks_the_file_and_the_line_carry_the_ranks_of_the_global_batch() -> None:
+    config = as_plain_dict(ProfileConfig())
+    config["device"] = {"name": "cpu", "nproc": 2}
+    text = tuned_text(config, batch=8, imgsz=128, amp=False, threads=None, why="maxfit: b8")
+    assert yaml.safe_load(text)["device"] == {"name": "cpu", "nproc": 2}
+    world = {"name": "cpu", "nproc": 2}
+    line = train_settings(batch=8, imgsz=128, amp=False, threads=None, workers=0, world=world)
+    assert line == (
+        "batch=8 imgsz=128 amp=false workers=0 device=cpu; the global batch over 2 ranks: "
+        "torchrun --nproc-per-node 2"
+    )
+    gpus = {"name": "0,1", "nproc": 1}
+    line = train_settings(batch=64, imgsz=640, amp=True, threads=None, workers=8, world=gpus)
+    assert line == "batch=64 imgsz=640 amp=true workers=8 device=0,1"
+    config["device"] = {"name": "cpu", "nproc": 1}  # one process: the machine's own, left out
+    assert "device" not in yaml.safe_load(_tuned(config))
+
+
+def _tuned(config: dict[str, object]) -> str:
+    return tuned_text(config, batch=8, imgsz=128, amp=False, threads=None, why="maxfit: b8")
+
+
 def test_the_file_composes_for_libreyolo_profile_and_libreyolo_sweep(tmp_path: Path) -> None:
     conf = tmp_path / "conf"
     (conf / "experiment").mkdir(parents=True)

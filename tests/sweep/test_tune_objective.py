@@ -188,3 +188,27 @@ def test_each_round_launches_every_unfinished_series_next_batch_together() -> No
     assert state.done[1] == Done("none_fits", "batch 1 does not fit (out of memory)", None)
     state.measured[0].append(Measured(point="a2", batch=2, fits=True, trials=(9.0,)))
     assert state.round() == [] and state.done[0] is not None and state.done[0].batch == 2
+
+
+WORLD = Path(__file__).parents[1] / "fixtures" / "docs" / "world_cpu_straggler" / "profile.json"
+
+
+def test_a_world_point_is_the_whole_world_s_img_per_s_and_its_largest_rank_s_peak(
+    tmp_path: Path,
+) -> None:
+    folder = _point(tmp_path, 4, 5.67)
+    profile_path = folder / "infer" / "profile.json"
+    world = json.loads(WORLD.read_text(encoding="utf-8"))
+    world["world"]["ranks"][1]["peak_rss_mb"] = 905.2  # rank 0's own (and metrics'): 797.7
+    world["trials"] = [{"metrics": {"img_per_s": 5.67}}]  # rank 0's window, not the world's
+    profile_path.write_text(json.dumps(world), encoding="utf-8")
+    record = read_status(folder / "status.json")
+    assert record is not None
+    result = point_objective(record, folder, tmp_path, {"batch": 4, "imgsz": 128})
+    assert world["metrics"]["img_per_s"] == 5.67 and world["metrics"]["peak_rss_mb"] == 797.7
+    assert float(result) == 11.16 and result.trials_img_per_s == (11.16,)
+    assert result.peak_rss_mb == 905.2
+    del world["world"]["ranks"][1]["peak_rss_mb"]  # one rank unmeasured: no peak to trust
+    profile_path.write_text(json.dumps(world), encoding="utf-8")
+    result = point_objective(record, folder, tmp_path, {"batch": 4, "imgsz": 128})
+    assert result.peak_rss_mb is None

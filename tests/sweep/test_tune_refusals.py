@@ -56,9 +56,28 @@ REPEAT = "window.repeat=3"
         (
             ("device.nproc=2", REPEAT),
             "run",
-            "the batch search measures one process: several ranks (device.nproc, a device "
-            "list) are not searched yet (sweep the ranks as a grid: libreyolo-sweep -m "
-            "device.nproc=1,2 batch=...)",
+            "tune.goal=knee on 2 ranks: it tests a gain on window.repeat trials, and a run on "
+            "several ranks measures one trial (tune.goal=maxfit searches the global batch on 2 "
+            "ranks; for the fastest batch sweep it as a grid: libreyolo-sweep -m batch=2,4,8)",
+        ),
+        (
+            ("device.nproc=2", "tune.goal=maxfit", REPEAT),
+            "run",
+            "window.repeat=3 on 2 ranks: a run on several ranks measures one trial (add "
+            "window.repeat=1)",
+        ),
+        (
+            ("device.nproc=3", "tune.goal=maxfit", "tune.batch_max=100"),
+            "run",
+            "on 3 ranks the global batch splits evenly, as libreyolo train splits it: "
+            "tune.batch_min, tune.batch_max and tune.batch_step must be multiples of 3 (got 1, "
+            "100 and 8) (add tune.batch_min=3 tune.batch_step=24 tune.batch_max=99)",
+        ),
+        (
+            ("device=0,1", "tune.goal=maxfit"),
+            "run",
+            "device=0,1: device is a config group and 0 is none of its options (choose from: "
+            "cpu, cuda)",
         ),
         (
             ("tune.goal=latency", REPEAT, "tune.max_latency_ms=50", "tune.percentile=95"),
