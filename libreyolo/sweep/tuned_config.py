@@ -69,7 +69,8 @@ def train_settings(
 ) -> str:
     """The settings as one line: `batch=32 imgsz=640 amp=true workers=8`; on several ranks
     (`world`, the point's device group) `batch` is the global batch and the line says over
-    which: `device=0,1`, or on CPU ranks the torchrun that starts them."""
+    which: `device=0,1`, or CPU ranks, which 1.6.0's trainer refuses (checked: `torchrun
+    --nproc-per-node 2 libreyolo train ... device=cpu` fails in its SyncBatchNorm)."""
     words = [f"batch={batch}"]
     words += [] if imgsz is None else [f"imgsz={imgsz}"]
     words += [] if amp is None else [f"amp={str(amp).lower()}"]
@@ -78,9 +79,11 @@ def train_settings(
     if world is not None:
         name, ranks = str(world.get("name")), requested_ranks(world)
         words.append(f"device={name}")
-        if name == "cpu":  # CPU ranks: libreyolo train runs them under torchrun
+        if name == "cpu":  # 1.6.0 converts BatchNorm to SyncBatchNorm, which refuses the CPU
             words.append(
-                f"; the global batch over {ranks} ranks: torchrun --nproc-per-node {ranks}"
+                f"; the global batch over {ranks} CPU ranks, which libreyolo 1.6.0 does not "
+                f"train (its SyncBatchNorm needs GPUs): on GPUs, measure --device "
+                f"{','.join(map(str, range(ranks)))}"
             )
     return " ".join(words).replace(" ;", ";")
 

@@ -63,8 +63,9 @@ def test_on_several_ranks_the_file_and_the_line_carry_the_ranks_of_the_global_ba
     world = {"name": "cpu", "nproc": 2}
     line = train_settings(batch=8, imgsz=128, amp=False, threads=None, workers=0, world=world)
     assert line == (
-        "batch=8 imgsz=128 amp=false workers=0 device=cpu; the global batch over 2 ranks: "
-        "torchrun --nproc-per-node 2"
+        "batch=8 imgsz=128 amp=false workers=0 device=cpu; the global batch over 2 CPU ranks, "
+        "which libreyolo 1.6.0 does not train (its SyncBatchNorm needs GPUs): on GPUs, measure "
+        "--device 0,1"
     )
     gpus = {"name": "0,1", "nproc": 1}
     line = train_settings(batch=64, imgsz=640, amp=True, threads=None, workers=8, world=gpus)

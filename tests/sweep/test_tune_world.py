@@ -53,8 +53,9 @@ def test_a_maxfit_search_on_two_ranks_holds_every_rank_to_the_budget(tmp_path: P
     (recommended,) = record["recommended"]
     assert recommended["batch"] == 4  # the global batch: 2 images on each rank
     assert recommended["train_settings"] == (
-        "batch=4 imgsz=256 amp=true workers=0 device=cpu; the global batch over 2 ranks: "
-        "torchrun --nproc-per-node 2"
+        "batch=4 imgsz=256 amp=true workers=0 device=cpu; the global batch over 2 CPU ranks, "
+        "which libreyolo 1.6.0 does not train (its SyncBatchNorm needs GPUs): on GPUs, measure "
+        "--device 0,1"
     )
     tuned = yaml.safe_load((sweep / "tuned.yaml").read_text(encoding="utf-8"))
     assert (tuned["batch"], tuned["imgsz"]) == (4, 256)
