@@ -29,7 +29,10 @@ def finalize(profile: Profile) -> Profile:
     provisional = compute_metrics(profile, bound="")
     # A multi-process run's world profile has the world's keys; any other, each of them null.
     world = profile.world
-    provisional |= dict.fromkeys(WORLD_KEYS) if world is None else world_metrics(world)
+    if world is None:
+        provisional |= dict.fromkeys(WORLD_KEYS)
+    else:  # every rank measured the same window
+        provisional |= world_metrics(world, measured_steps=len(profile.samples.steps))
     verdict = world_verdict(profile, provisional, decide(profile, provisional))
     if profile.run.trainer is not None:  # what to change is libreyolo 1.x's `train` words
         verdict = for_trainer(verdict)

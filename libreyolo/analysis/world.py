@@ -12,7 +12,8 @@ collectives' wait is taken from backward).
 The wire's own cost is the exposure of the rank that waits least for its peers.
 
 Verdicts: `straggler` when the own-work skew reaches STRAGGLER_SKEW_PCT on ranks no other
-process starved (it names the rank and the phase); else `communication` when even the
+process starved, over at least MIN_STRAGGLER_STEPS measured steps (it names the rank and the
+phase); else `communication` when even the
 least-waiting rank spends COMM_SHARE_BOUND of its step exposed in collectives; else the rank's
 own verdict stands.
 A contended or suspect verdict is never replaced: its numbers name no bottleneck.
@@ -32,6 +33,9 @@ from libreyolo.document.world import RankRecord, World
 
 STRAGGLER_SKEW_PCT = 20.0  # the slowest rank's own work ≥ 20 % above the fastest's (balanced
 # 2-rank CPU runs here: 1 to 4 %, once 16 %)
+# A skew over fewer measured steps is a step's luck, not a rank's: balanced 2-step runs here
+# read 20.6 % (YOLOv9-t, 256 px, 1 image a rank); the planted straggler's runs take 6.
+MIN_STRAGGLER_STEPS = 5
 COMM_SHARE_BOUND = 0.2  # ≥ 20 % of the step waits in collectives on every rank
 KEYS = (
     "world_size",
@@ -118,9 +122,10 @@ def own_ms(record: RankRecord) -> float | None:
     return record.step_ms - (exposed_ms(record) or 0.0)
 
 
-def world_metrics(world: World) -> dict[str, Scalar]:
+def world_metrics(world: World, *, measured_steps: int) -> dict[str, Scalar]:
     """The world's keys (`KEYS`): global throughput (the slowest rank's step sets the
-    world's pace), the own-work skew, the straggler and its cause, and the least exposure."""
+    world's pace), the own-work skew, the straggler and its cause (named over at least
+    MIN_STRAGGLER_STEPS measured steps), and the least exposure."""
     ranks = world.ranks
     steps = [r.step_ms for r in ranks if r.step_ms]
     own = {r.rank: ms for r in ranks if (ms := own_ms(r)) is not None and ms > 0}
@@ -135,7 +140,7 @@ def world_metrics(world: World) -> dict[str, Scalar]:
         metrics["rank_skew_pct"] = round(skew, 1)
         # A rank that waited for a CPU is slow for another process's sake: no straggler.
         quiet = not any(r.contended for r in ranks)
-        if skew >= STRAGGLER_SKEW_PCT and quiet:
+        if skew >= STRAGGLER_SKEW_PCT and quiet and measured_steps >= MIN_STRAGGLER_STEPS:
             cause, excess = _cause(ranks, slowest)
             metrics |= {
                 "straggler_rank": slowest,

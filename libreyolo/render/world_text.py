@@ -56,6 +56,10 @@ def _skew_line(world: World, metrics: dict[str, Scalar]) -> str:
         return line + f"; straggler rank {straggler} ({cause} +{excess} ms/step)"
     if any(record.contended for record in world.ranks):
         return line + "; no straggler named: a rank waited for a CPU (host contended)"
+    from libreyolo.analysis.world import MIN_STRAGGLER_STEPS, STRAGGLER_SKEW_PCT
+
+    if isinstance(skew, int | float) and skew >= STRAGGLER_SKEW_PCT:  # its window was short
+        return line + f"; no straggler named over fewer than {MIN_STRAGGLER_STEPS} measured steps"
     return line + "; no straggler"
 
 

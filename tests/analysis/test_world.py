@@ -10,12 +10,14 @@ import pytest
 
 from libreyolo.analysis.build import finalize
 from libreyolo.analysis.scaling import scaling
-from libreyolo.analysis.world import KEYS, own_phase_ms, world_metrics
+from libreyolo.analysis.world import KEYS, MIN_STRAGGLER_STEPS, own_phase_ms, world_metrics
 from libreyolo.analysis.world_profile import world_profile
 from libreyolo.document.files import save
 from libreyolo.document.model import Profile, RunInfo, Samples, StepSample, Tool
 from libreyolo.document.world import RankRecord, World
 from tests.conftest import invoke
+
+STEPS = 6  # measured steps of each rank's window (the done-when run's)
 
 
 def _rank(
@@ -60,7 +62,7 @@ def _world(*ranks: RankRecord) -> World:
 
 
 def test_a_balanced_world_names_no_straggler() -> None:
-    metrics = world_metrics(_world(_rank(0), _rank(1, comm_ms=66.0)))
+    metrics = world_metrics(_world(_rank(0), _rank(1, comm_ms=66.0)), measured_steps=STEPS)
     assert set(metrics) == set(KEYS)
     assert metrics["world_size"] == 2 and metrics["global_batch"] == 4
     assert metrics["global_img_per_s"] == 10.0  # 4 images every 400 ms
@@ -75,7 +77,7 @@ def test_the_rank_that_waits_least_is_the_straggler_and_its_loader_the_cause() -
     # its backward, so both steps last the same: the step time alone shows no skew
     fast = _rank(0, step_ms=600.0, comm_ms=260.0, backward_ms=350.0)
     slow = _rank(1, step_ms=600.0, comm_ms=60.0, dataload_ms=210.0)
-    metrics = world_metrics(_world(fast, slow))
+    metrics = world_metrics(_world(fast, slow), measured_steps=STEPS)
     assert metrics["rank_skew_pct"] == pytest.approx(100 * (540 / 340 - 1), abs=0.05)
     assert metrics["straggler_rank"] == 1
     assert metrics["straggler_cause"] == "dataload"
@@ -102,7 +104,7 @@ def test_a_wait_split_by_phase_leaves_each_phase_where_it_fell() -> None:
         "backward": 150.0,
         "optimizer": 60.0,
     }
-    metrics = world_metrics(_world(fast, slow))
+    metrics = world_metrics(_world(fast, slow), measured_steps=STEPS)
     assert metrics["straggler_rank"] == 1
     assert metrics["straggler_cause"] == "dataload" and metrics["straggler_excess_ms"] == 180.0
     # without a split, the whole wait comes out of backward (GPU collectives)
@@ -113,14 +115,28 @@ def test_a_wait_split_by_phase_leaves_each_phase_where_it_fell() -> None:
 def test_no_straggler_is_named_on_a_contended_rank() -> None:
     fast = _rank(0, step_ms=600.0, comm_ms=260.0, backward_ms=350.0)
     slow = _rank(1, step_ms=600.0, comm_ms=60.0, dataload_ms=210.0, contended=True)
-    metrics = world_metrics(_world(fast, slow))
+    metrics = world_metrics(_world(fast, slow), measured_steps=STEPS)
     assert metrics["rank_skew_pct"] is not None and metrics["rank_skew_pct"] > 50
     assert metrics["straggler_rank"] is None
 
 
+def test_no_straggler_is_named_over_a_window_too_short_to_tell_a_rank_from_a_step() -> None:
+    fast = _rank(0, step_ms=600.0, comm_ms=260.0, backward_ms=350.0)
+    slow = _rank(1, step_ms=600.0, comm_ms=60.0, dataload_ms=210.0)
+    world = _world(fast, slow)
+    assert world_metrics(world, measured_steps=MIN_STRAGGLER_STEPS)["straggler_rank"] == 1
+    metrics = world_metrics(world, measured_steps=MIN_STRAGGLER_STEPS - 1)
+    assert metrics["rank_skew_pct"] is not None and metrics["rank_skew_pct"] > 50
+    assert metrics["straggler_rank"] is None and metrics["straggler_cause"] is None
+    from libreyolo.render.world_text import world_lines
+
+    (skew,) = [line for line in world_lines(world, metrics) if line.startswith("skew")]
+    assert skew.endswith("; no straggler named over fewer than 5 measured steps")
+
+
 def test_without_collective_figures_the_skew_is_the_step_times() -> None:
     no_trace = msgspec.structs.replace(_rank(0), comm_ms=None, comm_exposed_pct=None)
-    metrics = world_metrics(_world(no_trace, _rank(1)))
+    metrics = world_metrics(_world(no_trace, _rank(1)), measured_steps=STEPS)
     assert metrics["comm_wait_ms"] is None
     assert metrics["rank_skew_pct"] == pytest.approx(100 * (400 / 340 - 1), abs=0.05)
 
@@ -134,7 +150,7 @@ def _profile(rank: int, *, step_ms: float, dataload_ms: float) -> Profile:
             dataload_ms=dataload_ms,
             phase_ms={"dataload": dataload_ms},
         )
-        for i in range(4)
+        for i in range(STEPS)
     ]
     return finalize(
         Profile(
