@@ -441,7 +441,7 @@ def _rank_main(
             backend, store=store, rank=rank, world_size=world_size, timeout=timeout
         )
         try:
-            # a sweep point's tune.memory_budget_mb caps each rank's own GPU (sweep/budget.py)
+            # a sweep point's tune.memory_budget_mb caps each rank's own GPU (device_cap.py)
             budget_mb = checked_budget(cfg.tune.memory_budget_mb)
             with capped_device_memory(budget_mb, cfg.device.name):
                 return collect_trial(cfg, BorrowedRun(staging, target), progress, notes)

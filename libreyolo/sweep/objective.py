@@ -166,6 +166,11 @@ def _memory_lines(profile: JsonObject) -> tuple[tuple[float, float], ...]:
     )
 
 
+def _world_trial(img_per_s: float | None) -> tuple[float, ...]:
+    """A world's one trial: its global img/s (its `trials` are rank 0's window)."""
+    return () if img_per_s is None else (img_per_s,)
+
+
 def _peak(profile: JsonObject, metrics: JsonObject, key: str, world: bool) -> float | None:
     """The point's peak `key`: a world's largest rank's (a memory budget holds for each)."""
     return _metric(largest_rank_value(profile, key) if world else metrics.get(key))
@@ -197,7 +202,7 @@ def point_objective(
         imgsz=_setting(config, "imgsz", int),
         amp=_setting(config, "amp", bool),
         threads=_setting(config, "threads", int),
-        trials_img_per_s=_trials({} if world else profile, img_per_s),
+        trials_img_per_s=_world_trial(img_per_s) if world else _trials(profile, img_per_s),
         **latency,
         peak_vram_mb=_peak(profile, metrics, "peak_vram_mb", world),
         peak_rss_mb=_peak(profile, metrics, "peak_rss_mb", world),

@@ -76,16 +76,17 @@ def train_settings(
     words += [] if amp is None else [f"amp={str(amp).lower()}"]
     words += [] if workers is None else [f"workers={workers}"]
     words += [] if threads is None else [f"threads={threads}"]
-    if world is not None:
-        name, ranks = str(world.get("name")), requested_ranks(world)
-        words.append(f"device={name}")
-        if name == "cpu":  # 1.6.0 converts BatchNorm to SyncBatchNorm, which refuses the CPU
-            words.append(
-                f"; the global batch over {ranks} CPU ranks, which libreyolo 1.6.0 does not "
-                f"train (its SyncBatchNorm needs GPUs): on GPUs, measure --device "
-                f"{','.join(map(str, range(ranks)))}"
-            )
-    return " ".join(words).replace(" ;", ";")
+    name = None if world is None else str(world.get("name"))
+    words += [] if name is None else [f"device={name}"]
+    line = " ".join(words)
+    if world is not None and name == "cpu":  # 1.6.0's SyncBatchNorm refuses CPU modules
+        ranks = requested_ranks(world)
+        line += (
+            f"; the global batch over {ranks} CPU ranks, which libreyolo 1.6.0 does not train "
+            f"(its SyncBatchNorm needs GPUs): on GPUs, measure --device "
+            f"{','.join(map(str, range(ranks)))}"
+        )
+    return line
 
 
 def world_of(config: Mapping[str, JsonValue]) -> JsonObject | None:
