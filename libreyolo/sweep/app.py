@@ -53,7 +53,7 @@ from libreyolo.sweep.objective import point_objective, sweeper_value
 from libreyolo.sweep.owned import refuse_foreign
 from libreyolo.sweep.plan import grid_plan, write_plan
 from libreyolo.sweep.plugins import check_direction, check_plugins
-from libreyolo.sweep.point import run_point
+from libreyolo.sweep.point import forget_warnings, run_point
 from libreyolo.sweep.ray_cluster import quiet_schema_warning
 from libreyolo.sweep.refused import Refused
 from libreyolo.sweep.report import SweepResult, write_report
@@ -177,6 +177,7 @@ def _sweep(out: Output) -> ExitStatus:
     _ROOTS.clear()
     _DATED.clear()
     tune_run.forget()
+    forget_warnings()
     forget_queued()
     stopped: signal.Signals | None = None
     try:

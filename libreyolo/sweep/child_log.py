@@ -1,17 +1,31 @@
 """A point child's log (`point.log`, its stderr): what to relay, and why it crashed.
 
 libkineto and c10 write their own log lines to the same stderr; they are never a point's
-reason and never relayed. Must not: read files or print (callers pass the log text).
+reason and never relayed. A warning every point repeats (random weights: a paragraph) is relayed
+once per sweep process, not once per point. Must not: read files or print (callers pass the log
+text).
 """
 
 from __future__ import annotations
 
 from libreyolo.kineto.logs import is_noise
 
+WARNING_PREFIX = "warning: "  # boundary.output's prefix of a warning line
 
-def relayed(log: str) -> str:
-    """The log without libkineto's and c10's own lines (what the sweep shows of a point)."""
-    return "".join(line for line in log.splitlines(True) if not is_noise(line))
+
+def relayed(log: str, warned: set[str]) -> str:
+    """The log without libkineto's and c10's own lines, nor a warning already in `warned` (what
+    the sweep shows of a point); the warnings it keeps are added to `warned`."""
+    kept = []
+    for line in log.splitlines(True):
+        if is_noise(line):
+            continue
+        if line.startswith(WARNING_PREFIX):
+            if line.rstrip() in warned:
+                continue
+            warned.add(line.rstrip())
+        kept.append(line)
+    return "".join(kept)
 
 
 def last_error(log: str) -> str:

@@ -91,6 +91,14 @@ from libreyolo.sweep.stop import raise_stopped, signal_of
 from libreyolo.workload.registry import preload_builtins
 
 CHILD_POLL_S = 0.5  # how often the point wakes while its child measures (to be stopped)
+# The warnings this process has relayed from its points' logs: each is shown once a sweep (the
+# random-weights paragraph would repeat at every point); every point.log keeps its own.
+_WARNED: set[str] = set()
+
+
+def forget_warnings() -> None:
+    """A new sweep starts: relay each warning again, once."""
+    _WARNED.clear()
 
 
 def _write(path: Path, document: PointRequest | PointStatus) -> None:
@@ -325,7 +333,7 @@ def _measure_leased(
         raise
     started = log_path.is_file()
     log = log_path.read_text(encoding="utf-8", errors="replace") if started else ""
-    Output.plain().relay(relayed(log))
+    Output.plain().relay(relayed(log, _WARNED))
     written = read_status(request_path.parent / STATUS_FILE)
     if written is not None:
         return written

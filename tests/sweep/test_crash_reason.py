@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from libreyolo.pids import exit_text
-from libreyolo.sweep.child_log import last_error
+from libreyolo.sweep.child_log import last_error, relayed
 
 TRACEBACK = """\
 Traceback (most recent call last):
@@ -52,3 +52,13 @@ def test_last_error_skips_kineto_lines_and_takes_the_final_exception(log: str, r
 )
 def test_a_signal_exit_is_named(code: int | None, text: str) -> None:
     assert exit_text(code) == text
+
+
+def test_a_warning_every_point_repeats_is_relayed_once() -> None:
+    warning = "warning: WEIGHTS NOT AVAILABLE: LibreYOLO9t.pt is not in ./weights\n"
+    warned: set[str] = set()
+    first = relayed(KINETO + warning + "note: batch 8\n", warned)
+    second = relayed(warning + "note: batch 16\nwarning: host busy\n", warned)
+    assert first == warning + "note: batch 8\n"
+    assert second == "note: batch 16\nwarning: host busy\n"
+    assert warned == {warning.rstrip(), "warning: host busy"}

@@ -55,6 +55,18 @@ def test_grid_writes_one_folder_per_point_and_a_recommendation(tmp_path: Path) -
     assert (tmp_path / "sweep.png").read_bytes().startswith(b"\x89PNG")
 
 
+def test_a_warning_every_point_repeats_is_shown_once(tmp_path: Path) -> None:
+    env = dict(os.environ, LIBREYOLO_WEIGHTS_DIR=str(tmp_path / "weights"))
+    env["LIBREYOLO_WEIGHTS_URL"] = "http://127.0.0.1:9/{name}"  # refused at once: random weights
+    argv = tiny_sweep_argv(tmp_path, "batch=1,2", "imgsz=64", isolate=True)
+    argv.append("model.weights=LibreYOLO9t.pt")
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False, env=env)
+    assert done.returncode == 0, done.stderr
+    for name in ("b1_s64_amp1", "b2_s64_amp1"):  # each point's log keeps it
+        assert "WEIGHTS NOT AVAILABLE" in (tmp_path / name / "point.log").read_text("utf-8")
+    assert done.stderr.count("WEIGHTS NOT AVAILABLE") == 1, done.stderr
+
+
 def test_a_failing_point_is_recorded_and_the_others_still_run(tmp_path: Path) -> None:
     done = sweep_quietly(lambda: _sweep(tmp_path, "batch=-5,1", "imgsz=64"), tmp_path)
     assert done.returncode == 1
