@@ -524,28 +524,32 @@ def _memory_ratio(answer: Measured, other: Measured) -> str:
     return ""
 
 
-def evidence(settings: TuneSettings, measured: Sequence[Measured], batch: int) -> str:
+def evidence(
+    settings: TuneSettings, measured: Sequence[Measured], batch: int, *, ranks: int = 1
+) -> str:
     """The recommendation in one sentence: its throughput (or peak, for maxfit) and what the
     best measured batch, when bigger, or else the next measured batch up showed ("batch 32:
     412.0 ± 3.1 img/s; 64 adds +1.2 %, not significant (Welch p 0.41), at 1.9× the memory"),
     and a second when points of the series were measured on a busy host (their img/s ranks the
-    host's load as much as the batch)."""
+    host's load as much as the batch). On several `ranks` a point's peak is its largest
+    rank's, and the sentence says so."""
     measured = latest(measured)
     busy = sum(m.contended for m in measured)
     if not busy or settings.goal == "maxfit":
-        return _evidence(settings, measured, batch)
+        return _evidence(settings, measured, batch, ranks)
     return (
-        f"{_evidence(settings, measured, batch)}. {busy} of {len(measured)} points were "
+        f"{_evidence(settings, measured, batch, ranks)}. {busy} of {len(measured)} points were "
         "measured on a busy host: measure again on a quiet one (sweep.resume=false) before "
         "trusting the answer"
     )
 
 
-def _evidence(settings: TuneSettings, measured: Sequence[Measured], batch: int) -> str:
+def _evidence(settings: TuneSettings, measured: Sequence[Measured], batch: int, ranks: int) -> str:
     answer = next(m for m in measured if m.batch == batch)
     bigger = sorted((m for m in measured if m.batch > batch), key=lambda m: m.batch)
     if settings.goal == "maxfit":
-        peak = "" if answer.peak_mb is None else f" (peak {answer.peak_mb:.0f} MB)"
+        whose = "peak" if ranks < 2 else f"largest peak of its {ranks} ranks"
+        peak = "" if answer.peak_mb is None else f" ({whose} {answer.peak_mb:.0f} MB)"
         head = f"batch {batch} fits{peak}"
     elif settings.goal == "latency":
         latency = "" if answer.latency_ms is None else f" at p{settings.percentile} "

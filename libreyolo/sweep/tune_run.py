@@ -253,6 +253,7 @@ class SearchState:
                 measured=tuple(measured),
                 done=done,
                 prior=prior,
+                ranks=series.ranks,
             )
             for series, measured, done, prior in zip(
                 self.series, self.measured, self.done, self.priors, strict=True

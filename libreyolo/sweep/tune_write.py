@@ -63,6 +63,7 @@ class SeriesResult:
     measured: tuple[Measured, ...]
     done: Done | None  # None: stopped before the search ended
     prior: TunePrior | None = None  # what its probe steps predicted before its first point
+    ranks: int = 1  # training ranks of each point: a point's peak is its largest rank's
 
 
 def _rounded(value: float | None) -> float | None:
@@ -140,7 +141,7 @@ def tune_record(
         if batch is None:
             continue
         answer = next(m for m in reversed(result.measured) if m.batch == batch)
-        said = evidence(settings, result.measured, batch)
+        said = evidence(settings, result.measured, batch, ranks=result.ranks)
         recommendation = Recommendation(
             imgsz=result.imgsz,
             amp=result.amp,

@@ -158,6 +158,9 @@ def test_maxfit_doubles_then_bisects() -> None:
     assert evidence(settings, measured, 96) == (
         "batch 96 fits (peak 9600 MB); 104 does not fit (out of memory)"
     )
+    assert evidence(settings, measured, 96, ranks=2) == (  # a world's peak: its largest rank's
+        "batch 96 fits (largest peak of its 2 ranks 9600 MB); 104 does not fit (out of memory)"
+    )
 
 
 @pytest.mark.parametrize(

@@ -52,6 +52,10 @@ def test_a_maxfit_search_on_two_ranks_holds_every_rank_to_the_budget(tmp_path: P
     assert path[-1]["bound"] == "over_budget"
     (recommended,) = record["recommended"]
     assert recommended["batch"] == 4  # the global batch: 2 images on each rank
+    peak = path[1]["peak_mb"]
+    assert recommended["evidence"].startswith(
+        f"batch 4 fits (largest peak of its 2 ranks {peak:.0f} MB); 8 does not fit (over the "
+    ), recommended["evidence"]
     assert recommended["train_settings"] == (
         "batch=4 imgsz=256 amp=true workers=0 device=cpu; the global batch over 2 CPU ranks, "
         "which libreyolo 1.6.0 does not train (its SyncBatchNorm needs GPUs): on GPUs, measure "
