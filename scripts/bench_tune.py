@@ -11,15 +11,22 @@ measured steps (windows × steps a window, warmup left out), so the search's ran
 (two short trials per new size; only the answer and the best measured again on the full
 window) are credited for what they save.
 
+With `--rounds N` each mode is searched and gridded N times, and a last line sets the
+search's agreement beside the grids' own: each search against the other rounds' grids, and
+each grid's answer (the smallest of its equals) against the other rounds' grids. On a host
+whose processes differ by several per cent, a plateau's equals move from one grid to the next,
+so the grids' agreement with each other is the bar the search's is read against.
+
     python scripts/bench_tune.py [--modes infer,run] [--batch-max 32] [--imgsz 128]
-                                 [--repeat 3] [--override KEY=VALUE ...] [--keep DIR]
-                                 [--no-rank]
+                                 [--repeat 3] [--rounds N] [--override KEY=VALUE ...]
+                                 [--keep DIR] [--no-rank]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -127,12 +134,45 @@ def _agrees(answer: int, full: Outcome) -> bool:
     return (max(below) if below else 0) < answer <= max(full.answer) and answer not in full.measured
 
 
+def _cross(answers: list[list[int]], grids: list[Outcome]) -> tuple[int, int]:
+    """How many (answer, grid) pairs of different rounds agree, of how many: the host's noise
+    as the grids themselves show it, beside the search's."""
+    pairs = [
+        (answer, full)
+        for i, answer in enumerate(answers)
+        for j, full in enumerate(grids)
+        if i != j and answer
+    ]
+    return sum(all(_agrees(b, full) for b in answer) for answer, full in pairs), len(pairs)
+
+
+def _summary(mode: str, rounds: list[tuple[Outcome, Outcome]]) -> list[str]:
+    """Over several rounds: the median steps ratio and its spread, and agreement measured
+    against the grids' own: each search against every other round's grid, and each grid's
+    answer (the smallest of its equals) against every other round's grid."""
+    ratios = sorted(found.steps / full.steps for found, full in rounds)
+    grids = [full for _, full in rounds]
+    own = sum(
+        bool(found.answer) and all(_agrees(b, full) for b in found.answer) for found, full in rounds
+    )
+    search, pairs = _cross([found.answer for found, _ in rounds], grids)
+    grid, grid_pairs = _cross([full.answer[:1] for full in grids], grids)
+    median = statistics.median(ratios)
+    return [
+        f"{mode}: steps ratio median {median:.2f} (spread {ratios[0]:.2f} to {ratios[-1]:.2f}; "
+        f"{'MET' if median <= 0.5 else 'MISSED'}); the search agrees with its own round's grid "
+        f"in {own} of {len(rounds)}, with the other rounds' grids in {search} of {pairs}; "
+        f"each grid's answer agrees with the other rounds' grids in {grid} of {grid_pairs}"
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--modes", default="infer,run")
     parser.add_argument("--batch-max", type=int, default=32)
     parser.add_argument("--imgsz", type=int, default=128)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=1, help="search and grid this many times")
     parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--keep", type=Path, help="measure into this folder and keep it")
     parser.add_argument(
@@ -144,6 +184,7 @@ def main() -> None:
         "answer | grid's equals | agree | steps ratio"
     )
     lines = [header, "-" * len(header)]
+    summaries: list[str] = []
     with tempfile.TemporaryDirectory(prefix="bench_tune_") as scratch:
         tmp = args.keep or scratch
         for mode in args.modes.split(","):
@@ -152,22 +193,33 @@ def main() -> None:
             per_window = steps_per_window(mode, [*common, *args.override])  # the last counts
             rank = max(MIN_MEASURED, per_window // RANK_SHARE) if args.rank else 0
             common += [f"tune.rank_steps={rank}", *args.override]
-            found = search(Path(tmp) / f"{mode}_search", common, args.batch_max, per_window)
-            full = grid(Path(tmp) / f"{mode}_grid", common, args.batch_max, per_window)
-            agree = bool(found.answer) and all(_agrees(b, full) for b in found.answer)
-            ratio = found.steps / full.steps
-            lines.append(
-                f"{mode:<6} | {found.points:>3} ({found.ranked} ranked) {found.windows:>7} "
-                f"{found.steps:>5} {found.wall_s:>6.1f}s | {full.points:>5} {full.windows:>7} "
-                f"{full.steps:>5} {full.wall_s:>6.1f}s | {found.answer} | {full.answer} | "
-                f"{'yes' if agree else 'NO'} | {ratio:.2f} ({'MET' if ratio <= 0.5 else 'MISSED'})"
-            )
-            if found.contended or full.contended:
-                lines.append(
-                    f"       {found.contended + full.contended} points measured on a busy host: "
-                    "run again with nothing else running"
-                )
-    sys.stdout.write("\n".join(lines) + "\n")
+            rounds = []
+            for index in range(args.rounds):
+                suffix = f"_{index + 1}" if args.rounds > 1 else ""
+                folder, top = Path(tmp), args.batch_max
+                found = search(folder / f"{mode}_search{suffix}", common, top, per_window)
+                full = grid(folder / f"{mode}_grid{suffix}", common, top, per_window)
+                rounds.append((found, full))
+                lines.append(_line(mode, found, full))
+                if found.contended or full.contended:
+                    lines.append(
+                        f"       {found.contended + full.contended} points measured on a busy "
+                        "host: run again with nothing else running"
+                    )
+            if args.rounds > 1:
+                summaries += _summary(mode, rounds)
+    sys.stdout.write("\n".join([*lines, *summaries]) + "\n")
+
+
+def _line(mode: str, found: Outcome, full: Outcome) -> str:
+    agree = bool(found.answer) and all(_agrees(b, full) for b in found.answer)
+    ratio = found.steps / full.steps
+    return (
+        f"{mode:<6} | {found.points:>3} ({found.ranked} ranked) {found.windows:>7} "
+        f"{found.steps:>5} {found.wall_s:>6.1f}s | {full.points:>5} {full.windows:>7} "
+        f"{full.steps:>5} {full.wall_s:>6.1f}s | {found.answer} | {full.answer} | "
+        f"{'yes' if agree else 'NO'} | {ratio:.2f} ({'MET' if ratio <= 0.5 else 'MISSED'})"
+    )
 
 
 if __name__ == "__main__":
