@@ -129,9 +129,27 @@ def chart_series(points: Points) -> Series:
     }
 
 
-def powers_of_two(batches: set[int]) -> bool:
-    """Whether a log2 batch axis fits: more than one batch, every one a power of two."""
-    return len(batches) > 1 and all(b > 0 and b & (b - 1) == 0 for b in batches)
+def ranked_only(tune: TuneRecord | None) -> frozenset[str]:
+    """The points a tune search measured on its short ranking window only (never again on the
+    full one): their img/s ranked a size, and is no full window's to read beside the others."""
+    if tune is None:
+        return frozenset()
+    steps = [step for series in tune.series for step in series.path]
+    full = {step.point for step in steps if not step.ranked}
+    return frozenset(step.point for step in steps if step.ranked and step.point not in full)
+
+
+LOG_SPAN = 4  # two doublings: wide enough for a log2 batch axis
+
+
+def log2_axis(batches: set[int]) -> bool:
+    """Whether a log2 batch axis fits: more than one batch, all positive, and every one a power
+    of two or the largest at least LOG_SPAN times the smallest (a tune search's refinement, 24
+    between 16 and 32, would otherwise turn the axis linear and crowd the small batches)."""
+    if len(batches) < 2 or min(batches) <= 0:
+        return False
+    powers = all(b & (b - 1) == 0 for b in batches)
+    return powers or max(batches) >= LOG_SPAN * min(batches)
 
 
 def shows_exec(points: Points) -> bool:

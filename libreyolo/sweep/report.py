@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from libreyolo.analysis.report import sweep_report
-from libreyolo.analysis.sweep import recommend, sweep_record
+from libreyolo.analysis.sweep import ranked_only, recommend, sweep_record
 from libreyolo.boundary.output import Output
 from libreyolo.boundary.status import exit_process, exit_status
 from libreyolo.document.codec import document_bytes
@@ -43,7 +43,7 @@ from libreyolo.document.sweep_files import (
 from libreyolo.document.sweep_io import TUNE_FILE, read_tune_record
 from libreyolo.document.sweep_model import SweepRecord
 from libreyolo.document.tune_model import BOUNDS
-from libreyolo.errors import ExitStatus, UsageError
+from libreyolo.errors import ExitStatus, ProfileError, UsageError
 from libreyolo.render.html.sweep_page import sweep_page
 from libreyolo.render.sweep_text import sweep_table as render_table
 from libreyolo.sweep.chart import write_chart
@@ -97,7 +97,7 @@ def write_report(
         check_contained(root, name)
     record = sweep_record(str(root), collect_sweep(root, only))
     chart = root / CHART_FILE
-    if write_chart(record.points, chart, out=out) is None:
+    if write_chart(record.points, chart, out=out, ranked=_ranked(root)) is None:
         chart.unlink(missing_ok=True)  # ours (refuse_foreign): not to outlive the data it drew
     else:
         record = dataclasses.replace(record, chart=CHART_FILE)
@@ -110,6 +110,15 @@ def write_report(
         num_failed=record.num_failed or 0,
         path=path,
     )
+
+
+def _ranked(root: Path) -> frozenset[str]:
+    """The points a tune search at `root` measured on its ranking window only; none when it
+    has no `tune.json` or one that cannot be read (the page says why, `write_page`)."""
+    try:
+        return ranked_only(read_tune_record(root / TUNE_FILE))
+    except ProfileError:
+        return frozenset()
 
 
 def write_page(root: Path, record: SweepRecord, *, out: Output | None = None) -> Path | None:

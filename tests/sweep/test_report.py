@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -11,18 +12,23 @@ from typing import Any
 import pytest
 
 from libreyolo.analysis.sweep import (
+    Points,
     chart_series,
-    powers_of_two,
+    log2_axis,
+    ranked_only,
     recommend,
     series_label,
     sweep_record,
 )
 from libreyolo.cli.sources import open_sweep
+from libreyolo.document.codec import document_bytes
 from libreyolo.document.convert import to_plain
 from libreyolo.document.sweep_files import SWEEP_SCHEMA, collect_points, point_folders
+from libreyolo.document.sweep_io import TUNE_FILE
 from libreyolo.document.sweep_model import SweepRecord, SweepRow
+from libreyolo.document.tune_model import TuneRecord, TuneSeries, TuneSettings, TuneStep
 from libreyolo.render.sweep_text import sweep_lines
-from libreyolo.sweep.chart import INSTALL_HINT
+from libreyolo.sweep.chart import INSTALL_HINT, RANKED_LABEL, draw
 from libreyolo.sweep.report import write_report
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -210,10 +216,14 @@ def test_no_ok_point_means_no_chart_and_no_message(
     assert not (tmp_path / "sweep.png").exists()
 
 
-def test_log2_axis_only_for_powers_of_two() -> None:
-    assert powers_of_two({1, 2, 8})
-    assert not powers_of_two({1, 3})
-    assert not powers_of_two({4})
+def test_log2_axis_for_powers_of_two_or_a_range_of_two_doublings() -> None:
+    assert log2_axis({1, 2, 8})
+    assert log2_axis({1, 2, 4, 8, 16, 24, 32, 64})  # a tune search's refinement
+    assert not log2_axis({1, 3})
+    assert log2_axis({8, 16, 24, 32})  # two doublings
+    assert not log2_axis({8, 16, 24})
+    assert not log2_axis({4})
+    assert not log2_axis({0, 8})
 
 
 def test_a_point_without_status_is_a_crash_and_timing_keys_are_kept(tmp_path: Path) -> None:
@@ -427,3 +437,67 @@ def test_a_grid_hydra_cannot_plan_still_runs_and_says_so(
         "listed as missing\n"
     )
     assert not (tmp_path / "s" / "sweep_plan.json").exists()
+
+
+def _ranked_search(root: Path) -> TuneRecord:
+    """A knee search over `make_sweep`'s imgsz 64 points: 1 and 4 ranked only, 2 ranked and
+    then measured in full."""
+    steps = [
+        TuneStep(point="b1_s64_amp1", batch=1, fits=True, ranked=True),
+        TuneStep(point="b2_s64_amp1", batch=2, fits=True, ranked=True),
+        TuneStep(point="b4_s64_amp1", batch=4, fits=True, ranked=True),
+        TuneStep(point="b2_s64_amp1", batch=2, fits=True),
+    ]
+    record = TuneRecord(
+        mode="infer",
+        settings=TuneSettings(rank_steps=2),
+        series=[TuneSeries(imgsz=64, path=steps, stopped="batch_max", batch=2)],
+    )
+    (root / TUNE_FILE).write_bytes(document_bytes(record))
+    return record
+
+
+def test_ranked_only_names_the_points_never_measured_in_full(tmp_path: Path) -> None:
+    assert ranked_only(_ranked_search(tmp_path)) == {"b1_s64_amp1", "b4_s64_amp1"}
+    assert ranked_only(None) == frozenset()
+
+
+def _pixel(png: bytes, at: tuple[float, float]) -> tuple[int, ...]:
+    """The RGB of the PNG's pixel at display coordinates `at` (matplotlib's: origin bottom
+    left)."""
+    from PIL import Image
+
+    image = Image.open(io.BytesIO(png)).convert("RGB")
+    x, y = at
+    return tuple(image.getpixel((round(x), image.height - round(y))))
+
+
+def _centres(points: Points, ranked: frozenset[str]) -> dict[int, tuple[float, float]]:
+    """Where `write_chart` draws the imgsz 64 points of `make_sweep` (display coordinates),
+    and that its legend names the hollow markers when there are any."""
+    from matplotlib import pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)  # as write_chart draws it
+    try:
+        draw(ax, points, ranked)
+        fig.tight_layout()
+        fig.canvas.draw()
+        labels = [text.get_text() for text in ax.get_legend().get_texts()]
+        assert (RANKED_LABEL in labels) is bool(ranked)
+        at = ((1, 50.0), (2, 80.0), (4, 120.0))
+        return {b: tuple(ax.transData.transform((b, ips))) for b, ips in at}
+    finally:
+        plt.close(fig)
+
+
+def test_the_chart_draws_a_tune_searchs_ranked_only_points_hollow(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib").use("Agg")
+    for root, search in ((tmp_path / "tune", True), (tmp_path / "grid", False)):
+        make_sweep(root)
+        ranked = ranked_only(_ranked_search(root)) if search else frozenset()
+        report = write_report(root)
+        assert report.data["chart"] == "sweep.png"
+        centres = _centres(report.record.points, ranked)
+        png = (root / "sweep.png").read_bytes()
+        hollow = {b for b, at in centres.items() if _pixel(png, at) == (255, 255, 255)}
+        assert hollow == ({1, 4} if search else set())  # 2 was measured in full

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 from libreyolo.analysis.sweep import (
     Points,
     latency_metric,
+    log2_axis,
     pareto_front,
-    powers_of_two,
     series_label,
     series_names,
 )
@@ -120,7 +120,7 @@ def _series(
 
 
 def _log2(series: list[xy.XYSeries]) -> bool:
-    return powers_of_two({int(p.x) for s in series for p in s.points})
+    return log2_axis({int(p.x) for s in series for p in s.points})
 
 
 def _figure(legend_labels: list[str], chart: str, caption: str, extra: str = "") -> str:

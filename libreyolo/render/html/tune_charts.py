@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from libreyolo.analysis.sweep import log2_axis
 from libreyolo.render.html import svg, xy
 from libreyolo.render.html.markup import Column, Src, banner, esc, num, table
 from libreyolo.render.tune_text import answer_text, goal_line, recommendation_of, series_label
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
     from libreyolo.document.tune_model import TuneRecord, TuneSeries, TuneSettings, TuneStep
 
 BOUND = "#D55E00"  # the palette's vermillion: what does not fit
-LOG_SPAN = 4  # the largest batch at least this many times the smallest: a log2 axis
 HEADROOM = 1.1  # room above the highest point for its ring and number
 # The series drawn stop past this many characters: a search's series costs ~25 kB (a path of
 # 256 steps ~600 kB), so a real search is drawn whole, while a tune.json of 4096 series would
@@ -123,7 +123,7 @@ def _chart(tune: TuneRecord, index: int, what: tuple[str, str, str]) -> str:
         tuple(drawn),
         "batch",
         y_label,
-        log2_x=batches[0] * LOG_SPAN <= batches[-1],
+        log2_x=log2_axis(set(batches)),
         guides=_guides(tune.settings, key),
         x_ticks=tuple(float(b) for b in batches),
         headroom=HEADROOM,
