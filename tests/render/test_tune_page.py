@@ -30,6 +30,7 @@ from libreyolo.document.tune_model import (
     Versus,
 )
 from libreyolo.render.html import svg, xy
+from libreyolo.render.html.tune_charts import search_section
 from libreyolo.render.tune_text import tune_lines
 from libreyolo.sweep.report import write_report
 from tests.conftest import invoke
@@ -298,3 +299,20 @@ def test_every_record_the_reader_accepts_is_shown(record: TuneRecord) -> None:
         search = _search(html)
         assert search.count("<h3>") == len(record.series) and "\x1b" not in html
         assert search.count('class="ring"') <= 2 * len(record.recommended)
+
+
+def test_a_batch_measured_again_carries_all_its_numbers_once() -> None:
+    def step(batch: int, ips: float, ranked: bool) -> TuneStep:
+        name = f"b{batch}_s64_amp1"
+        return TuneStep(point=name, batch=batch, fits=True, img_per_s=ips, ranked=ranked)
+
+    path = [step(1, 30.0, True), step(2, 50.0, True), step(4, 52.0, True), step(2, 51.0, False)]
+    path.append(step(4, 53.0, False))
+    record = TuneRecord(
+        mode="infer",
+        settings=TuneSettings(rank_steps=2, batch_max=4),
+        series=[TuneSeries(imgsz=64, path=path, stopped="batch_max", batch=2)],
+    )
+    orders = re.findall(r'<text class="order"[^>]*>([^<]*)</text>', search_section(record))
+    # by batch; the ranked 2 and 4 carry no number of their own
+    assert orders == ["1", "2, 4", "3, 5"]

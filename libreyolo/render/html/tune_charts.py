@@ -89,6 +89,9 @@ def _points(
     ringed = None if found is None else found[1].point
     joined: list[xy.XYPoint] = []
     others: dict[str, list[xy.XYPoint]] = {}
+    orders: dict[int, list[int]] = {}  # batch -> the orders it was measured in
+    for order, step in enumerate(series.path):
+        orders.setdefault(step.batch, []).append(order + 1)
     for order, (step, kind) in enumerate(zip(series.path, _step_kinds(tune, series), strict=True)):
         value = getattr(step, key)
         point = xy.XYPoint(
@@ -97,7 +100,9 @@ def _points(
             None if value is None else tune_src("series", index, "path", order, key),
             _tip(order + 1, step, kind),
             shape=KINDS[kind][0],
-            label=str(order + 1),
+            # a batch measured again carries all its numbers on its last measurement ("6, 10"),
+            # so two numbers never pile up on one batch
+            label=_label(orders[step.batch], order + 1),
             ring=step.point == ringed,  # once: a hand-made path may repeat a point
         )
         if point.ring:
@@ -107,6 +112,12 @@ def _points(
         else:
             others.setdefault(kind, []).append(point)
     return joined, others
+
+
+def _label(orders: list[int], order: int) -> str:
+    """The number drawn above a step: none on a batch's earlier measurements, every order on
+    its last."""
+    return ", ".join(map(str, orders)) if order == orders[-1] else ""
 
 
 def _chart(tune: TuneRecord, index: int, what: tuple[str, str, str]) -> str:
