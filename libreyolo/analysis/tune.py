@@ -464,9 +464,10 @@ def _decide(settings: TuneSettings, measured: Sequence[Measured], prior: int | N
 
 
 def versus(measured: Sequence[Measured], point: Measured) -> Versus | None:
-    """`point` against the next smaller measured batch that fits (None: it is the smallest, or
-    either has no img/s)."""
-    smaller = [m for m in measured if m.fits and m.failed is None and m.batch < point.batch]
+    """`point` against the next smaller measured batch that fits, by that batch's newest
+    measurement (a ranked size measured again in full counts by the full window), None: it is
+    the smallest, or either has no img/s."""
+    smaller = [m for m in latest(measured) if m.fits and m.failed is None and m.batch < point.batch]
     if not smaller or not point.fits:
         return None
     previous = max(smaller, key=lambda m: m.batch)
@@ -576,7 +577,13 @@ def _evidence(settings: TuneSettings, measured: Sequence[Measured], batch: int, 
     verdict = "not significant" if not result.significant else "below what counts"
     if result.significant and result.gain_pct < 0:
         verdict = "significantly slower"
+    undecided = ""  # a gain that would count, were it significant: the trials decide nothing
+    if result.significant is False and result.gain_pct >= settings.min_gain_pct:
+        undecided = (
+            ": the trials vary too much to tell; more trials (window.repeat) or longer windows "
+            "would decide"
+        )
     return (
         f"{head}; {up.batch} adds {result.gain_pct:+.1f} %, {verdict} ({_p_text(result)})"
-        f"{_memory_ratio(answer, up)}"
+        f"{_memory_ratio(answer, up)}{undecided}"
     )

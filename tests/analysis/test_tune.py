@@ -326,6 +326,28 @@ def test_versus_is_against_the_next_smaller_batch_that_fits() -> None:
     assert versus(measured, measured[2]) is None
 
 
+def test_versus_reads_a_smaller_batch_by_its_newest_measurement() -> None:
+    ranked = Measured("b8", 8, True, trials=(155.0, 156.0), ranked=True)
+    full = Measured("b8", 8, True, trials=trials(144.0))
+    bigger = Measured("b16", 16, True, trials=trials(180.0))
+    found = versus([ranked, full, bigger], bigger)  # 8 ranked, then measured in full
+    assert found is not None and (found.batch, found.gain_pct) == (8, 25.0)
+
+
+def test_a_large_gain_the_trials_cannot_confirm_says_what_would_decide() -> None:
+    measured = [
+        Measured("b8", 8, True, trials=(140.0, 144.4, 148.8)),
+        Measured("b16", 16, True, trials=(160.0, 189.7, 219.4)),  # +31 %, but noisy
+    ]
+    said = evidence(TuneSettings(batch_max=16), measured, 8)
+    assert said == (
+        "batch 8: 144.4 ± 4.4 img/s; 16 adds +31.4 %, not significant (Welch p 0.12): the "
+        "trials vary too much to tell; more trials (window.repeat) or longer windows would decide"
+    )
+    small = [measured[0], Measured("b16", 16, True, trials=(140.0, 146.0, 152.0))]
+    assert "vary too much" not in evidence(TuneSettings(batch_max=16), small, 8)  # +1.1 %
+
+
 def test_as_good_as_best_is_the_set_a_grid_may_recommend_from() -> None:
     rate = {1: 50.0, 2: 80.0, 4: 99.0, 8: 100.0, 16: 100.5, 32: 70.0}
     measured = [Measured(f"b{b}", b, True, trials=trials(r)) for b, r in rate.items()]
