@@ -42,6 +42,7 @@ from libreyolo.boundary.output import Output
 from libreyolo.boundary.status import exit_process, exit_status
 from libreyolo.config.compose import as_plain_dict
 from libreyolo.config.schema import DeviceConfig, ProfileConfig, SweepConfig, register_schemas
+from libreyolo.document.json_value import JsonObject
 from libreyolo.document.tune_model import TuneRecord
 from libreyolo.errors import ExitStatus, UsageError
 from libreyolo.render.sweep_text import HIGHEST, sweep_lines
@@ -130,6 +131,15 @@ def _plan(config: DictConfig) -> dict[str, list[str]] | None:
         return None
 
 
+def window_text(config: JsonObject) -> str:
+    """A point's window in words: `3 trials of 40 runs` (training: steps)."""
+    window = config["window"]
+    assert isinstance(window, dict)
+    unit = "runs" if config["mode"] == "infer" else "steps"
+    count, repeat = window[unit], window["repeat"]
+    return f"{repeat} trial{'s' if repeat != 1 else ''} of {count} {unit}"
+
+
 @hydra.main(version_base="1.3", config_path="pkg://libreyolo.conf", config_name="profile")
 def sweep_task(cfg: DictConfig) -> float:
     """One Hydra job: measure this point into its output folder, record its status and return
@@ -153,6 +163,8 @@ def sweep_task(cfg: DictConfig) -> float:
     _RAN.append((root, point_dir, record.status))
     shown = "reused" if record.reused else record.status
     detail = f": {record.reason}" if record.status != "ok" else ""
+    if tuning:  # a search measures a size on its ranking window, then again on the full one
+        detail += f" ({window_text(config)})"
     Output.plain().lines(f"{point_dir.name}: {shown}{detail}")
     return sweeper_value(point_objective(record, point_dir, root, config), hydra_cfg.sweeper)
 

@@ -93,3 +93,7 @@ def test_a_ranked_knee_search_recommends_a_batch_measured_on_the_full_window(
     assert status["overrides"][-2:] == [f"batch={answer}", "sweep.resume=false"]
     assert "window.repeat=2" not in status["overrides"]  # no ranking window
     assert len(_json(tmp_path / recommended["point"] / status["profile"])["trials"]) == 3
+    # each point's line says which window it was measured on
+    lines = [line for line in done.stdout.splitlines() if line.startswith("b")]
+    windows = ["(3 trials of 8 runs)" if not s["ranked"] else "(2 trials of 2 runs)" for s in path]
+    assert [line.split(": ok ", 1)[1] for line in lines[: len(path)]] == windows, done.stdout
