@@ -134,6 +134,11 @@ def _agrees(answer: int, full: Outcome) -> bool:
     return (max(below) if below else 0) < answer <= max(full.answer) and answer not in full.measured
 
 
+def _answer_agrees(answer: list[int], full: Outcome) -> bool:
+    """An answer was given and the grid agrees with each of its batches (`_agrees`)."""
+    return bool(answer) and all(_agrees(b, full) for b in answer)
+
+
 def _cross(answers: list[list[int]], grids: list[Outcome]) -> tuple[int, int]:
     """How many (answer, grid) pairs of different rounds agree, of how many: the host's noise
     as the grids themselves show it, beside the search's."""
@@ -143,7 +148,7 @@ def _cross(answers: list[list[int]], grids: list[Outcome]) -> tuple[int, int]:
         for j, full in enumerate(grids)
         if i != j and answer
     ]
-    return sum(all(_agrees(b, full) for b in answer) for answer, full in pairs), len(pairs)
+    return sum(_answer_agrees(answer, full) for answer, full in pairs), len(pairs)
 
 
 def _summary(mode: str, rounds: list[tuple[Outcome, Outcome]]) -> list[str]:
@@ -152,9 +157,7 @@ def _summary(mode: str, rounds: list[tuple[Outcome, Outcome]]) -> list[str]:
     answer (the smallest of its equals) against every other round's grid."""
     ratios = sorted(found.steps / full.steps for found, full in rounds)
     grids = [full for _, full in rounds]
-    own = sum(
-        bool(found.answer) and all(_agrees(b, full) for b in found.answer) for found, full in rounds
-    )
+    own = sum(_answer_agrees(found.answer, full) for found, full in rounds)
     search, pairs = _cross([found.answer for found, _ in rounds], grids)
     grid, grid_pairs = _cross([full.answer[:1] for full in grids], grids)
     median = statistics.median(ratios)
@@ -212,7 +215,7 @@ def main() -> None:
 
 
 def _line(mode: str, found: Outcome, full: Outcome) -> str:
-    agree = bool(found.answer) and all(_agrees(b, full) for b in found.answer)
+    agree = _answer_agrees(found.answer, full)
     ratio = found.steps / full.steps
     return (
         f"{mode:<6} | {found.points:>3} ({found.ranked} ranked) {found.windows:>7} "
